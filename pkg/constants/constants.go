@@ -1,0 +1,59 @@
+// Package constants holds names shared by the extension's controller, admission and tests.
+package constants
+
+const (
+	// ExtensionType is the type of the Extension resource this extension reconciles.
+	ExtensionType = "shoot-flux"
+	// ServiceName is the name of the extension controller.
+	ServiceName = ExtensionType
+	// ExtensionName is the name used for the controller registration and the manager.
+	ExtensionName = "gardener-extension-" + ServiceName
+	// Origin is the origin recorded on the ManagedResources this extension owns.
+	Origin = ServiceName
+
+	// ManagedResourceControllers is the ManagedResource with Flux and kluctl controllers.
+	ManagedResourceControllers = "extension-shoot-flux-controllers"
+	// ManagedResourceBootstrap is the ManagedResource with the git credentials and the bootstrap objects.
+	ManagedResourceBootstrap = "extension-shoot-flux-bootstrap"
+
+	// ProjectConfigMapName is the name of the project ConfigMap in the garden cluster.
+	ProjectConfigMapName = "flux-config"
+	// ConfigMapKeyConfig is the key of the full FluxConfig document in the project ConfigMap.
+	ConfigMapKeyConfig = "config.yaml"
+	// ConfigMapKeyFluxVersion is the legacy key (23technologies format) for the Flux version.
+	ConfigMapKeyFluxVersion = "fluxVersion"
+	// ConfigMapKeyRepositoryURL is the legacy key for the repository URL.
+	ConfigMapKeyRepositoryURL = "repositoryUrl"
+	// ConfigMapKeyRepositoryBranch is the legacy key for the repository branch.
+	ConfigMapKeyRepositoryBranch = "repositoryBranch"
+	// ConfigMapKeyRepositoryType is the legacy key for the repository type (public|private).
+	ConfigMapKeyRepositoryType = "repositoryType"
+
+	// SecretKeyIdentity is the data key of the OpenSSH private key in deploy key and credential Secrets.
+	SecretKeyIdentity = "identity"
+	// SecretKeyIdentityPub is the data key of the authorized_keys line of a deploy key.
+	SecretKeyIdentityPub = "identity.pub"
+	// SecretKeyKnownHosts is the data key of the known_hosts file.
+	SecretKeyKnownHosts = "known_hosts"
+	// SecretKeyUsername is the data key of a basic-auth user name.
+	SecretKeyUsername = "username"
+	// SecretKeyPassword is the data key of a basic-auth password or token.
+	SecretKeyPassword = "password"
+
+	// AnnotationRotate on a deploy key Secret asks the extension for a new key pair.
+	AnnotationRotate = "shoot-flux.extensions.gardener.cloud/rotate"
+	// LabelKeyScope labels deploy key Secrets with their scope (project or shoot).
+	LabelKeyScope = "shoot-flux.extensions.gardener.cloud/key-scope"
+	// LabelManagedBy marks garden objects written by this extension.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// DeployKeySecretPrefix prefixes the names of deploy key Secrets in the garden project namespace.
+	DeployKeySecretPrefix = "shoot-flux-deploy-key"
+
+	// ReferencedResourcePrefix is what gardenlet prefixes copies of Shoot spec.resources with in the seed.
+	ReferencedResourcePrefix = "ref-"
+
+	// GitCredentialsSecretName is the name of the git credentials Secret in the shoot.
+	GitCredentialsSecretName = "shoot-flux-git-credentials"
+	// BootstrapName is the name of the bootstrap KluctlDeployment or GitRepository/Kustomization in the shoot.
+	BootstrapName = "shoot-flux-bootstrap"
+)
