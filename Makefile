@@ -1,0 +1,133 @@
+# gardener-extension-shoot-flux
+
+REPO_ROOT      := $(shell pwd)
+VERSION        := $(shell cat VERSION)
+EXTENSION_NAME := gardener-extension-shoot-flux
+ADMISSION_NAME := $(EXTENSION_NAME)-admission
+REGISTRY       ?= europe-docker.pkg.dev/gardener-project/public/extensions
+IMAGE_TAG      ?= $(VERSION)
+
+# gardener's gozstd ships a prebuilt library that fails to link with cgo: everything is built
+# and tested without cgo (and therefore without -race).
+export CGO_ENABLED := 0
+export GOTOOLCHAIN := local
+export GOFLAGS     := -mod=mod
+
+GO       ?= go
+TOOLS_BIN := $(REPO_ROOT)/hack/tools/bin
+GOLANGCI_LINT_VERSION ?= v2.6.2
+DLV_VERSION           ?= v1.25.2
+GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
+DLV           := $(TOOLS_BIN)/dlv
+
+LD_FLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(VERSION) -X k8s.io/component-base/version/verflag.programName=$(EXTENSION_NAME)
+
+# Real API servers and the Flux source-controller for integration tests, built from the Go module
+# proxy into a cache outside the repository (see hack/build-envtest.sh).
+ENVTEST_ASSETS      = $(shell hack/build-envtest.sh)
+SOURCE_CONTROLLER   = $(shell hack/build-source-controller.sh)
+
+FUZZTIME ?= 5s
+
+.PHONY: all
+all: check test build
+
+#########################################
+# Build                                 #
+#########################################
+
+.PHONY: build
+build:
+	$(GO) build -trimpath -ldflags "$(LD_FLAGS)" -o bin/$(EXTENSION_NAME) ./cmd/$(EXTENSION_NAME)
+
+.PHONY: install
+install:
+	$(GO) install -trimpath -ldflags "$(LD_FLAGS)" ./cmd/...
+
+.PHONY: docker-images
+docker-images:
+	docker build --build-arg EFFECTIVE_VERSION=$(VERSION) -t $(REGISTRY)/$(EXTENSION_NAME):$(IMAGE_TAG) --target $(EXTENSION_NAME) .
+
+.PHONY: vendor
+vendor:
+	$(GO) mod vendor
+
+#########################################
+# Code generation and checks            #
+#########################################
+
+.PHONY: generate
+generate:
+	$(GO) generate ./...
+
+.PHONY: check-generate
+check-generate:
+	hack/check-generate.sh
+
+.PHONY: format
+format:
+	gofmt -s -w $$(git ls-files '*.go')
+
+$(GOLANGCI_LINT):
+	GOBIN=$(TOOLS_BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+$(DLV):
+	GOBIN=$(TOOLS_BIN) $(GO) install github.com/go-delve/delve/cmd/dlv@$(DLV_VERSION)
+
+.PHONY: check
+check: $(GOLANGCI_LINT)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "not gofmt-ed"; exit 1; }
+	$(GO) vet ./...
+	$(GOLANGCI_LINT) run ./...
+
+#########################################
+# Tests                                 #
+#########################################
+
+.PHONY: test
+test: test-unit test-integration test-fuzz
+
+.PHONY: test-unit
+test-unit:
+	$(GO) test $$($(GO) list ./... | grep -v /test/)
+
+.PHONY: test-integration
+test-integration:
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SOURCE_CONTROLLER_BIN="$(SOURCE_CONTROLLER)" $(GO) test -timeout 40m ./test/...
+
+.PHONY: test-fuzz
+test-fuzz:
+	@for pkg_target in $$(hack/fuzz-targets.sh); do \
+		pkg=$${pkg_target%%:*}; target=$${pkg_target##*:}; \
+		echo "fuzzing $$target in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
+.PHONY: bench
+bench:
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench $(BENCH_ARGS)
+
+#########################################
+# Sandbox and local development         #
+#########################################
+
+.PHONY: demo
+demo:
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./hack/sandbox demo
+
+.PHONY: sandbox-up
+sandbox-up:
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./hack/sandbox up
+
+START_ARGS = --leader-election=false --ignore-operation-annotation=true \
+	--heartbeat-namespace=garden --kubeconfig=$${KUBECONFIG:-dev/seed.kubeconfig} \
+	--garden-kubeconfig=$${GARDEN_KUBECONFIG:-dev/garden.kubeconfig} \
+	--metrics-bind-address=:18080 --health-bind-address=:18081 --log-format=text
+
+.PHONY: start
+start:
+	$(GO) run -ldflags "$(LD_FLAGS)" ./cmd/$(EXTENSION_NAME) $(START_ARGS)
+
+.PHONY: debug
+debug: $(DLV)
+	CGO_ENABLED=0 $(DLV) debug ./cmd/$(EXTENSION_NAME) -- $(START_ARGS)

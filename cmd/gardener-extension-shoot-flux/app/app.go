@@ -1,0 +1,100 @@
+// Package app wires the command line options into a controller manager.
+package app
+
+import (
+	"context"
+	"fmt"
+
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
+	"github.com/gardener/gardener/extensions/pkg/controller/heartbeat"
+	gardenerhealthz "github.com/gardener/gardener/pkg/healthz"
+	"github.com/spf13/cobra"
+	"k8s.io/component-base/version/verflag"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
+	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
+)
+
+// NewControllerCommand returns the command that runs the shoot-flux extension controller.
+func NewControllerCommand() *cobra.Command {
+	options := NewOptions()
+
+	cmd := &cobra.Command{
+		Use:           constants.ExtensionName,
+		Short:         "Deploys Flux, the kluctl controller and a GitOps bootstrap into shoot clusters.",
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			verflag.PrintAndExitIfRequested()
+
+			if err := options.optionAggregator.Complete(); err != nil {
+				return fmt.Errorf("error completing options: %w", err)
+			}
+			if err := options.heartbeatOptions.Validate(); err != nil {
+				return err
+			}
+			cmd.SilenceUsage = true
+			return options.run(cmd.Context())
+		},
+	}
+
+	verflag.AddFlags(cmd.Flags())
+	options.optionAggregator.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *Options) run(ctx context.Context) error {
+	mgrOpts := o.managerOptions.Completed().Options()
+	// Secrets are read rarely and a seed has many of them; caching them all would dominate memory.
+	mgrOpts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+
+	mgr, err := manager.New(o.restOptions.Completed().Config, mgrOpts)
+	if err != nil {
+		return fmt.Errorf("could not instantiate controller-manager: %w", err)
+	}
+	if err := extensionscontroller.AddToScheme(mgr.GetScheme()); err != nil {
+		return fmt.Errorf("could not update manager scheme: %w", err)
+	}
+	if err := fluxinstall.AddToScheme(mgr.GetScheme()); err != nil {
+		return fmt.Errorf("could not update manager scheme: %w", err)
+	}
+
+	gardenCluster, err := fluxcmd.NewGardenCluster(o.gardenOptions.Completed())
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(gardenCluster); err != nil {
+		return fmt.Errorf("could not add garden cluster to manager: %w", err)
+	}
+
+	extension.DefaultAddOptions.Config = *o.configOptions.Completed()
+	extension.DefaultAddOptions.GardenCluster = gardenCluster
+	extension.DefaultAddOptions.ExtensionClasses = o.generalOptions.Completed().ExtensionClasses
+	o.controllerOptions.Completed().Apply(&extension.DefaultAddOptions.ControllerOptions)
+	o.reconcileOptions.Completed().Apply(&extension.DefaultAddOptions.IgnoreOperationAnnotation)
+	o.heartbeatOptions.Completed().Apply(&heartbeat.DefaultAddOptions)
+
+	if err := o.controllerSwitches.Completed().AddToManager(ctx, mgr); err != nil {
+		return fmt.Errorf("could not add controllers to manager: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informer-sync", gardenerhealthz.NewCacheSyncHealthz(mgr.GetCache())); err != nil {
+		return fmt.Errorf("could not add ready check for informers: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("garden-informer-sync", gardenerhealthz.NewCacheSyncHealthz(gardenCluster.GetCache())); err != nil {
+		return fmt.Errorf("could not add ready check for garden informers: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("could not add health check to manager: %w", err)
+	}
+
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("error running manager: %w", err)
+	}
+	return nil
+}
+

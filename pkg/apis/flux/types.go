@@ -1,0 +1,202 @@
+package flux
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+const (
+	// ComponentSourceController is the Flux source-controller; every installation needs it.
+	ComponentSourceController = "source-controller"
+	// ComponentKustomizeController is the Flux kustomize-controller; bootstrap mode flux needs it.
+	ComponentKustomizeController = "kustomize-controller"
+	// ComponentHelmController is the Flux helm-controller.
+	ComponentHelmController = "helm-controller"
+	// ComponentNotificationController is the Flux notification-controller.
+	ComponentNotificationController = "notification-controller"
+)
+
+// KnownComponents lists the Flux components the extension can install, in installation order.
+var KnownComponents = []string{
+	ComponentSourceController,
+	ComponentKustomizeController,
+	ComponentHelmController,
+	ComponentNotificationController,
+}
+
+// BootstrapMode selects which object the extension creates in the shoot to apply the repository.
+type BootstrapMode string
+
+const (
+	// BootstrapModeKluctl creates a KluctlDeployment.
+	BootstrapModeKluctl BootstrapMode = "kluctl"
+	// BootstrapModeFlux creates a Flux GitRepository and Kustomization.
+	BootstrapModeFlux BootstrapMode = "flux"
+	// BootstrapModeNone installs the controllers only.
+	BootstrapModeNone BootstrapMode = "none"
+)
+
+// RepositoryType tells whether the repository needs credentials.
+type RepositoryType string
+
+const (
+	// RepositoryTypePublic repositories are fetched without credentials.
+	RepositoryTypePublic RepositoryType = "public"
+	// RepositoryTypePrivate repositories are fetched with a generated deploy key or user credentials.
+	RepositoryTypePrivate RepositoryType = "private"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// FluxConfig is the effective shoot-flux configuration of one shoot.
+type FluxConfig struct {
+	metav1.TypeMeta
+
+	// Flux configures the Flux controllers.
+	Flux Flux
+	// Kluctl configures the kluctl controller.
+	Kluctl Kluctl
+	// Source is the git repository to bootstrap from; nil installs the controllers only.
+	Source *Source
+	// Bootstrap configures the object that applies the repository.
+	Bootstrap Bootstrap
+	// AdditionalSecretResources are Shoot spec.resources Secrets copied into the shoot.
+	AdditionalSecretResources []AdditionalSecretResource
+}
+
+// Flux configures the Flux controllers.
+type Flux struct {
+	// Version is the Flux release, with a leading "v".
+	Version string
+	// Components are the Flux controllers to install.
+	Components []string
+	// Namespace is the namespace of the Flux controllers.
+	Namespace string
+}
+
+// Kluctl configures the kluctl controller.
+type Kluctl struct {
+	// Enabled installs the kluctl controller.
+	Enabled bool
+	// Version is the kluctl release, with a leading "v".
+	Version string
+	// Namespace is the namespace of the kluctl controller.
+	Namespace string
+}
+
+// Source is a git repository.
+type Source struct {
+	// URL is an ssh://, scp-like or https:// git URL.
+	URL string
+	// Ref is the revision to check out.
+	Ref GitRef
+	// Path is the directory inside the repository.
+	Path string
+	// Type tells whether the repository needs credentials.
+	Type RepositoryType
+	// KnownHosts are known_hosts lines trusted for the repository host in addition to the scanned ones.
+	KnownHosts string
+	// SecretResourceName names a Shoot spec.resources Secret with user credentials; empty means a
+	// generated deploy key for private repositories.
+	SecretResourceName string
+}
+
+// GitRef is a branch, a tag or a commit; exactly one is set.
+type GitRef struct {
+	// Branch is a branch name.
+	Branch string
+	// Tag is a tag name.
+	Tag string
+	// Commit is a full commit SHA.
+	Commit string
+}
+
+// Bootstrap configures the object that applies the repository.
+type Bootstrap struct {
+	// Mode selects the bootstrap object.
+	Mode BootstrapMode
+	// Kluctl configures the KluctlDeployment of mode kluctl.
+	Kluctl KluctlBootstrap
+	// Flux configures the Kustomization of mode flux.
+	Flux FluxBootstrap
+}
+
+// KluctlBootstrap configures the bootstrap KluctlDeployment.
+type KluctlBootstrap struct {
+	// Target is the kluctl target; empty deploys without a target.
+	Target string
+	// Context is the kubeconfig context the controller deploys to.
+	Context string
+	// Args are the kluctl deployment arguments, a JSON object.
+	Args *runtime.RawExtension
+	// Prune deletes orphaned objects.
+	Prune bool
+	// Delete deletes the deployed objects when the KluctlDeployment is deleted.
+	Delete bool
+	// Interval is the reconciliation interval.
+	Interval metav1.Duration
+	// RetryInterval is the interval after a failed reconciliation; nil means Interval.
+	RetryInterval *metav1.Duration
+	// Timeout bounds a single reconciliation; nil means the controller default.
+	Timeout *metav1.Duration
+	// DryRun renders without applying.
+	DryRun bool
+	// Decryption configures SOPS decryption.
+	Decryption *Decryption
+}
+
+// Decryption configures SOPS decryption with a key from a Shoot spec.resources Secret.
+type Decryption struct {
+	// SecretResourceName names the Shoot spec.resources Secret with the SOPS key.
+	SecretResourceName string
+}
+
+// FluxBootstrap configures the bootstrap Flux Kustomization.
+type FluxBootstrap struct {
+	// Path is the directory inside the repository.
+	Path string
+	// Prune deletes orphaned objects.
+	Prune bool
+	// Interval is the reconciliation interval.
+	Interval metav1.Duration
+	// TargetNamespace overrides the namespace of namespaced objects; empty keeps them.
+	TargetNamespace string
+}
+
+// AdditionalSecretResource copies a Shoot spec.resources Secret into the shoot.
+type AdditionalSecretResource struct {
+	// Name is the name of the resource in the Shoot spec.resources.
+	Name string
+	// TargetName is the name of the Secret in the shoot.
+	TargetName string
+	// Namespace is the namespace of the Secret in the shoot.
+	Namespace string
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// FluxStatus is what the extension reports in the Extension providerStatus.
+type FluxStatus struct {
+	metav1.TypeMeta
+
+	// FluxVersion is the installed Flux version.
+	FluxVersion string
+	// KluctlVersion is the installed kluctl version; empty when kluctl is disabled.
+	KluctlVersion string
+	// Repository is the bootstrapped repository URL.
+	Repository string
+	// Ref is the bootstrapped revision.
+	Ref string
+	// BootstrapMode is the effective bootstrap mode.
+	BootstrapMode string
+	// PublicKey is the authorized_keys line of the deploy key to add to the repository.
+	PublicKey string
+	// Fingerprint is the SHA256 fingerprint of the deploy key.
+	Fingerprint string
+	// DeployKeySecret is the garden Secret that holds the deploy key.
+	DeployKeySecret string
+	// Warnings are problems that do not stop the reconciliation.
+	Warnings []string
+	// Message summarises the state for humans.
+	Message string
+}

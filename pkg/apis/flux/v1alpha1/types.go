@@ -1,0 +1,268 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+const (
+	// ComponentSourceController is the Flux source-controller; every installation needs it.
+	ComponentSourceController = "source-controller"
+	// ComponentKustomizeController is the Flux kustomize-controller; bootstrap mode flux needs it.
+	ComponentKustomizeController = "kustomize-controller"
+	// ComponentHelmController is the Flux helm-controller.
+	ComponentHelmController = "helm-controller"
+	// ComponentNotificationController is the Flux notification-controller.
+	ComponentNotificationController = "notification-controller"
+
+	// DefaultFluxNamespace is the default namespace of the Flux controllers.
+	DefaultFluxNamespace = "flux-system"
+	// DefaultKluctlNamespace is the default namespace of the kluctl controller.
+	DefaultKluctlNamespace = "kluctl-system"
+	// DefaultBranch is checked out when no ref is configured.
+	DefaultBranch = "main"
+	// DefaultPath is the repository directory used when no path is configured.
+	DefaultPath = "."
+	// DefaultKluctlContext is the kubeconfig context of the bootstrap KluctlDeployment.
+	DefaultKluctlContext = "default"
+)
+
+// BootstrapMode selects which object the extension creates in the shoot to apply the repository.
+type BootstrapMode string
+
+const (
+	// BootstrapModeKluctl creates a KluctlDeployment.
+	BootstrapModeKluctl BootstrapMode = "kluctl"
+	// BootstrapModeFlux creates a Flux GitRepository and Kustomization.
+	BootstrapModeFlux BootstrapMode = "flux"
+	// BootstrapModeNone installs the controllers only.
+	BootstrapModeNone BootstrapMode = "none"
+)
+
+// RepositoryType tells whether the repository needs credentials.
+type RepositoryType string
+
+const (
+	// RepositoryTypePublic repositories are fetched without credentials.
+	RepositoryTypePublic RepositoryType = "public"
+	// RepositoryTypePrivate repositories are fetched with a generated deploy key or user credentials.
+	RepositoryTypePrivate RepositoryType = "private"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// FluxConfig is the shoot-flux configuration. The same document is accepted as Extension
+// providerConfig and under the key config.yaml of the project ConfigMap flux-config.
+type FluxConfig struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Flux configures the Flux controllers.
+	// +optional
+	Flux *Flux `json:"flux,omitempty"`
+	// Kluctl configures the kluctl controller.
+	// +optional
+	Kluctl *Kluctl `json:"kluctl,omitempty"`
+	// Source is the git repository to bootstrap from. Without a URL in any configuration layer only
+	// the controllers are installed.
+	// +optional
+	Source *Source `json:"source,omitempty"`
+	// Bootstrap configures the object that applies the repository.
+	// +optional
+	Bootstrap *Bootstrap `json:"bootstrap,omitempty"`
+	// AdditionalSecretResources are Shoot spec.resources Secrets copied into the shoot, e.g. for
+	// credentials the deployed applications need. A later configuration layer replaces the list.
+	// +optional
+	AdditionalSecretResources []AdditionalSecretResource `json:"additionalSecretResources,omitempty"`
+}
+
+// Flux configures the Flux controllers.
+type Flux struct {
+	// Version is the Flux release, e.g. v2.9.5; a missing leading "v" is added. Defaults to the
+	// operator's defaultFluxVersion.
+	// +optional
+	Version *string `json:"version,omitempty"`
+	// Components are the Flux controllers to install. Defaults to [source-controller], plus
+	// kustomize-controller in bootstrap mode flux. A later configuration layer replaces the list.
+	// +optional
+	Components []string `json:"components,omitempty"`
+	// Namespace is the namespace of the Flux controllers. Defaults to flux-system.
+	// +optional
+	Namespace *string `json:"namespace,omitempty"`
+}
+
+// Kluctl configures the kluctl controller.
+type Kluctl struct {
+	// Enabled installs the kluctl controller. Defaults to true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Version is the kluctl release, e.g. v2.28.2; a missing leading "v" is added. Defaults to the
+	// operator's defaultKluctlVersion.
+	// +optional
+	Version *string `json:"version,omitempty"`
+	// Namespace is the namespace of the kluctl controller. Defaults to kluctl-system.
+	// +optional
+	Namespace *string `json:"namespace,omitempty"`
+}
+
+// Source is a git repository.
+type Source struct {
+	// URL is the repository: ssh://user@host[:port]/path, scp-like user@host:path or
+	// https://host[:port]/path.
+	// +optional
+	URL *string `json:"url,omitempty"`
+	// Ref is the revision to check out: exactly one of branch, tag and commit. A configuration layer
+	// that sets any of them replaces the whole ref of lower layers. Defaults to branch main.
+	// +optional
+	Ref *GitRef `json:"ref,omitempty"`
+	// Path is the directory inside the repository, relative and without "..". Defaults to ".".
+	// +optional
+	Path *string `json:"path,omitempty"`
+	// Type is public or private. Defaults to private if secretResourceName is set or the URL is an
+	// ssh or scp-like URL, and to public for https URLs without secretResourceName.
+	// +optional
+	Type *RepositoryType `json:"type,omitempty"`
+	// KnownHosts are known_hosts lines trusted for the repository host in addition to the ones the
+	// extension scans.
+	// +optional
+	KnownHosts *string `json:"knownHosts,omitempty"`
+	// SecretResourceName names a Shoot spec.resources Secret with user credentials: identity (and
+	// optionally known_hosts) for ssh URLs, username and password for https URLs. Without it private
+	// repositories use a deploy key generated by the extension, which works with ssh URLs only.
+	// +optional
+	SecretResourceName *string `json:"secretResourceName,omitempty"`
+}
+
+// GitRef is a branch, a tag or a commit.
+type GitRef struct {
+	// Branch is a branch name.
+	// +optional
+	Branch *string `json:"branch,omitempty"`
+	// Tag is a tag name.
+	// +optional
+	Tag *string `json:"tag,omitempty"`
+	// Commit is a full (40 or 64 character) commit SHA.
+	// +optional
+	Commit *string `json:"commit,omitempty"`
+}
+
+// Bootstrap configures the object that applies the repository.
+type Bootstrap struct {
+	// Mode is kluctl, flux or none. Defaults to kluctl; it is none whenever no source URL is configured.
+	// +optional
+	Mode *BootstrapMode `json:"mode,omitempty"`
+	// Kluctl configures the KluctlDeployment of mode kluctl.
+	// +optional
+	Kluctl *KluctlBootstrap `json:"kluctl,omitempty"`
+	// Flux configures the Kustomization of mode flux.
+	// +optional
+	Flux *FluxBootstrap `json:"flux,omitempty"`
+}
+
+// KluctlBootstrap configures the bootstrap KluctlDeployment.
+type KluctlBootstrap struct {
+	// Target is the kluctl target to deploy.
+	// +optional
+	Target *string `json:"target,omitempty"`
+	// Context is the kubeconfig context the controller deploys to. Defaults to "default".
+	// +optional
+	Context *string `json:"context,omitempty"`
+	// Args are the kluctl deployment arguments, a JSON object. Configuration layers are combined as
+	// JSON merge patches (RFC 7386): objects merge key by key, null removes a key.
+	// +optional
+	Args *runtime.RawExtension `json:"args,omitempty"`
+	// Prune deletes orphaned objects. Defaults to false.
+	// +optional
+	Prune *bool `json:"prune,omitempty"`
+	// Delete deletes the deployed objects when the KluctlDeployment is deleted. Defaults to false.
+	// +optional
+	Delete *bool `json:"delete,omitempty"`
+	// Interval is the reconciliation interval. Defaults to 5m.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// RetryInterval is the interval after a failed reconciliation. Defaults to interval.
+	// +optional
+	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
+	// Timeout bounds a single reconciliation. Defaults to the controller's default.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// DryRun renders without applying. Defaults to false.
+	// +optional
+	DryRun *bool `json:"dryRun,omitempty"`
+	// Decryption configures SOPS decryption.
+	// +optional
+	Decryption *Decryption `json:"decryption,omitempty"`
+}
+
+// Decryption configures SOPS decryption with a key from a Shoot spec.resources Secret.
+type Decryption struct {
+	// SecretResourceName names the Shoot spec.resources Secret with the SOPS key.
+	SecretResourceName string `json:"secretResourceName"`
+}
+
+// FluxBootstrap configures the bootstrap Flux Kustomization.
+type FluxBootstrap struct {
+	// Path is the directory inside the repository. Defaults to source.path.
+	// +optional
+	Path *string `json:"path,omitempty"`
+	// Prune deletes orphaned objects. Defaults to true.
+	// +optional
+	Prune *bool `json:"prune,omitempty"`
+	// Interval is the reconciliation interval. Defaults to 10m.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// TargetNamespace overrides the namespace of namespaced objects.
+	// +optional
+	TargetNamespace *string `json:"targetNamespace,omitempty"`
+}
+
+// AdditionalSecretResource copies a Shoot spec.resources Secret into the shoot.
+type AdditionalSecretResource struct {
+	// Name is the name of the resource in the Shoot spec.resources.
+	Name string `json:"name"`
+	// TargetName is the name of the Secret in the shoot. Defaults to name.
+	// +optional
+	TargetName *string `json:"targetName,omitempty"`
+	// Namespace is the namespace of the Secret in the shoot. Defaults to the namespace of the
+	// bootstrap object: the Flux namespace in bootstrap mode flux, otherwise the kluctl namespace
+	// (the Flux namespace if kluctl is disabled).
+	// +optional
+	Namespace *string `json:"namespace,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// FluxStatus is what the extension reports in the Extension providerStatus.
+type FluxStatus struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// FluxVersion is the installed Flux version.
+	// +optional
+	FluxVersion string `json:"fluxVersion,omitempty"`
+	// KluctlVersion is the installed kluctl version; empty when kluctl is disabled.
+	// +optional
+	KluctlVersion string `json:"kluctlVersion,omitempty"`
+	// Repository is the bootstrapped repository URL.
+	// +optional
+	Repository string `json:"repository,omitempty"`
+	// Ref is the bootstrapped revision.
+	// +optional
+	Ref string `json:"ref,omitempty"`
+	// BootstrapMode is the effective bootstrap mode.
+	// +optional
+	BootstrapMode string `json:"bootstrapMode,omitempty"`
+	// PublicKey is the authorized_keys line of the deploy key to add to the repository.
+	// +optional
+	PublicKey string `json:"publicKey,omitempty"`
+	// Fingerprint is the SHA256 fingerprint of the deploy key.
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// DeployKeySecret is the garden Secret that holds the deploy key.
+	// +optional
+	DeployKeySecret string `json:"deployKeySecret,omitempty"`
+	// Warnings are problems that do not stop the reconciliation.
+	// +optional
+	Warnings []string `json:"warnings,omitempty"`
+	// Message summarises the state for humans.
+	// +optional
+	Message string `json:"message,omitempty"`
+}

@@ -1,0 +1,271 @@
+// Package bootstrap deploys the ManagedResource with the git credentials and the objects that make
+// the shoot's GitOps controller deploy the configured repository: a KluctlDeployment, or a Flux
+// GitRepository with a Kustomization.
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	fluxmeta "github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/gardener/gardener/pkg/component"
+	"github.com/gardener/gardener/pkg/utils/managedresources"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+)
+
+var (
+	// TimeoutApplied bounds the wait for gardener-resource-manager to apply the ManagedResource.
+	TimeoutApplied = 2 * time.Minute
+	// TimeoutDeleted bounds the wait for the ManagedResource to be deleted. The kluctl controller
+	// removes its finalizer from the KluctlDeployment first, which may include pruning.
+	TimeoutDeleted = 5 * time.Minute
+)
+
+// DecryptionSecretName is the name of the SOPS key Secret in the shoot.
+const DecryptionSecretName = "shoot-flux-sops"
+
+// Credentials are the git credentials delivered to the shoot.
+type Credentials struct {
+	// Host is the host the credentials apply to, normalised the way kluctl matches it.
+	Host string
+	// Data holds identity/known_hosts or username/password.
+	Data map[string][]byte
+}
+
+// Secret is a Secret copied into the shoot.
+type Secret struct {
+	Name      string
+	Namespace string
+	Data      map[string][]byte
+}
+
+// Values configure the bootstrap ManagedResource.
+type Values struct {
+	// Config is the resolved configuration; its Source must be set and its bootstrap mode must not
+	// be none.
+	Config *fluxapi.FluxConfig
+	// URL is the repository URL in the form the GitOps controllers understand.
+	URL string
+	// Credentials are nil for public repositories.
+	Credentials *Credentials
+	// Decryption holds the SOPS key data; nil disables decryption.
+	Decryption map[string][]byte
+	// AdditionalSecrets are copied into the shoot as they are.
+	AdditionalSecrets []Secret
+}
+
+type bootstrap struct {
+	client    client.Client
+	reader    client.Reader
+	namespace string
+	values    Values
+}
+
+// New returns a component for the bootstrap ManagedResource in the given seed namespace. reader
+// is used while waiting and should be a cached client.
+func New(c client.Client, reader client.Reader, namespace string, values Values) component.DeployWaiter {
+	return &bootstrap{client: c, reader: reader, namespace: namespace, values: values}
+}
+
+func (b *bootstrap) Deploy(ctx context.Context) error {
+	data, err := Data(b.values)
+	if err != nil {
+		return err
+	}
+	return managedresources.CreateForShoot(ctx, b.client, b.namespace, constants.ManagedResourceBootstrap, constants.Origin, false, data)
+}
+
+func (b *bootstrap) Destroy(ctx context.Context) error {
+	return managedresources.Delete(ctx, b.client, b.namespace, constants.ManagedResourceBootstrap, true)
+}
+
+func (b *bootstrap) Wait(ctx context.Context) error {
+	return mrutil.WaitUntilApplied(ctx, b.reader, b.namespace, constants.ManagedResourceBootstrap, TimeoutApplied)
+}
+
+func (b *bootstrap) WaitCleanup(ctx context.Context) error {
+	return mrutil.WaitUntilDeleted(ctx, b.reader, b.namespace, constants.ManagedResourceBootstrap, TimeoutDeleted)
+}
+
+// Data returns the brotli-compressed ManagedResource secret data for the given values.
+func Data(v Values) (map[string][]byte, error) {
+	cfg := v.Config
+	if cfg == nil || cfg.Source == nil {
+		return nil, fmt.Errorf("bootstrap needs a configured source")
+	}
+
+	var namespace string
+	switch cfg.Bootstrap.Mode {
+	case fluxapi.BootstrapModeKluctl:
+		namespace = cfg.Kluctl.Namespace
+	case fluxapi.BootstrapModeFlux:
+		namespace = cfg.Flux.Namespace
+	default:
+		return nil, fmt.Errorf("bootstrap mode %q deploys no bootstrap objects", cfg.Bootstrap.Mode)
+	}
+
+	registry := managedresources.NewRegistry(kubernetes.ShootScheme, kubernetes.ShootCodec, kubernetes.ShootSerializer)
+	var objects []client.Object
+
+	if v.Credentials != nil {
+		objects = append(objects, secret(constants.GitCredentialsSecretName, namespace, v.Credentials.Data))
+	}
+	if v.Decryption != nil {
+		objects = append(objects, secret(DecryptionSecretName, namespace, v.Decryption))
+	}
+	for _, s := range v.AdditionalSecrets {
+		objects = append(objects, secret(s.Name, s.Namespace, s.Data))
+	}
+	if err := registry.Add(objects...); err != nil {
+		return nil, fmt.Errorf("failed serializing bootstrap secrets: %w", err)
+	}
+
+	docs := kluctlObjects(v, namespace)
+	if cfg.Bootstrap.Mode == fluxapi.BootstrapModeFlux {
+		var err error
+		if docs, err = fluxObjects(v, namespace); err != nil {
+			return nil, err
+		}
+	}
+	for filename, obj := range docs {
+		out, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("failed serializing %s: %w", filename, err)
+		}
+		registry.AddSerialized(filename, out)
+	}
+
+	data, err := registry.SerializedObjects()
+	if err != nil {
+		return nil, fmt.Errorf("failed serializing bootstrap manifests: %w", err)
+	}
+	return data, nil
+}
+
+func secret(name, namespace string, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels()},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+}
+
+func labels() map[string]string {
+	return map[string]string{constants.LabelManagedBy: constants.ExtensionName}
+}
+
+func ref(r fluxapi.GitRef) *gitRef {
+	return &gitRef{Branch: r.Branch, Tag: r.Tag, Commit: r.Commit}
+}
+
+func kluctlObjects(v Values, namespace string) map[string]any {
+	cfg := v.Config
+	k := cfg.Bootstrap.Kluctl
+	spec := kluctlDeploymentSpec{
+		Source: kluctlSource{Git: kluctlGitSource{
+			URL:  v.URL,
+			Path: cfg.Source.Path,
+			Ref:  ref(cfg.Source.Ref),
+		}},
+		Interval: k.Interval.Duration.String(),
+		Target:   k.Target,
+		Context:  k.Context,
+		Args:     k.Args,
+		Prune:    k.Prune,
+		Delete:   k.Delete,
+		DryRun:   k.DryRun,
+	}
+	if k.RetryInterval != nil {
+		spec.RetryInterval = k.RetryInterval.Duration.String()
+	}
+	if k.Timeout != nil {
+		spec.Timeout = k.Timeout.Duration.String()
+	}
+	if v.Credentials != nil {
+		spec.Credentials = &kluctlCredentials{Git: []kluctlGitCredentials{{
+			Host:      v.Credentials.Host,
+			SecretRef: secretRef{Name: constants.GitCredentialsSecretName},
+		}}}
+	}
+	if v.Decryption != nil {
+		spec.Decryption = &decryption{Provider: "sops", SecretRef: secretRef{Name: DecryptionSecretName}}
+	}
+
+	return map[string]any{
+		"kluctldeployment__" + namespace + "__" + constants.BootstrapName + ".yaml": &kluctlDeployment{
+			APIVersion: kluctlAPIVersion,
+			Kind:       kluctlKind,
+			Metadata:   objectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()},
+			Spec:       spec,
+		},
+	}
+}
+
+func fluxObjects(v Values, namespace string) (map[string]any, error) {
+	cfg := v.Config
+	f := cfg.Bootstrap.Flux
+
+	repo := &sourcev1.GitRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
+		ObjectMeta: metav1.ObjectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()},
+		Spec: sourcev1.GitRepositorySpec{
+			URL:      v.URL,
+			Interval: f.Interval,
+			Reference: &sourcev1.GitRepositoryRef{
+				Branch: cfg.Source.Ref.Branch,
+				Tag:    cfg.Source.Ref.Tag,
+				Commit: cfg.Source.Ref.Commit,
+			},
+		},
+	}
+	if v.Credentials != nil {
+		repo.Spec.SecretRef = &fluxmeta.LocalObjectReference{Name: constants.GitCredentialsSecretName}
+	}
+	// GitRepository carries a status stanza with a creationTimestamp; drop it so the stored
+	// manifest only holds what we set.
+	repoYAML, err := yaml.Marshal(repo)
+	if err != nil {
+		return nil, fmt.Errorf("failed serializing GitRepository: %w", err)
+	}
+	var repoObj map[string]any
+	if err := yaml.Unmarshal(repoYAML, &repoObj); err != nil {
+		return nil, fmt.Errorf("failed serializing GitRepository: %w", err)
+	}
+	delete(repoObj, "status")
+	if meta, ok := repoObj["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+
+	ks := &kustomization{
+		APIVersion: kustomizeAPIVersion,
+		Kind:       kustomizeKind,
+		Metadata:   objectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()},
+		Spec: kustomizationSpec{
+			SourceRef:       sourceRef{Kind: sourcev1.GitRepositoryKind, Name: constants.BootstrapName},
+			Path:            f.Path,
+			Prune:           f.Prune,
+			Interval:        f.Interval.Duration.String(),
+			TargetNamespace: f.TargetNamespace,
+			// Removing the extension must never delete the workloads the repository deployed.
+			DeletionPolicy: deletionPolicyOrphan,
+		},
+	}
+	if v.Decryption != nil {
+		ks.Spec.Decryption = &decryption{Provider: "sops", SecretRef: secretRef{Name: DecryptionSecretName}}
+	}
+
+	return map[string]any{
+		"gitrepository__" + namespace + "__" + constants.BootstrapName + ".yaml": repoObj,
+		"kustomization__" + namespace + "__" + constants.BootstrapName + ".yaml": ks,
+	}, nil
+}

@@ -1,0 +1,102 @@
+package bootstrap
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// The kluctl controller's Go API cannot be built with this project's dependency set, so the few
+// fields we write are declared here. Field names and JSON tags follow the
+// gitops.kluctl.io/v1beta1 KluctlDeployment CRD; integration tests apply the result against the
+// real CRD schema.
+
+const (
+	kluctlAPIVersion     = "gitops.kluctl.io/v1beta1"
+	kluctlKind           = "KluctlDeployment"
+	kustomizeAPIVersion  = "kustomize.toolkit.fluxcd.io/v1"
+	kustomizeKind        = "Kustomization"
+	deletionPolicyOrphan = "Orphan"
+)
+
+type objectMeta struct {
+	Name      string            `json:"name"`
+	Namespace string            `json:"namespace"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}
+
+type kluctlDeployment struct {
+	APIVersion string               `json:"apiVersion"`
+	Kind       string               `json:"kind"`
+	Metadata   objectMeta           `json:"metadata"`
+	Spec       kluctlDeploymentSpec `json:"spec"`
+}
+
+type kluctlDeploymentSpec struct {
+	Source        kluctlSource          `json:"source"`
+	Credentials   *kluctlCredentials    `json:"credentials,omitempty"`
+	Decryption    *decryption           `json:"decryption,omitempty"`
+	Interval      string                `json:"interval"`
+	RetryInterval string                `json:"retryInterval,omitempty"`
+	Timeout       string                `json:"timeout,omitempty"`
+	Target        string                `json:"target,omitempty"`
+	Context       string                `json:"context,omitempty"`
+	Args          *runtime.RawExtension `json:"args,omitempty"`
+	Prune         bool                  `json:"prune"`
+	Delete        bool                  `json:"delete"`
+	DryRun        bool                  `json:"dryRun"`
+}
+
+type kluctlSource struct {
+	Git kluctlGitSource `json:"git"`
+}
+
+type kluctlGitSource struct {
+	URL  string  `json:"url"`
+	Path string  `json:"path,omitempty"`
+	Ref  *gitRef `json:"ref,omitempty"`
+}
+
+type gitRef struct {
+	Branch string `json:"branch,omitempty"`
+	Tag    string `json:"tag,omitempty"`
+	Commit string `json:"commit,omitempty"`
+}
+
+type kluctlCredentials struct {
+	Git []kluctlGitCredentials `json:"git"`
+}
+
+type kluctlGitCredentials struct {
+	Host      string    `json:"host"`
+	SecretRef secretRef `json:"secretRef"`
+}
+
+type secretRef struct {
+	Name string `json:"name"`
+}
+
+type decryption struct {
+	Provider  string    `json:"provider"`
+	SecretRef secretRef `json:"secretRef"`
+}
+
+type kustomization struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   objectMeta        `json:"metadata"`
+	Spec       kustomizationSpec `json:"spec"`
+}
+
+type kustomizationSpec struct {
+	SourceRef       sourceRef   `json:"sourceRef"`
+	Path            string      `json:"path"`
+	Prune           bool        `json:"prune"`
+	Interval        string      `json:"interval"`
+	TargetNamespace string      `json:"targetNamespace,omitempty"`
+	DeletionPolicy  string      `json:"deletionPolicy"`
+	Decryption      *decryption `json:"decryption,omitempty"`
+}
+
+type sourceRef struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}

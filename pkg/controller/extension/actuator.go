@@ -1,0 +1,256 @@
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
+	"github.com/gardener/gardener/extensions/pkg/controller/extension"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1helper "github.com/gardener/gardener/pkg/apis/core/v1beta1/helper"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/gardener/gardener/pkg/component"
+	"github.com/gardener/gardener/pkg/utils/managedresources"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/controllers"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+)
+
+// NewActuator returns the actuator of shoot-flux Extensions. seedClient should be the manager's
+// (cached) client, gardenClient a client of the garden cluster whose cache holds the project
+// ConfigMaps.
+func NewActuator(seedClient client.Client, gardenClient client.Client, cfg config.ControllerConfiguration) extension.Actuator {
+	return &actuator{
+		client: seedClient,
+		garden: gardenClient,
+		config: cfg,
+		keys: &deploykey.Manager{
+			Client:                gardenClient,
+			Algorithm:             sshkeyAlgorithm(cfg),
+			ScanTimeout:           cfg.Timeouts.HostKeyScan.Duration,
+			ExtraKnownHosts:       []byte(cfg.KnownHosts),
+			AllowInsecureHostKeys: cfg.AllowInsecureHostKeys,
+		},
+	}
+}
+
+type actuator struct {
+	client client.Client
+	garden client.Client
+	config config.ControllerConfiguration
+	keys   *deploykey.Manager
+}
+
+// Reconcile resolves the configuration, ensures credentials and deploys both ManagedResources.
+// Everything that can fail on user input happens before the first write, so a bad input leaves the
+// last good deployment in place.
+func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	cluster, err := extensionscontroller.GetCluster(ctx, a.client, ex.Namespace)
+	if err != nil {
+		return fmt.Errorf("failed reading cluster: %w", err)
+	}
+	if cluster.Shoot == nil {
+		return fmt.Errorf("cluster %s has no shoot", ex.Namespace)
+	}
+
+	cfg, err := a.resolveConfig(ctx, cluster.Shoot.Namespace, ex)
+	if err != nil {
+		return err
+	}
+
+	status := &fluxv1alpha1.FluxStatus{
+		FluxVersion:   cfg.Flux.Version,
+		BootstrapMode: string(cfg.Bootstrap.Mode),
+	}
+	if cfg.Kluctl.Enabled {
+		status.KluctlVersion = cfg.Kluctl.Version
+	}
+
+	in, err := a.bootstrapInputs(ctx, log, ex.Namespace, cluster, cfg, status)
+	if err != nil {
+		return err
+	}
+
+	hibernated := extensionscontroller.IsHibernated(cluster)
+	ctrls := controllers.New(a.client, a.client, ex.Namespace, controllers.Values{
+		Flux:                         a.fluxOptions(cfg),
+		Kluctl:                       a.kluctlOptions(cfg),
+		DisableStrictHostKeyChecking: in.insecureHostKeys,
+	})
+	if err := deployAndWait(ctx, ctrls, hibernated); err != nil {
+		return fmt.Errorf("failed deploying the controllers: %w", err)
+	}
+
+	if in.values == nil {
+		if err := destroy(ctx, bootstrap.New(a.client, a.client, ex.Namespace, bootstrap.Values{}), hibernated); err != nil {
+			return fmt.Errorf("failed removing the bootstrap objects: %w", err)
+		}
+	} else if err := deployAndWait(ctx, bootstrap.New(a.client, a.client, ex.Namespace, *in.values), hibernated); err != nil {
+		return fmt.Errorf("failed deploying the bootstrap objects: %w", err)
+	}
+
+	return a.updateStatus(ctx, ex, status)
+}
+
+// Delete removes the bootstrap objects first and waits: the kluctl controller must still run to
+// remove its finalizer from the KluctlDeployment. Only then are the controllers removed.
+func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	cluster, err := extensionscontroller.GetCluster(ctx, a.client, ex.Namespace)
+	if err != nil {
+		return fmt.Errorf("failed reading cluster: %w", err)
+	}
+	// A hibernated shoot's resource manager does not run, waiting would block until wake-up.
+	hibernated := extensionscontroller.IsHibernated(cluster)
+
+	if err := destroy(ctx, bootstrap.New(a.client, a.client, ex.Namespace, bootstrap.Values{}), hibernated); err != nil {
+		return fmt.Errorf("failed removing the bootstrap objects: %w", err)
+	}
+	if err := destroy(ctx, controllers.New(a.client, a.client, ex.Namespace, controllers.Values{}), hibernated); err != nil {
+		return fmt.Errorf("failed removing the controllers: %w", err)
+	}
+
+	if cluster.Shoot != nil && cluster.Shoot.DeletionTimestamp != nil && a.config.SSHKey.Scope == config.KeyScopeShoot {
+		name := deploykey.SecretName(deploykey.ScopeShoot, cluster.Shoot.Name)
+		log.Info("Deleting shoot-scoped deploy key", "secret", client.ObjectKey{Namespace: cluster.Shoot.Namespace, Name: name})
+		if err := a.keys.Delete(ctx, cluster.Shoot.Namespace, name); err != nil {
+			return fmt.Errorf("failed deleting deploy key: %w", err)
+		}
+	}
+	return nil
+}
+
+// ForceDelete removes the ManagedResources without waiting; gardenlet finalizes them later in the
+// force-deletion flow.
+func (a *actuator) ForceDelete(ctx context.Context, _ logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+		if err := managedresources.Delete(ctx, a.client, ex.Namespace, name, true); err != nil {
+			return fmt.Errorf("failed deleting managed resource %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Migrate releases the ManagedResources without touching the shoot: the objects keep running
+// while the control plane moves to another seed.
+func (a *actuator) Migrate(ctx context.Context, _ logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+		if err := managedresources.SetKeepObjects(ctx, a.client, ex.Namespace, name, true); err != nil {
+			return fmt.Errorf("failed keeping objects of managed resource %s: %w", name, err)
+		}
+		if err := managedresources.Delete(ctx, a.client, ex.Namespace, name, true); err != nil {
+			return fmt.Errorf("failed deleting managed resource %s: %w", name, err)
+		}
+	}
+	for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+		if err := managedresources.WaitUntilDeleted(ctx, a.client, ex.Namespace, name); err != nil {
+			return fmt.Errorf("failed waiting for managed resource %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Restore reconciles: deploy keys live in the garden, nothing from the old seed is needed.
+func (a *actuator) Restore(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	return a.Reconcile(ctx, log, ex)
+}
+
+func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, ex *extensionsv1alpha1.Extension) (*fluxapi.FluxConfig, error) {
+	cm := &corev1.ConfigMap{}
+	if err := a.garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.ProjectConfigMapName}, cm); err != nil {
+		if client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("failed reading ConfigMap %s/%s: %w", projectNamespace, constants.ProjectConfigMapName, err)
+		}
+		cm = nil
+	}
+
+	cfg, err := fluxconfig.Resolve(fluxconfig.Defaults{
+		FluxVersion:   a.config.DefaultFluxVersion,
+		KluctlVersion: a.config.DefaultKluctlVersion,
+	}, SupportedVersions(), cm, ex.Spec.ProviderConfig)
+	if err != nil {
+		return nil, configurationError(err)
+	}
+	return cfg, nil
+}
+
+func (a *actuator) fluxOptions(cfg *fluxapi.FluxConfig) manifests.FluxOptions {
+	return manifests.FluxOptions{
+		Version:    cfg.Flux.Version,
+		Components: cfg.Flux.Components,
+		Namespace:  cfg.Flux.Namespace,
+		Registry:   a.config.Registry,
+	}
+}
+
+func (a *actuator) kluctlOptions(cfg *fluxapi.FluxConfig) *manifests.KluctlOptions {
+	if !cfg.Kluctl.Enabled {
+		return nil
+	}
+	return &manifests.KluctlOptions{Version: cfg.Kluctl.Version, Namespace: cfg.Kluctl.Namespace, Registry: a.config.Registry}
+}
+
+func (a *actuator) updateStatus(ctx context.Context, ex *extensionsv1alpha1.Extension, status *fluxv1alpha1.FluxStatus) error {
+	status.TypeMeta.APIVersion = fluxv1alpha1.SchemeGroupVersion.String()
+	status.TypeMeta.Kind = "FluxStatus"
+	raw, err := json.Marshal(status)
+	if err != nil {
+		return fmt.Errorf("failed encoding provider status: %w", err)
+	}
+	// Resyncs of unchanged shoots must not write.
+	if ex.Status.ProviderStatus != nil && jsonEqual(ex.Status.ProviderStatus.Raw, raw) {
+		return nil
+	}
+	patch := client.MergeFrom(ex.DeepCopy())
+	ex.Status.ProviderStatus = &runtime.RawExtension{Raw: raw}
+	if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
+		return fmt.Errorf("failed updating provider status: %w", err)
+	}
+	return nil
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(x, y)
+}
+
+func deployAndWait(ctx context.Context, c component.DeployWaiter, hibernated bool) error {
+	if err := c.Deploy(ctx); err != nil {
+		return err
+	}
+	if hibernated {
+		return nil
+	}
+	return c.Wait(ctx)
+}
+
+func destroy(ctx context.Context, c component.DeployWaiter, hibernated bool) error {
+	if err := c.Destroy(ctx); err != nil {
+		return err
+	}
+	if hibernated {
+		return nil
+	}
+	return c.WaitCleanup(ctx)
+}
+
+// configurationError marks an error as caused by the user's configuration, so that gardener
+// reports ERR_CONFIGURATION_PROBLEM and does not retry aggressively.
+func configurationError(err error) error {
+	return v1beta1helper.NewErrorWithCodes(err, gardencorev1beta1.ErrorConfigurationProblem)
+}

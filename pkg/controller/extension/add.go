@@ -1,0 +1,144 @@
+// Package extension contains the controller of shoot-flux Extension resources.
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/gardener/gardener/extensions/pkg/controller/extension"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+)
+
+const (
+	// ControllerName is the name of the shoot-flux Extension controller.
+	ControllerName = "shoot-flux"
+	// FinalizerSuffix is the suffix of the finalizer on Extension resources.
+	FinalizerSuffix = "shoot-flux"
+
+	// IndexShootNamespace indexes Cluster objects by the garden namespace of their shoot, so a
+	// project ConfigMap change finds its shoots without decoding every Cluster.
+	IndexShootNamespace = "shoot.metadata.namespace"
+)
+
+// AddOptions are options to apply when adding the shoot-flux controller to the manager.
+type AddOptions struct {
+	// ControllerOptions contains options for the controller.
+	ControllerOptions controller.Options
+	// IgnoreOperationAnnotation specifies whether to ignore the operation annotation or not.
+	IgnoreOperationAnnotation bool
+	// ExtensionClasses are the extension classes the controller is responsible for.
+	ExtensionClasses []extensionsv1alpha1.ExtensionClass
+	// Config is the (defaulted) component configuration.
+	Config config.ControllerConfiguration
+	// GardenCluster gives access to the garden; it must be added to the manager by the caller.
+	GardenCluster cluster.Cluster
+	// Resync is how often an unchanged Extension is reconciled again.
+	Resync time.Duration
+}
+
+// DefaultAddOptions are the default options for the controller, filled from the command line.
+var DefaultAddOptions = AddOptions{Resync: 30 * time.Minute}
+
+// AddToManager adds the controller with the DefaultAddOptions.
+func AddToManager(ctx context.Context, mgr manager.Manager) error {
+	return AddToManagerWithOptions(ctx, mgr, DefaultAddOptions)
+}
+
+// AddToManagerWithOptions adds the controller with the given options to the manager.
+func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddOptions) error {
+	if opts.GardenCluster == nil {
+		return fmt.Errorf("the shoot-flux controller needs access to the garden cluster")
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &extensionsv1alpha1.Cluster{}, IndexShootNamespace, indexShootNamespace); err != nil {
+		return fmt.Errorf("failed indexing clusters by shoot namespace: %w", err)
+	}
+
+	mapper := &projectMapper{client: mgr.GetClient()}
+	return extension.Add(mgr, extension.AddArgs{
+		Actuator:                  NewActuator(mgr.GetClient(), opts.GardenCluster.GetClient(), opts.Config),
+		ControllerOptions:         opts.ControllerOptions,
+		Name:                      ControllerName,
+		FinalizerSuffix:           FinalizerSuffix,
+		Resync:                    opts.Resync,
+		Predicates:                extension.DefaultPredicates(ctx, mgr, opts.IgnoreOperationAnnotation),
+		Type:                      constants.ExtensionType,
+		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation,
+		ExtensionClasses:          opts.ExtensionClasses,
+		WatchBuilder: []func(controller.Controller) error{
+			func(c controller.Controller) error {
+				return c.Watch(source.Kind[client.Object](
+					opts.GardenCluster.GetCache(),
+					&corev1.ConfigMap{},
+					handler.EnqueueRequestsFromMapFunc(mapper.extensionsOfProject),
+					predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == constants.ProjectConfigMapName }),
+				))
+			},
+		},
+	})
+}
+
+// SupportedVersions are the Flux and kluctl versions whose manifests are embedded.
+func SupportedVersions() validation.SupportedVersions {
+	return validation.SupportedVersions{Flux: manifests.FluxVersions(), Kluctl: manifests.KluctlVersions()}
+}
+
+func indexShootNamespace(o client.Object) []string {
+	c, ok := o.(*extensionsv1alpha1.Cluster)
+	if !ok || c.Spec.Shoot.Raw == nil {
+		return nil
+	}
+	var shoot struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(c.Spec.Shoot.Raw, &shoot); err != nil || shoot.Metadata.Namespace == "" {
+		return nil
+	}
+	return []string{shoot.Metadata.Namespace}
+}
+
+// projectMapper maps a project ConfigMap to the shoot-flux Extensions of all shoots of the
+// project, so that a change reaches them without waiting for the resync.
+type projectMapper struct {
+	client client.Client
+}
+
+func (m *projectMapper) extensionsOfProject(ctx context.Context, o client.Object) []reconcile.Request {
+	clusters := &extensionsv1alpha1.ClusterList{}
+	if err := m.client.List(ctx, clusters, client.MatchingFields{IndexShootNamespace: o.GetNamespace()}); err != nil {
+		logf.FromContext(ctx).Error(err, "Failed listing clusters of project", "namespace", o.GetNamespace())
+		return nil
+	}
+	var requests []reconcile.Request
+	for _, c := range clusters.Items {
+		extensions := &extensionsv1alpha1.ExtensionList{}
+		if err := m.client.List(ctx, extensions, client.InNamespace(c.Name)); err != nil {
+			logf.FromContext(ctx).Error(err, "Failed listing extensions of shoot", "namespace", c.Name)
+			continue
+		}
+		for _, ex := range extensions.Items {
+			if ex.Spec.Type == constants.ExtensionType {
+				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ex)})
+			}
+		}
+	}
+	return requests
+}

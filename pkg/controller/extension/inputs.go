@@ -1,0 +1,217 @@
+package extension
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	"github.com/go-logr/logr"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
+)
+
+// inputs is everything the bootstrap ManagedResource needs beyond the resolved configuration.
+type inputs struct {
+	// values is nil when nothing is to be bootstrapped (no source, or mode none).
+	values           *bootstrap.Values
+	insecureHostKeys bool
+}
+
+func (a *actuator) bootstrapInputs(ctx context.Context, log logr.Logger, seedNamespace string, cluster *extensionscontroller.Cluster, cfg *fluxapi.FluxConfig, status *fluxv1alpha1.FluxStatus) (*inputs, error) {
+	if cfg.Source == nil {
+		status.Message = "No source configured: only the controllers are deployed."
+		return &inputs{}, nil
+	}
+
+	url, err := helper.ParseGitURL(cfg.Source.URL)
+	if err != nil {
+		return nil, configurationError(fmt.Errorf("source.url: %w", err))
+	}
+	status.Repository = cfg.Source.URL
+	status.Ref = refString(cfg.Source.Ref)
+
+	if cfg.Bootstrap.Mode == fluxapi.BootstrapModeNone {
+		status.Message = "Bootstrap mode none: only the controllers are deployed."
+		return &inputs{}, nil
+	}
+
+	refs := &resourceReader{actuator: a, seedNamespace: seedNamespace, shoot: cluster.Shoot}
+	values := &bootstrap.Values{Config: cfg, URL: url.String()}
+	in := &inputs{values: values}
+
+	switch {
+	case cfg.Source.SecretResourceName != "":
+		data, err := refs.secret(ctx, cfg.Source.SecretResourceName, "source.secretResourceName")
+		if err != nil {
+			return nil, err
+		}
+		creds, insecure, err := a.userCredentials(cfg, url, data)
+		if err != nil {
+			return nil, err
+		}
+		values.Credentials, in.insecureHostKeys = creds, insecure
+
+	case cfg.Source.Type == fluxapi.RepositoryTypePrivate:
+		key, err := a.deployKey(ctx, log, cluster, cfg, url)
+		if err != nil {
+			return nil, err
+		}
+		status.PublicKey = key.AuthorizedKey
+		status.Fingerprint = key.Fingerprint
+		status.DeployKeySecret = cluster.Shoot.Namespace + "/" + key.SecretName
+		data := map[string][]byte{constants.SecretKeyIdentity: key.PrivateKey}
+		if len(key.KnownHosts) > 0 {
+			data[constants.SecretKeyKnownHosts] = key.KnownHosts
+		}
+		values.Credentials = &bootstrap.Credentials{Host: url.CredentialsHost(), Data: data}
+		in.insecureHostKeys = key.InsecureHostKey
+	}
+
+	if in.insecureHostKeys {
+		if cfg.Bootstrap.Mode == fluxapi.BootstrapModeFlux {
+			return nil, configurationError(fmt.Errorf("source: the SSH host key of %s is unknown and Flux cannot skip host key verification; set source.knownHosts", url.Host))
+		}
+		status.Warnings = append(status.Warnings, fmt.Sprintf("SSH host key of %s is not verified (operator allows insecure host keys); set source.knownHosts", url.Host))
+	}
+
+	if d := cfg.Bootstrap.Kluctl.Decryption; d != nil && cfg.Bootstrap.Mode == fluxapi.BootstrapModeKluctl {
+		if values.Decryption, err = refs.secret(ctx, d.SecretResourceName, "bootstrap.kluctl.decryption.secretResourceName"); err != nil {
+			return nil, err
+		}
+	}
+
+	for i, s := range cfg.AdditionalSecretResources {
+		data, err := refs.secret(ctx, s.Name, fmt.Sprintf("additionalSecretResources[%d].name", i))
+		if err != nil {
+			return nil, err
+		}
+		values.AdditionalSecrets = append(values.AdditionalSecrets, bootstrap.Secret{Name: s.TargetName, Namespace: s.Namespace, Data: data})
+	}
+	return in, nil
+}
+
+func (a *actuator) deployKey(ctx context.Context, log logr.Logger, cluster *extensionscontroller.Cluster, cfg *fluxapi.FluxConfig, url *helper.GitURL) (*deploykey.DeployKey, error) {
+	if url.Scheme != helper.SchemeSSH {
+		return nil, configurationError(fmt.Errorf("source.type: private repositories over %s need credentials in source.secretResourceName; generated deploy keys only work with ssh URLs", url.Scheme))
+	}
+	shoot := cluster.Shoot
+	scope, comment := deploykey.ScopeProject, "shoot-flux "+shoot.Namespace
+	if a.config.SSHKey.Scope == config.KeyScopeShoot {
+		scope, comment = deploykey.ScopeShoot, "shoot-flux "+shoot.Namespace+"/"+shoot.Name
+	}
+	key, err := a.keys.Ensure(ctx, log, deploykey.Request{
+		Namespace:            shoot.Namespace,
+		SecretName:           deploykey.SecretName(scope, shoot.Name),
+		Comment:              comment,
+		GitHost:              url.HostPort(),
+		ConfiguredKnownHosts: []byte(cfg.Source.KnownHosts),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed ensuring deploy key: %w", err)
+	}
+	if key.Rotated {
+		log.Info("Rotated deploy key", "secret", key.SecretName, "fingerprint", key.Fingerprint)
+	}
+	return key, nil
+}
+
+// userCredentials turns a user's credentials Secret into the shoot's git credentials. SSH
+// credentials need known_hosts from the Secret, the configuration or the operator.
+func (a *actuator) userCredentials(cfg *fluxapi.FluxConfig, url *helper.GitURL, data map[string][]byte) (*bootstrap.Credentials, bool, error) {
+	creds := &bootstrap.Credentials{Host: url.CredentialsHost(), Data: map[string][]byte{}}
+	field := "source.secretResourceName"
+
+	if identity, ok := data[constants.SecretKeyIdentity]; ok {
+		if url.Scheme != helper.SchemeSSH {
+			return nil, false, configurationError(fmt.Errorf("%s: Secret key %q needs an ssh URL, got %s", field, constants.SecretKeyIdentity, url.Scheme))
+		}
+		if _, err := sshkey.ParsePrivateKey(identity); err != nil {
+			return nil, false, configurationError(fmt.Errorf("%s: Secret key %q is not a valid unencrypted SSH private key", field, constants.SecretKeyIdentity))
+		}
+		creds.Data[constants.SecretKeyIdentity] = identity
+		knownHosts := slices.Concat(data[constants.SecretKeyKnownHosts], knownHostsLine([]byte(cfg.Source.KnownHosts)), knownHostsLine([]byte(a.config.KnownHosts)))
+		if len(knownHosts) == 0 {
+			if !a.config.AllowInsecureHostKeys {
+				return nil, false, configurationError(fmt.Errorf("%s: no known_hosts for %s: add key %q to the Secret or set source.knownHosts", field, url.Host, constants.SecretKeyKnownHosts))
+			}
+			return creds, true, nil
+		}
+		creds.Data[constants.SecretKeyKnownHosts] = knownHosts
+		return creds, false, nil
+	}
+
+	username, hasUser := data[constants.SecretKeyUsername]
+	password, hasPassword := data[constants.SecretKeyPassword]
+	if !hasUser || !hasPassword {
+		return nil, false, configurationError(fmt.Errorf("%s: Secret must contain %q (and %q) or %q and %q", field, constants.SecretKeyIdentity, constants.SecretKeyKnownHosts, constants.SecretKeyUsername, constants.SecretKeyPassword))
+	}
+	if url.Scheme != helper.SchemeHTTPS {
+		return nil, false, configurationError(fmt.Errorf("%s: username/password credentials need an https URL, got %s", field, url.Scheme))
+	}
+	creds.Data[constants.SecretKeyUsername] = username
+	creds.Data[constants.SecretKeyPassword] = password
+	return creds, false, nil
+}
+
+func knownHostsLine(b []byte) []byte {
+	if len(b) == 0 || b[len(b)-1] == '\n' {
+		return b
+	}
+	return append(slices.Clone(b), '\n')
+}
+
+func refString(r fluxapi.GitRef) string {
+	switch {
+	case r.Commit != "":
+		return "commit:" + r.Commit
+	case r.Tag != "":
+		return "tag:" + r.Tag
+	default:
+		return "branch:" + r.Branch
+	}
+}
+
+// resourceReader reads Shoot spec.resources, which gardenlet copies into the seed namespace.
+type resourceReader struct {
+	actuator      *actuator
+	seedNamespace string
+	shoot         *gardencorev1beta1.Shoot
+}
+
+func (r *resourceReader) secret(ctx context.Context, name, field string) (map[string][]byte, error) {
+	idx := slices.IndexFunc(r.shoot.Spec.Resources, func(res gardencorev1beta1.NamedResourceReference) bool { return res.Name == name })
+	if idx < 0 {
+		return nil, configurationError(fmt.Errorf("%s: Shoot %s/%s has no resource %q in spec.resources", field, r.shoot.Namespace, r.shoot.Name, name))
+	}
+	ref := r.shoot.Spec.Resources[idx].ResourceRef
+	if ref.Kind != "Secret" || ref.APIVersion != "v1" {
+		return nil, configurationError(fmt.Errorf("%s: resource %q must reference a v1 Secret, got %s %s", field, name, ref.APIVersion, ref.Kind))
+	}
+	secret := &corev1.Secret{}
+	if err := extensionscontroller.GetObjectByReference(ctx, r.actuator.client, &autoscalingv1.CrossVersionObjectReference{Kind: ref.Kind, Name: ref.Name, APIVersion: ref.APIVersion}, r.seedNamespace, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, configurationError(fmt.Errorf("%s: Secret %q referenced by resource %q was not found (gardenlet copies it as %s%s)", field, ref.Name, name, constants.ReferencedResourcePrefix, ref.Name))
+		}
+		return nil, fmt.Errorf("failed reading referenced Secret %q: %w", ref.Name, err)
+	}
+	return secret.Data, nil
+}
+
+func sshkeyAlgorithm(cfg config.ControllerConfiguration) sshkey.Algorithm {
+	if cfg.SSHKey.Algorithm == config.KeyAlgorithmRSA4096 {
+		return sshkey.AlgorithmRSA4096
+	}
+	return sshkey.AlgorithmED25519
+}

@@ -1,0 +1,225 @@
+package sshkey
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+const defaultSSHPort = "22"
+
+// scanAlgorithmGroups lists the host key algorithms ScanHostKey asks for, one handshake per
+// group. A server signs the handshake with one host key only, and clients verifying later may
+// negotiate a different key type than a single scan would see, so like ssh-keyscan we collect
+// one key of every type the server has.
+var scanAlgorithmGroups = [][]string{
+	{ssh.KeyAlgoED25519},
+	{ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521},
+	{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA},
+}
+
+// scanClientVersion identifies our scans in the server's logs.
+const scanClientVersion = "SSH-2.0-shoot-flux-keyscan"
+
+// errKeyRecorded aborts a scan handshake once the host key is known, before any authentication.
+var errKeyRecorded = errors.New("host key recorded")
+
+// KnownHostsAddress returns the host pattern known_hosts uses for host and port: the bare
+// host for the default port, "[host]:port" otherwise, lower-cased like OpenSSH does with host
+// names before it looks them up.
+func KnownHostsAddress(host, port string) string {
+	host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	if port == "" || port == defaultSSHPort {
+		return host
+	}
+	return "[" + host + "]:" + port
+}
+
+// SplitHostPort splits "host:port", "[host]:port" or a bare host name into host and port, with
+// port 22 when there is none.
+func SplitHostPort(hostPort string) (host, port string) {
+	h, p, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return strings.TrimSuffix(strings.TrimPrefix(hostPort, "["), "]"), defaultSSHPort
+	}
+	if p == "" {
+		p = defaultSSHPort
+	}
+	return h, p
+}
+
+// ScanHostKey connects to the SSH server at hostPort ("host:port", port 22 if omitted) and
+// returns its host keys as known_hosts lines, one per key type the server offers. It stops
+// every handshake as soon as the server has shown its key, so it neither authenticates nor
+// needs credentials. timeout bounds the whole scan.
+func ScanHostKey(ctx context.Context, hostPort string, timeout time.Duration) ([]byte, error) {
+	host, port := SplitHostPort(hostPort)
+	if host == "" {
+		return nil, fmt.Errorf("no host in SSH address %q", hostPort)
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	address := net.JoinHostPort(host, port)
+	pattern := KnownHostsAddress(host, port)
+
+	var lines bytes.Buffer
+	var firstErr error
+	for _, algorithms := range scanAlgorithmGroups {
+		key, err := scanOnce(ctx, address, algorithms)
+		if err != nil {
+			var netErr net.Error
+			if errors.As(err, &netErr) || ctx.Err() != nil {
+				// The server is unreachable or too slow; further handshakes would fail the same way.
+				if lines.Len() > 0 {
+					break
+				}
+				return nil, fmt.Errorf("scanning SSH host key of %s: %w", address, err)
+			}
+			// Most likely the server has no key of this type; the other groups may still succeed.
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		lines.WriteString(knownhosts.Line([]string{pattern}, key))
+		lines.WriteByte('\n')
+	}
+	if lines.Len() == 0 {
+		return nil, fmt.Errorf("scanning SSH host key of %s: %w", address, firstErr)
+	}
+	return lines.Bytes(), nil
+}
+
+func scanOnce(ctx context.Context, address string, algorithms []string) (ssh.PublicKey, error) {
+	var dialer net.Dialer
+	conn, err := dialer.DialContext(ctx, "tcp", address)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		if err := conn.SetDeadline(deadline); err != nil {
+			return nil, err
+		}
+	}
+	// A handshake with a server that accepted the connection but never answers would otherwise
+	// outlive a cancelled context.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	var key ssh.PublicKey
+	config := &ssh.ClientConfig{
+		User:              "git",
+		ClientVersion:     scanClientVersion,
+		HostKeyAlgorithms: algorithms,
+		HostKeyCallback: func(_ string, _ net.Addr, offered ssh.PublicKey) error {
+			key = offered
+			return errKeyRecorded
+		},
+	}
+	sshConn, chans, reqs, err := ssh.NewClientConn(conn, address, config)
+	if err == nil {
+		// Unreachable with a callback that always fails, but a connection must not leak.
+		go ssh.DiscardRequests(reqs)
+		go func() {
+			for ch := range chans {
+				_ = ch.Reject(ssh.Prohibited, "scan only")
+			}
+		}()
+		_ = sshConn.Close()
+	}
+	if key != nil {
+		return key, nil
+	}
+	if err == nil {
+		err = errors.New("server did not present a host key")
+	}
+	return nil, err
+}
+
+// ValidateKnownHosts returns an error if known_hosts data contains a line that is not a valid
+// known_hosts entry. Empty data is valid.
+func ValidateKnownHosts(knownHosts []byte) error {
+	rest := knownHosts
+	for {
+		var err error
+		_, _, _, _, rest, err = ssh.ParseKnownHosts(rest)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("invalid known_hosts data: %w", err)
+		}
+	}
+}
+
+// VerifyHostKeyCallback returns a host key callback that accepts only the keys in knownHosts,
+// including hashed host names, wildcards and @revoked markers.
+func VerifyHostKeyCallback(knownHosts []byte) (ssh.HostKeyCallback, error) {
+	// knownhosts only reads files; the data is parsed in New, so the file can go right away.
+	dir, err := os.MkdirTemp("", "shoot-flux-known-hosts-")
+	if err != nil {
+		return nil, fmt.Errorf("creating temporary known_hosts file: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "known_hosts")
+	if err := os.WriteFile(file, knownHosts, 0o600); err != nil {
+		return nil, fmt.Errorf("writing temporary known_hosts file: %w", err)
+	}
+	callback, err := knownhosts.New(file)
+	if err != nil {
+		return nil, fmt.Errorf("invalid known_hosts data: %w", err)
+	}
+	return callback, nil
+}
+
+// probeKey is a fixed key nobody uses as host key. Checking it against known_hosts tells from
+// the callback's answer whether any entry matches a host, with the matching rules (hashed host
+// names, wildcards, negations) of knownhosts itself.
+var probeKey = func() ssh.PublicKey {
+	key, err := ssh.NewPublicKey(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public())
+	if err != nil {
+		panic(fmt.Sprintf("creating known_hosts probe key: %v", err))
+	}
+	return key
+}()
+
+// KnownHostsContains reports whether knownHosts has an entry for hostPort ("host:port", port 22
+// if omitted). Invalid known_hosts data contains no entries.
+func KnownHostsContains(knownHosts []byte, hostPort string) bool {
+	if len(bytes.TrimSpace(knownHosts)) == 0 {
+		return false
+	}
+	callback, err := VerifyHostKeyCallback(knownHosts)
+	if err != nil {
+		return false
+	}
+	host, port := SplitHostPort(hostPort)
+	portNumber, err := strconv.Atoi(port)
+	if err != nil {
+		return false
+	}
+	address := net.JoinHostPort(strings.ToLower(host), port)
+	remote := &net.TCPAddr{IP: net.IPv4zero, Port: portNumber}
+	err = callback(address, remote, probeKey)
+	if err == nil {
+		return true
+	}
+	var keyErr *knownhosts.KeyError
+	return errors.As(err, &keyErr) && len(keyErr.Want) > 0
+}

@@ -1,0 +1,13 @@
+package sshkey_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestSSHKey(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "SSH Key Suite")
+}
