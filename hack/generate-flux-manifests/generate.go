@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -47,7 +48,7 @@ const (
 // directory, e.g. "flux/v2.9.5/source-controller.yaml".
 func (g *Generator) Generate(ctx context.Context, fluxVersions, kluctlVersions []string) (map[string][]byte, error) {
 	if len(fluxVersions) == 0 || len(kluctlVersions) == 0 {
-		return nil, fmt.Errorf("at least one flux and one kluctl version are required")
+		return nil, errors.New("at least one flux and one kluctl version are required")
 	}
 
 	files := map[string][]byte{}
@@ -156,8 +157,8 @@ func (g *Generator) fluxFiles(ctx context.Context, version string) (map[string][
 
 // fluxComponent builds manifests/bases/<component> of flux2 with the release assets it refers to
 // replaced by the same kustomize builds of the controller's config/ the release workflow uploads.
-func (g *Generator) fluxComponent(ctx context.Context, fluxModule, fluxVersion, fluxDir, component string) ([]byte, []string, error) {
-	baseDir := filepath.Join(fluxDir, "manifests", "bases", component)
+func (g *Generator) fluxComponent(ctx context.Context, fluxModule, fluxVersion, fluxRoot, component string) ([]byte, []string, error) {
+	baseDir := filepath.Join(fluxRoot, "manifests", "bases", component)
 	kustomization, err := os.ReadFile(filepath.Join(baseDir, "kustomization.yaml"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading flux base: %w", err)
@@ -193,6 +194,9 @@ func (g *Generator) fluxComponent(ctx context.Context, fluxModule, fluxVersion, 
 			return nil, nil, err
 		}
 	}
+	if err := rejectRemoteResources(memFS, "/controller/crd"); err != nil {
+		return nil, nil, err
+	}
 	crds, err := kustomizeBuild(memFS, "/controller/crd")
 	if err != nil {
 		return nil, nil, fmt.Errorf("building CRDs: %w", err)
@@ -207,6 +211,9 @@ images:
   newTag: %s
 `, component, controllerVersion)
 	if err := memFS.WriteFile("/controller/release/kustomization.yaml", []byte(release)); err != nil {
+		return nil, nil, err
+	}
+	if err := rejectRemoteResources(memFS, "/controller/release"); err != nil {
 		return nil, nil, err
 	}
 	deployment, err := kustomizeBuild(memFS, "/controller/release")
@@ -357,7 +364,7 @@ func sameSources(dirA, dirB string) error {
 		return err
 	}
 	if !slices.Equal(filesA, filesB) {
-		return fmt.Errorf("file lists differ")
+		return errors.New("file lists differ")
 	}
 	for _, name := range filesA {
 		a, err := os.ReadFile(filepath.Join(dirA, name))
@@ -415,22 +422,34 @@ func copyTree(src string, memFS filesys.FileSystem, dst string) error {
 	})
 }
 
-// rejectRemoteResources fails on any kustomization below dir that still refers to a URL, because
-// kustomize would try to fetch it.
+// rejectRemoteResources fails unless every resource, component and base of the kustomization in
+// dir, and of those it includes, exists in memFS: anything else kustomize would try to fetch,
+// with or without a URL scheme (e.g. github.com/org/repo//path).
 func rejectRemoteResources(memFS filesys.FileSystem, dir string) error {
-	return memFS.Walk(dir, func(p string, info fs.FileInfo, err error) error {
-		if err != nil || info.IsDir() || path.Base(p) != "kustomization.yaml" {
-			return err
+	data, err := memFS.ReadFile(path.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		return err
+	}
+	var k struct {
+		Resources  []string `yaml:"resources"`
+		Components []string `yaml:"components"`
+		Bases      []string `yaml:"bases"`
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return fmt.Errorf("parsing %s: %w", path.Join(dir, "kustomization.yaml"), err)
+	}
+	for _, ref := range slices.Concat(k.Resources, k.Components, k.Bases) {
+		target := path.Join(dir, ref)
+		if strings.Contains(ref, "://") || !memFS.Exists(target) {
+			return fmt.Errorf("%s refers to %q, which is not a local file", path.Join(dir, "kustomization.yaml"), ref)
 		}
-		data, err := memFS.ReadFile(p)
-		if err != nil {
-			return err
+		if memFS.IsDir(target) {
+			if err := rejectRemoteResources(memFS, target); err != nil {
+				return err
+			}
 		}
-		if bytes.Contains(data, []byte("://")) {
-			return fmt.Errorf("%s refers to a remote resource", p)
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 func kustomizeBuild(memFS filesys.FileSystem, dir string) ([]byte, error) {

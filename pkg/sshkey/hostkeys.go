@@ -132,15 +132,9 @@ func scanOnce(ctx context.Context, address string, algorithms []string) (ssh.Pub
 			return errKeyRecorded
 		},
 	}
-	sshConn, chans, reqs, err := ssh.NewClientConn(conn, address, config)
+	sshConn, _, _, err := ssh.NewClientConn(conn, address, config)
 	if err == nil {
 		// Unreachable with a callback that always fails, but a connection must not leak.
-		go ssh.DiscardRequests(reqs)
-		go func() {
-			for ch := range chans {
-				_ = ch.Reject(ssh.Prohibited, "scan only")
-			}
-		}()
 		_ = sshConn.Close()
 	}
 	if key != nil {

@@ -69,12 +69,13 @@ type bootstrap struct {
 	reader    client.Reader
 	namespace string
 	values    Values
+	timeouts  mrutil.Timeouts
 }
 
 // New returns a component for the bootstrap ManagedResource in the given seed namespace. reader
-// is used while waiting and should be a cached client.
-func New(c client.Client, reader client.Reader, namespace string, values Values) component.DeployWaiter {
-	return &bootstrap{client: c, reader: reader, namespace: namespace, values: values}
+// is used while waiting and should be a cached client; zero timeouts use the package defaults.
+func New(c client.Client, reader client.Reader, namespace string, values Values, timeouts mrutil.Timeouts) component.DeployWaiter {
+	return &bootstrap{client: c, reader: reader, namespace: namespace, values: values, timeouts: timeouts.Or(TimeoutApplied, TimeoutDeleted)}
 }
 
 func (b *bootstrap) Deploy(ctx context.Context) error {
@@ -90,11 +91,11 @@ func (b *bootstrap) Destroy(ctx context.Context) error {
 }
 
 func (b *bootstrap) Wait(ctx context.Context) error {
-	return mrutil.WaitUntilApplied(ctx, b.reader, b.namespace, constants.ManagedResourceBootstrap, TimeoutApplied)
+	return mrutil.WaitUntilApplied(ctx, b.reader, b.namespace, constants.ManagedResourceBootstrap, b.timeouts.Applied)
 }
 
 func (b *bootstrap) WaitCleanup(ctx context.Context) error {
-	return mrutil.WaitUntilDeleted(ctx, b.reader, b.namespace, constants.ManagedResourceBootstrap, TimeoutDeleted)
+	return mrutil.WaitUntilDeleted(ctx, b.reader, b.namespace, constants.ManagedResourceBootstrap, b.timeouts.Deleted)
 }
 
 // Data returns the brotli-compressed ManagedResource secret data for the given values.

@@ -50,12 +50,13 @@ type controllers struct {
 	reader    client.Reader
 	namespace string
 	values    Values
+	timeouts  mrutil.Timeouts
 }
 
 // New returns a component for the controllers ManagedResource in the given seed namespace. reader
-// is used while waiting and should be a cached client.
-func New(c client.Client, reader client.Reader, namespace string, values Values) component.DeployWaiter {
-	return &controllers{client: c, reader: reader, namespace: namespace, values: values}
+// is used while waiting and should be a cached client; zero timeouts use the package defaults.
+func New(c client.Client, reader client.Reader, namespace string, values Values, timeouts mrutil.Timeouts) component.DeployWaiter {
+	return &controllers{client: c, reader: reader, namespace: namespace, values: values, timeouts: timeouts.Or(TimeoutApplied, TimeoutDeleted)}
 }
 
 func (c *controllers) Deploy(ctx context.Context) error {
@@ -71,11 +72,11 @@ func (c *controllers) Destroy(ctx context.Context) error {
 }
 
 func (c *controllers) Wait(ctx context.Context) error {
-	return mrutil.WaitUntilApplied(ctx, c.reader, c.namespace, constants.ManagedResourceControllers, TimeoutApplied)
+	return mrutil.WaitUntilApplied(ctx, c.reader, c.namespace, constants.ManagedResourceControllers, c.timeouts.Applied)
 }
 
 func (c *controllers) WaitCleanup(ctx context.Context) error {
-	return mrutil.WaitUntilDeleted(ctx, c.reader, c.namespace, constants.ManagedResourceControllers, TimeoutDeleted)
+	return mrutil.WaitUntilDeleted(ctx, c.reader, c.namespace, constants.ManagedResourceControllers, c.timeouts.Deleted)
 }
 
 // The compressed data only depends on the values, and hundreds of shoots on a seed share a few

@@ -13,6 +13,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// Timeouts bound the waits of a ManagedResource component; zero values fall back to the
+// component's package defaults.
+type Timeouts struct {
+	Applied time.Duration
+	Deleted time.Duration
+}
+
+// Or returns t with zero values replaced by the given defaults.
+func (t Timeouts) Or(applied, deleted time.Duration) Timeouts {
+	if t.Applied == 0 {
+		t.Applied = applied
+	}
+	if t.Deleted == 0 {
+		t.Deleted = deleted
+	}
+	return t
+}
+
 // PollInterval is how often a ManagedResource is re-read while waiting. Reads hit the manager's
 // cache, so a short interval costs no API requests and shortens every reconcile.
 var PollInterval = 250 * time.Millisecond

@@ -8,8 +8,9 @@ import (
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
-	v1beta1helper "github.com/gardener/gardener/pkg/apis/core/v1beta1/helper"
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/component"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	"github.com/go-logr/logr"
@@ -23,6 +24,7 @@ import (
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/controllers"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
@@ -89,16 +91,17 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		Flux:                         a.fluxOptions(cfg),
 		Kluctl:                       a.kluctlOptions(cfg),
 		DisableStrictHostKeyChecking: in.insecureHostKeys,
-	})
+	}, a.timeouts())
+	// The bootstrap objects need the CRDs and namespaces of the controllers.
 	if err := deployAndWait(ctx, ctrls, hibernated); err != nil {
 		return fmt.Errorf("failed deploying the controllers: %w", err)
 	}
 
 	if in.values == nil {
-		if err := destroy(ctx, bootstrap.New(a.client, a.client, ex.Namespace, bootstrap.Values{}), hibernated); err != nil {
+		if err := a.destroyBootstrapIfExists(ctx, ex.Namespace, hibernated); err != nil {
 			return fmt.Errorf("failed removing the bootstrap objects: %w", err)
 		}
-	} else if err := deployAndWait(ctx, bootstrap.New(a.client, a.client, ex.Namespace, *in.values), hibernated); err != nil {
+	} else if err := deployAndWait(ctx, bootstrap.New(a.client, a.client, ex.Namespace, *in.values, a.timeouts()), hibernated); err != nil {
 		return fmt.Errorf("failed deploying the bootstrap objects: %w", err)
 	}
 
@@ -115,10 +118,10 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 	// A hibernated shoot's resource manager does not run, waiting would block until wake-up.
 	hibernated := extensionscontroller.IsHibernated(cluster)
 
-	if err := destroy(ctx, bootstrap.New(a.client, a.client, ex.Namespace, bootstrap.Values{}), hibernated); err != nil {
+	if err := destroy(ctx, bootstrap.New(a.client, a.client, ex.Namespace, bootstrap.Values{}, a.timeouts()), hibernated); err != nil {
 		return fmt.Errorf("failed removing the bootstrap objects: %w", err)
 	}
-	if err := destroy(ctx, controllers.New(a.client, a.client, ex.Namespace, controllers.Values{}), hibernated); err != nil {
+	if err := destroy(ctx, controllers.New(a.client, a.client, ex.Namespace, controllers.Values{}, a.timeouts()), hibernated); err != nil {
 		return fmt.Errorf("failed removing the controllers: %w", err)
 	}
 
@@ -184,6 +187,20 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 		return nil, configurationError(err)
 	}
 	return cfg, nil
+}
+
+func (a *actuator) timeouts() mrutil.Timeouts {
+	return mrutil.Timeouts{Applied: a.config.Timeouts.ManagedResourceApplied.Duration, Deleted: a.config.Timeouts.Deletion.Duration}
+}
+
+// destroyBootstrapIfExists removes a bootstrap that the configuration no longer asks for. The
+// cached existence check keeps resyncs of shoots without bootstrap free of API requests.
+func (a *actuator) destroyBootstrapIfExists(ctx context.Context, namespace string, hibernated bool) error {
+	mr := &resourcesv1alpha1.ManagedResource{}
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ManagedResourceBootstrap}, mr); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return destroy(ctx, bootstrap.New(a.client, a.client, namespace, bootstrap.Values{}, a.timeouts()), hibernated)
 }
 
 func (a *actuator) fluxOptions(cfg *fluxapi.FluxConfig) manifests.FluxOptions {

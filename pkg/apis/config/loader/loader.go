@@ -1,0 +1,66 @@
+// Package loader reads the controller configuration file.
+package loader
+
+import (
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/install"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/validation"
+)
+
+var (
+	scheme = runtime.NewScheme()
+	// Strict, so that a misspelt option fails the start instead of silently keeping its default.
+	decoder runtime.Decoder
+)
+
+func init() {
+	install.Install(scheme)
+	decoder = serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDecoder()
+}
+
+// LoadFromFile reads, defaults and validates the ControllerConfiguration at path.
+func LoadFromFile(path string) (*config.ControllerConfiguration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed reading controller configuration: %w", err)
+	}
+	cfg, err := Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("file %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Load decodes, defaults and validates a ControllerConfiguration document (YAML or JSON). apiVersion
+// and kind are required.
+func Load(data []byte) (*config.ControllerConfiguration, error) {
+	cfg := &config.ControllerConfiguration{}
+	if _, _, err := decoder.Decode(data, nil, cfg); err != nil {
+		return nil, fmt.Errorf("failed decoding controller configuration: %w", err)
+	}
+	if errs := validation.ValidateControllerConfiguration(cfg); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid controller configuration: %w", errs.ToAggregate())
+	}
+	return cfg, nil
+}
+
+// Defaults returns the configuration the controller runs with when no file is given.
+func Defaults() (*config.ControllerConfiguration, error) {
+	versioned := &v1alpha1.ControllerConfiguration{}
+	scheme.Default(versioned)
+	cfg := &config.ControllerConfiguration{}
+	if err := scheme.Convert(versioned, cfg, nil); err != nil {
+		return nil, fmt.Errorf("failed converting default controller configuration: %w", err)
+	}
+	if errs := validation.ValidateControllerConfiguration(cfg); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid default controller configuration: %w", errs.ToAggregate())
+	}
+	return cfg, nil
+}

@@ -1,0 +1,70 @@
+package config
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	healthcheckconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
+)
+
+// KeyAlgorithm is the algorithm of generated deploy keys.
+type KeyAlgorithm string
+
+const (
+	// KeyAlgorithmEd25519 generates Ed25519 keys.
+	KeyAlgorithmEd25519 KeyAlgorithm = "ed25519"
+	// KeyAlgorithmRSA4096 generates 4096 bit RSA keys for git servers that do not accept Ed25519.
+	KeyAlgorithmRSA4096 KeyAlgorithm = "rsa-4096"
+)
+
+// KeyScope is what a generated deploy key is shared by.
+type KeyScope string
+
+const (
+	// KeyScopeProject shares one deploy key per repository host among the shoots of a project.
+	KeyScopeProject KeyScope = "project"
+	// KeyScopeShoot generates a deploy key per shoot.
+	KeyScopeShoot KeyScope = "shoot"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ControllerConfiguration is the configuration of the shoot-flux extension controller.
+type ControllerConfiguration struct {
+	metav1.TypeMeta
+
+	// DefaultFluxVersion is the Flux version of shoots that do not choose one.
+	DefaultFluxVersion string
+	// DefaultKluctlVersion is the kluctl version of shoots that do not choose one.
+	DefaultKluctlVersion string
+	// SSHKey configures generated deploy keys.
+	SSHKey SSHKeyConfig
+	// KnownHosts are known_hosts lines the operator trusts, appended to the generated known_hosts.
+	KnownHosts string
+	// Registry replaces the registry of all images; empty keeps the image vector's registries.
+	Registry string
+	// Timeouts bound the controller's waits.
+	Timeouts Timeouts
+	// AllowInsecureHostKeys lets the controller trust host keys it scanned itself when neither the
+	// operator nor the user provided known_hosts for the repository host.
+	AllowInsecureHostKeys bool
+	// HealthCheckConfig configures the health check controller.
+	HealthCheckConfig *healthcheckconfigv1alpha1.HealthCheckConfig
+}
+
+// SSHKeyConfig configures generated deploy keys.
+type SSHKeyConfig struct {
+	// Algorithm is the key algorithm.
+	Algorithm KeyAlgorithm
+	// Scope is what a key is shared by.
+	Scope KeyScope
+}
+
+// Timeouts bound the controller's waits.
+type Timeouts struct {
+	// ManagedResourceApplied bounds the wait for the ManagedResources to be applied.
+	ManagedResourceApplied metav1.Duration
+	// Deletion bounds the wait for the ManagedResources to be deleted.
+	Deletion metav1.Duration
+	// HostKeyScan bounds the scan of the repository host's SSH keys.
+	HostKeyScan metav1.Duration
+}

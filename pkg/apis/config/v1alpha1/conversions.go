@@ -1,0 +1,72 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/conversion"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+)
+
+// The internal sections are values, the versioned ones pointers so that an omitted section can be
+// defaulted; conversion-gen cannot bridge pointer and value kinds on its own.
+
+// Convert_Pointer_v1alpha1_SSHKeyConfig_To_config_SSHKeyConfig converts an optional SSHKeyConfig.
+func Convert_Pointer_v1alpha1_SSHKeyConfig_To_config_SSHKeyConfig(in **SSHKeyConfig, out *config.SSHKeyConfig, s conversion.Scope) error {
+	if *in == nil {
+		*out = config.SSHKeyConfig{}
+		return nil
+	}
+	return Convert_v1alpha1_SSHKeyConfig_To_config_SSHKeyConfig(*in, out, s)
+}
+
+// Convert_config_SSHKeyConfig_To_Pointer_v1alpha1_SSHKeyConfig converts an SSHKeyConfig.
+func Convert_config_SSHKeyConfig_To_Pointer_v1alpha1_SSHKeyConfig(in *config.SSHKeyConfig, out **SSHKeyConfig, s conversion.Scope) error {
+	*out = &SSHKeyConfig{}
+	return Convert_config_SSHKeyConfig_To_v1alpha1_SSHKeyConfig(in, *out, s)
+}
+
+// Convert_Pointer_v1alpha1_Timeouts_To_config_Timeouts converts optional Timeouts.
+func Convert_Pointer_v1alpha1_Timeouts_To_config_Timeouts(in **Timeouts, out *config.Timeouts, s conversion.Scope) error {
+	if *in == nil {
+		*out = config.Timeouts{}
+		return nil
+	}
+	return Convert_v1alpha1_Timeouts_To_config_Timeouts(*in, out, s)
+}
+
+// Convert_config_Timeouts_To_Pointer_v1alpha1_Timeouts converts Timeouts.
+func Convert_config_Timeouts_To_Pointer_v1alpha1_Timeouts(in *config.Timeouts, out **Timeouts, s conversion.Scope) error {
+	*out = &Timeouts{}
+	return Convert_config_Timeouts_To_v1alpha1_Timeouts(in, *out, s)
+}
+
+// Convert_Pointer_v1alpha1_KeyAlgorithm_To_config_KeyAlgorithm converts an optional key algorithm.
+func Convert_Pointer_v1alpha1_KeyAlgorithm_To_config_KeyAlgorithm(in **KeyAlgorithm, out *config.KeyAlgorithm, _ conversion.Scope) error {
+	*out = ""
+	if *in != nil {
+		*out = config.KeyAlgorithm(**in)
+	}
+	return nil
+}
+
+// Convert_config_KeyAlgorithm_To_Pointer_v1alpha1_KeyAlgorithm converts a key algorithm.
+func Convert_config_KeyAlgorithm_To_Pointer_v1alpha1_KeyAlgorithm(in *config.KeyAlgorithm, out **KeyAlgorithm, _ conversion.Scope) error {
+	algorithm := KeyAlgorithm(*in)
+	*out = &algorithm
+	return nil
+}
+
+// Convert_Pointer_v1alpha1_KeyScope_To_config_KeyScope converts an optional key scope.
+func Convert_Pointer_v1alpha1_KeyScope_To_config_KeyScope(in **KeyScope, out *config.KeyScope, _ conversion.Scope) error {
+	*out = ""
+	if *in != nil {
+		*out = config.KeyScope(**in)
+	}
+	return nil
+}
+
+// Convert_config_KeyScope_To_Pointer_v1alpha1_KeyScope converts a key scope.
+func Convert_config_KeyScope_To_Pointer_v1alpha1_KeyScope(in *config.KeyScope, out **KeyScope, _ conversion.Scope) error {
+	scope := KeyScope(*in)
+	*out = &scope
+	return nil
+}

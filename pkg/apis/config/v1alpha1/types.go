@@ -1,0 +1,91 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	healthcheckconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
+)
+
+// KeyAlgorithm is the algorithm of generated deploy keys.
+type KeyAlgorithm string
+
+const (
+	// KeyAlgorithmEd25519 generates Ed25519 keys.
+	KeyAlgorithmEd25519 KeyAlgorithm = "ed25519"
+	// KeyAlgorithmRSA4096 generates 4096 bit RSA keys for git servers that do not accept Ed25519.
+	KeyAlgorithmRSA4096 KeyAlgorithm = "rsa-4096"
+)
+
+// KeyScope is what a generated deploy key is shared by.
+type KeyScope string
+
+const (
+	// KeyScopeProject shares one deploy key per repository host among the shoots of a project.
+	KeyScopeProject KeyScope = "project"
+	// KeyScopeShoot generates a deploy key per shoot.
+	KeyScopeShoot KeyScope = "shoot"
+)
+
+const (
+	// DefaultFluxVersion is the Flux version of shoots that do not choose one.
+	DefaultFluxVersion = "v2.9.5"
+	// DefaultKluctlVersion is the kluctl version of shoots that do not choose one.
+	DefaultKluctlVersion = "v2.28.2"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ControllerConfiguration is the configuration of the shoot-flux extension controller.
+type ControllerConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// DefaultFluxVersion is the Flux version of shoots that do not choose one. Defaults to v2.9.5.
+	// +optional
+	DefaultFluxVersion *string `json:"defaultFluxVersion,omitempty"`
+	// DefaultKluctlVersion is the kluctl version of shoots that do not choose one. Defaults to v2.28.2.
+	// +optional
+	DefaultKluctlVersion *string `json:"defaultKluctlVersion,omitempty"`
+	// SSHKey configures generated deploy keys.
+	// +optional
+	SSHKey *SSHKeyConfig `json:"sshKey,omitempty"`
+	// KnownHosts are known_hosts lines the operator trusts (e.g. the keys of github.com), appended to
+	// the known_hosts the controller generates.
+	// +optional
+	KnownHosts *string `json:"knownHosts,omitempty"`
+	// Registry replaces the registry of all images, e.g. with a mirror.
+	// +optional
+	Registry *string `json:"registry,omitempty"`
+	// Timeouts bound the controller's waits.
+	// +optional
+	Timeouts *Timeouts `json:"timeouts,omitempty"`
+	// AllowInsecureHostKeys lets the controller trust host keys it scanned itself when neither the
+	// operator nor the user provided known_hosts for the repository host. Defaults to false.
+	// +optional
+	AllowInsecureHostKeys *bool `json:"allowInsecureHostKeys,omitempty"`
+	// HealthCheckConfig configures the health check controller.
+	// +optional
+	HealthCheckConfig *healthcheckconfigv1alpha1.HealthCheckConfig `json:"healthCheckConfig,omitempty"`
+}
+
+// SSHKeyConfig configures generated deploy keys.
+type SSHKeyConfig struct {
+	// Algorithm is ed25519 or rsa-4096. Defaults to ed25519.
+	// +optional
+	Algorithm *KeyAlgorithm `json:"algorithm,omitempty"`
+	// Scope is project (one key per repository host and project) or shoot. Defaults to project.
+	// +optional
+	Scope *KeyScope `json:"scope,omitempty"`
+}
+
+// Timeouts bound the controller's waits.
+type Timeouts struct {
+	// ManagedResourceApplied bounds the wait for the ManagedResources to be applied. Defaults to 2m.
+	// +optional
+	ManagedResourceApplied *metav1.Duration `json:"managedResourceApplied,omitempty"`
+	// Deletion bounds the wait for the ManagedResources to be deleted. Defaults to 5m.
+	// +optional
+	Deletion *metav1.Duration `json:"deletion,omitempty"`
+	// HostKeyScan bounds the scan of the repository host's SSH keys. Defaults to 10s.
+	// +optional
+	HostKeyScan *metav1.Duration `json:"hostKeyScan,omitempty"`
+}

@@ -1,0 +1,13 @@
+package deploykey_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestDeployKey(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Deploy Key Suite")
+}

@@ -1,0 +1,737 @@
+package deploykey_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"golang.org/x/crypto/ssh/knownhosts"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
+)
+
+const (
+	namespace = "garden-foo"
+	gitHost   = "git.example.org:22"
+)
+
+// fakeScanner hands out a fixed host key per host and counts the scans.
+type fakeScanner struct {
+	mu       sync.Mutex
+	keys     map[string]string
+	calls    atomic.Int32
+	timeouts []time.Duration
+	err      error
+}
+
+func newFakeScanner() *fakeScanner {
+	return &fakeScanner{keys: map[string]string{}}
+}
+
+// line returns the known_hosts line the scanner reports for hostPort.
+func (s *fakeScanner) line(hostPort string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if line, ok := s.keys[hostPort]; ok {
+		return line
+	}
+	pair, err := sshkey.Generate(sshkey.AlgorithmED25519, "")
+	Expect(err).NotTo(HaveOccurred())
+	key, _, err := sshkey.ParseAuthorizedKey(pair.AuthorizedKey)
+	Expect(err).NotTo(HaveOccurred())
+	host, port := sshkey.SplitHostPort(hostPort)
+	line := knownhosts.Line([]string{sshkey.KnownHostsAddress(host, port)}, key) + "\n"
+	s.keys[hostPort] = line
+	return line
+}
+
+func (s *fakeScanner) scan(_ context.Context, hostPort string, timeout time.Duration) ([]byte, error) {
+	s.calls.Add(1)
+	s.mu.Lock()
+	s.timeouts = append(s.timeouts, timeout)
+	err := s.err
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return []byte(s.line(hostPort)), nil
+}
+
+func newClient(funcs interceptor.Funcs, objs ...client.Object) client.WithWatch {
+	return fake.NewClientBuilder().WithObjects(objs...).WithInterceptorFuncs(funcs).Build()
+}
+
+func projectRequest() deploykey.Request {
+	return deploykey.Request{
+		Namespace:  namespace,
+		SecretName: deploykey.SecretName(deploykey.ScopeProject, ""),
+		Scope:      deploykey.ScopeProject,
+		Comment:    "shoot-flux " + namespace,
+		GitHost:    gitHost,
+	}
+}
+
+func getSecret(c client.Client, name string) *corev1.Secret {
+	secret := &corev1.Secret{}
+	ExpectWithOffset(1, c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, secret)).To(Succeed())
+	return secret
+}
+
+func userSecret(name string, data map[string][]byte, annotations map[string]string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
+		Data:       data,
+	}
+}
+
+// expectNoKeyMaterial fails if err mentions any part of a private key.
+func expectNoKeyMaterial(err error, privateKeys ...[]byte) {
+	ExpectWithOffset(1, err).To(HaveOccurred())
+	ExpectWithOffset(1, err.Error()).NotTo(ContainSubstring("PRIVATE KEY"))
+	for _, key := range privateKeys {
+		for _, line := range strings.Split(string(key), "\n") {
+			if len(line) < 16 || strings.HasPrefix(line, "-----") {
+				continue
+			}
+			ExpectWithOffset(1, err.Error()).NotTo(ContainSubstring(line[:16]))
+		}
+	}
+}
+
+var _ = Describe("SecretName", func() {
+	It("names project and shoot keys", func() {
+		Expect(deploykey.SecretName(deploykey.ScopeProject, "bar")).To(Equal("shoot-flux-deploy-key"))
+		Expect(deploykey.SecretName(deploykey.ScopeShoot, "bar")).To(Equal("shoot-flux-deploy-key-bar"))
+	})
+})
+
+var _ = Describe("Manager", func() {
+	var (
+		ctx     context.Context
+		log     logr.Logger
+		scanner *fakeScanner
+		c       client.WithWatch
+		m       *deploykey.Manager
+		req     deploykey.Request
+	)
+
+	BeforeEach(func() {
+		ctx = context.Background()
+		log = logr.Discard()
+		scanner = newFakeScanner()
+		c = newClient(interceptor.Funcs{})
+		req = projectRequest()
+	})
+
+	JustBeforeEach(func() {
+		m = &deploykey.Manager{Client: c, Scanner: scanner.scan, ScanTimeout: 3 * time.Second}
+	})
+
+	Describe("creation and reuse", func() {
+		It("creates a labelled Secret with a new key pair and the scanned host key", func() {
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(key.Created).To(BeTrue())
+			Expect(key.Rotated).To(BeFalse())
+			Expect(key.InsecureHostKey).To(BeFalse())
+			Expect(key.SecretName).To(Equal("shoot-flux-deploy-key"))
+			Expect(key.AuthorizedKey).To(HavePrefix("ssh-ed25519 "))
+			Expect(key.AuthorizedKey).To(HaveSuffix(" shoot-flux garden-foo\n"))
+			Expect(sshkey.FingerprintOf(key.AuthorizedKey)).To(Equal(key.Fingerprint))
+			Expect(string(key.KnownHosts)).To(Equal(scanner.line(gitHost)))
+			Expect(scanner.timeouts).To(Equal([]time.Duration{3 * time.Second}))
+
+			secret := getSecret(c, key.SecretName)
+			Expect(secret.Labels).To(Equal(map[string]string{
+				constants.LabelManagedBy: "gardener-extension-shoot-flux",
+				constants.LabelKeyScope:  "project",
+			}))
+			Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(key.PrivateKey))
+			Expect(string(secret.Data[constants.SecretKeyIdentityPub])).To(Equal(key.AuthorizedKey))
+			Expect(string(secret.Data[constants.SecretKeyKnownHosts])).To(Equal(scanner.line(gitHost)))
+			signer, err := sshkey.ParsePrivateKey(secret.Data[constants.SecretKeyIdentity])
+			Expect(err).NotTo(HaveOccurred())
+			Expect(sshkey.AuthorizedKey(signer.PublicKey(), "shoot-flux garden-foo")).To(Equal(key.AuthorizedKey))
+		})
+
+		It("reuses the stored key and host key without scanning again", func() {
+			first, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			second, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(second.Created).To(BeFalse())
+			Expect(second.PrivateKey).To(Equal(first.PrivateKey))
+			Expect(second.Fingerprint).To(Equal(first.Fingerprint))
+			Expect(second.KnownHosts).To(Equal(first.KnownHosts))
+			Expect(scanner.calls.Load()).To(BeEquivalentTo(1))
+		})
+
+		It("labels shoot-scoped keys and names them after the shoot", func() {
+			req.Scope = deploykey.ScopeShoot
+			req.SecretName = deploykey.SecretName(deploykey.ScopeShoot, "bar")
+			req.Comment = "shoot-flux garden-foo/bar"
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(key.AuthorizedKey).To(HaveSuffix(" shoot-flux garden-foo/bar\n"))
+			Expect(getSecret(c, "shoot-flux-deploy-key-bar").Labels).To(HaveKeyWithValue(constants.LabelKeyScope, "shoot"))
+		})
+
+		It("generates RSA keys when configured", func() {
+			m.Algorithm = sshkey.AlgorithmRSA4096
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(key.AuthorizedKey).To(HavePrefix("ssh-rsa "))
+		})
+
+		It("uses a Secret the user created with their own key as it is", func() {
+			own, err := sshkey.Generate(sshkey.AlgorithmRSA4096, "mine")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{
+				constants.SecretKeyIdentity:    own.PrivateKey,
+				constants.SecretKeyIdentityPub: []byte(own.AuthorizedKey),
+			}, nil))).To(Succeed())
+
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(key.Created).To(BeFalse())
+			Expect(key.PrivateKey).To(Equal(own.PrivateKey))
+			Expect(key.AuthorizedKey).To(Equal(own.AuthorizedKey))
+			Expect(key.Fingerprint).To(Equal(own.Fingerprint))
+			Expect(getSecret(c, req.SecretName).Labels).To(BeEmpty())
+		})
+
+		It("derives the public key when the stored one does not belong to the private key", func() {
+			own, err := sshkey.Generate(sshkey.AlgorithmED25519, "mine")
+			Expect(err).NotTo(HaveOccurred())
+			stale, err := sshkey.Generate(sshkey.AlgorithmED25519, "stale")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{
+				constants.SecretKeyIdentity:    own.PrivateKey,
+				constants.SecretKeyIdentityPub: []byte(stale.AuthorizedKey),
+			}, nil))).To(Succeed())
+
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(key.Fingerprint).To(Equal(own.Fingerprint))
+			Expect(key.AuthorizedKey).To(HaveSuffix(" shoot-flux garden-foo\n"))
+		})
+
+		It("ends with one key when many reconciles create the Secret at once", func() {
+			const workers = 16
+			// All reconciles find no Secret before any of them creates one.
+			m.Client = newClient(barrierOnGet(workers, func(_ client.Object, err error) bool { return apierrors.IsNotFound(err) }))
+			c = m.Client.(client.WithWatch)
+			results := make([]*deploykey.DeployKey, workers)
+			errs := make([]error, workers)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range workers {
+				wg.Go(func() {
+					<-start
+					results[i], errs[i] = m.Ensure(ctx, log, req)
+				})
+			}
+			close(start)
+			wg.Wait()
+
+			stored := getSecret(c, req.SecretName)
+			created := 0
+			for i := range workers {
+				Expect(errs[i]).NotTo(HaveOccurred())
+				Expect(results[i].PrivateKey).To(Equal(stored.Data[constants.SecretKeyIdentity]))
+				Expect(results[i].KnownHosts).To(Equal(stored.Data[constants.SecretKeyKnownHosts]))
+				if results[i].Created {
+					created++
+				}
+			}
+			Expect(created).To(Equal(1))
+			Expect(string(stored.Data[constants.SecretKeyKnownHosts])).To(Equal(scanner.line(gitHost)), "the host key is stored once")
+
+			secrets := &corev1.SecretList{}
+			Expect(c.List(ctx, secrets, client.InNamespace(namespace))).To(Succeed())
+			Expect(secrets.Items).To(HaveLen(1))
+		})
+
+		Context("when another reconcile creates the Secret between our read and our create", func() {
+			var winner *sshkey.KeyPair
+
+			BeforeEach(func() {
+				var err error
+				winner, err = sshkey.Generate(sshkey.AlgorithmED25519, "shoot-flux garden-foo")
+				Expect(err).NotTo(HaveOccurred())
+				c = newClient(interceptor.Funcs{
+					Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+						if _, ok := obj.(*corev1.Secret); ok {
+							Expect(c.Create(ctx, userSecret(obj.GetName(), map[string][]byte{
+								constants.SecretKeyIdentity:    winner.PrivateKey,
+								constants.SecretKeyIdentityPub: []byte(winner.AuthorizedKey),
+							}, nil))).To(Succeed())
+						}
+						return c.Create(ctx, obj, opts...)
+					},
+				})
+			})
+
+			It("uses the key the other reconcile stored", func() {
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.Created).To(BeFalse())
+				Expect(key.PrivateKey).To(Equal(winner.PrivateKey))
+				Expect(key.Fingerprint).To(Equal(winner.Fingerprint))
+			})
+		})
+
+		It("returns errors other than AlreadyExists from create", func() {
+			c = newClient(interceptor.Funcs{
+				Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+					return apierrors.NewForbidden(corev1.Resource("secrets"), req.SecretName, errors.New("no access"))
+				},
+			})
+			m.Client = c
+			_, err := m.Ensure(ctx, log, req)
+			Expect(err).To(MatchError(ContainSubstring("creating deploy key Secret garden-foo/shoot-flux-deploy-key")))
+			Expect(apierrors.IsForbidden(err)).To(BeTrue())
+		})
+	})
+
+	Describe("rotation", func() {
+		var original *deploykey.DeployKey
+
+		annotate := func(value string) {
+			secret := getSecret(c, req.SecretName)
+			metav1.SetMetaDataAnnotation(&secret.ObjectMeta, constants.AnnotationRotate, value)
+			Expect(c.Update(ctx, secret)).To(Succeed())
+		}
+
+		JustBeforeEach(func() {
+			var err error
+			original, err = m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+		})
+
+		It("replaces the key pair once and removes the annotation", func() {
+			annotate("true")
+			rotated, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(rotated.Rotated).To(BeTrue())
+			Expect(rotated.Fingerprint).NotTo(Equal(original.Fingerprint))
+			Expect(rotated.AuthorizedKey).To(HaveSuffix(" shoot-flux garden-foo\n"))
+			Expect(rotated.KnownHosts).To(Equal(original.KnownHosts))
+
+			secret := getSecret(c, req.SecretName)
+			Expect(secret.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
+			Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(rotated.PrivateKey))
+			Expect(string(secret.Data[constants.SecretKeyIdentityPub])).To(Equal(rotated.AuthorizedKey))
+			Expect(secret.Data[constants.SecretKeyKnownHosts]).To(Equal(original.KnownHosts))
+
+			again, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(again.Rotated).To(BeFalse())
+			Expect(again.Fingerprint).To(Equal(rotated.Fingerprint))
+		})
+
+		It("ignores other annotation values", func() {
+			annotate("false")
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(key.Rotated).To(BeFalse())
+			Expect(key.Fingerprint).To(Equal(original.Fingerprint))
+		})
+
+		It("replaces an unusable private key", func() {
+			secret := getSecret(c, req.SecretName)
+			secret.Data[constants.SecretKeyIdentity] = []byte("garbage")
+			metav1.SetMetaDataAnnotation(&secret.ObjectMeta, constants.AnnotationRotate, "true")
+			Expect(c.Update(ctx, secret)).To(Succeed())
+
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(key.Rotated).To(BeTrue())
+			Expect(sshkey.ParsePrivateKey(getSecret(c, req.SecretName).Data[constants.SecretKeyIdentity])).NotTo(BeNil())
+		})
+
+		It("produces one new key when many reconciles rotate at once", func() {
+			annotate("true")
+			const workers = 12
+			// All reconciles see the rotation request before any of them rotates.
+			m.Client = newClient(barrierOnGet(workers, func(obj client.Object, err error) bool {
+				return err == nil && obj.GetAnnotations()[constants.AnnotationRotate] == "true"
+			}), getSecret(c, req.SecretName))
+			c = m.Client.(client.WithWatch)
+			results := make([]*deploykey.DeployKey, workers)
+			errs := make([]error, workers)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range workers {
+				wg.Go(func() {
+					<-start
+					results[i], errs[i] = m.Ensure(ctx, log, req)
+				})
+			}
+			close(start)
+			wg.Wait()
+
+			stored := getSecret(c, req.SecretName)
+			Expect(stored.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
+			rotations := 0
+			for i := range workers {
+				Expect(errs[i]).NotTo(HaveOccurred())
+				if results[i].Rotated {
+					rotations++
+					Expect(results[i].PrivateKey).To(Equal(stored.Data[constants.SecretKeyIdentity]))
+				}
+				// A reconcile that read before the rotation may still return the old key; the
+				// next one picks up the new key. No reconcile may return a third key.
+				Expect(results[i].Fingerprint).To(BeElementOf(original.Fingerprint, fingerprintOf(stored)))
+			}
+			Expect(rotations).To(Equal(1))
+			Expect(fingerprintOf(stored)).NotTo(Equal(original.Fingerprint))
+		})
+
+		Context("when a concurrent writer changes the Secret before our update", func() {
+			var (
+				competitor *sshkey.KeyPair
+				updates    atomic.Int32
+				// competingWrite runs inside our first update, on the stored Secret.
+				competingWrite func(*corev1.Secret)
+			)
+
+			BeforeEach(func() {
+				var err error
+				competitor, err = sshkey.Generate(sshkey.AlgorithmED25519, "shoot-flux garden-foo")
+				Expect(err).NotTo(HaveOccurred())
+				updates.Store(0)
+				c = newClient(interceptor.Funcs{
+					Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+						secret, ok := obj.(*corev1.Secret)
+						if ok && secret.Annotations[constants.AnnotationRotate] == "" {
+							current := &corev1.Secret{}
+							Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), current)).To(Succeed())
+							if current.Annotations[constants.AnnotationRotate] == "true" && updates.Add(1) == 1 {
+								competingWrite(current)
+								Expect(c.Update(ctx, current)).To(Succeed())
+							}
+						}
+						return c.Update(ctx, obj, opts...)
+					},
+				})
+			})
+
+			It("uses the key of a concurrent rotation instead of overwriting it", func() {
+				competingWrite = func(s *corev1.Secret) {
+					delete(s.Annotations, constants.AnnotationRotate)
+					s.Data[constants.SecretKeyIdentity] = competitor.PrivateKey
+					s.Data[constants.SecretKeyIdentityPub] = []byte(competitor.AuthorizedKey)
+				}
+				annotate("true")
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.Rotated).To(BeFalse())
+				Expect(key.Fingerprint).To(Equal(competitor.Fingerprint))
+				Expect(getSecret(c, req.SecretName).Data[constants.SecretKeyIdentity]).To(Equal(competitor.PrivateKey))
+			})
+
+			It("retries the rotation when the concurrent change left the annotation", func() {
+				competingWrite = func(s *corev1.Secret) {
+					metav1.SetMetaDataLabel(&s.ObjectMeta, "team", "a")
+				}
+				annotate("true")
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.Rotated).To(BeTrue())
+				Expect(key.Fingerprint).NotTo(Equal(original.Fingerprint))
+				secret := getSecret(c, req.SecretName)
+				Expect(secret.Labels).To(HaveKeyWithValue("team", "a"))
+				Expect(secret.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
+				Expect(fingerprintOf(secret)).To(Equal(key.Fingerprint))
+			})
+		})
+
+		It("gives up after repeated conflicts without revealing a key", func() {
+			annotate("true")
+			m.Client = newClient(interceptor.Funcs{
+				Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+					return apierrors.NewConflict(corev1.Resource("secrets"), req.SecretName, errors.New("changed"))
+				},
+			}, getSecret(c, req.SecretName))
+			_, err := m.Ensure(ctx, log, req)
+			Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("gave up after %d conflicting writes", deploykey.MaxWriteAttempts))))
+			expectNoKeyMaterial(err, original.PrivateKey)
+		})
+	})
+
+	Describe("unusable Secrets", func() {
+		DescribeTable("fail with a hint instead of replacing the user's data",
+			func(identity []byte, want string) {
+				Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{constants.SecretKeyIdentity: identity}, nil))).To(Succeed())
+				_, err := m.Ensure(ctx, log, req)
+				Expect(err).To(MatchError(And(
+					ContainSubstring("deploy key Secret garden-foo/shoot-flux-deploy-key "+want),
+					ContainSubstring("annotate it with shoot-flux.extensions.gardener.cloud/rotate=true"),
+				)))
+				expectNoKeyMaterial(err, identity)
+				Expect(getSecret(c, req.SecretName).Data[constants.SecretKeyIdentity]).To(Equal(identity))
+			},
+			Entry("missing identity", nil, `has no private key in "identity"`),
+			Entry("garbage identity", []byte("hello"), `has no usable private key in "identity"`),
+			Entry("damaged identity", damagedKey(), `has no usable private key in "identity"`),
+		)
+
+		It("rejects invalid requests", func() {
+			req.Scope = "cluster"
+			_, err := m.Ensure(ctx, log, req)
+			Expect(err).To(MatchError(ContainSubstring(`invalid deploy key scope "cluster"`)))
+			req = projectRequest()
+			req.Namespace = ""
+			_, err = m.Ensure(ctx, log, req)
+			Expect(err).To(MatchError(ContainSubstring("needs a namespace")))
+		})
+	})
+
+	Describe("known_hosts", func() {
+		var (
+			configured string
+			extra      string
+		)
+
+		BeforeEach(func() {
+			configured = newFakeScanner().line(gitHost)
+			extra = newFakeScanner().line("other.example.org:22")
+		})
+
+		It("uses configured known_hosts without scanning or storing them", func() {
+			req.ConfiguredKnownHosts = []byte(strings.TrimSuffix(configured, "\n"))
+			m.ExtraKnownHosts = []byte(extra)
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(key.KnownHosts)).To(Equal(configured + extra))
+			Expect(scanner.calls.Load()).To(BeZero())
+			Expect(getSecret(c, req.SecretName).Data).NotTo(HaveKey(constants.SecretKeyKnownHosts))
+		})
+
+		It("rejects invalid configured known_hosts", func() {
+			req.ConfiguredKnownHosts = []byte("git.example.org ssh-ed25519 AAAA\n")
+			_, err := m.Ensure(ctx, log, req)
+			Expect(err).To(MatchError(ContainSubstring("source.knownHosts: invalid known_hosts data")))
+		})
+
+		It("prefers a stored entry for the host over scanning", func() {
+			stored := newFakeScanner().line(gitHost)
+			own, err := sshkey.Generate(sshkey.AlgorithmED25519, "")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{
+				constants.SecretKeyIdentity:   own.PrivateKey,
+				constants.SecretKeyKnownHosts: []byte(stored),
+			}, nil))).To(Succeed())
+			m.ExtraKnownHosts = []byte(extra)
+
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(key.KnownHosts)).To(Equal(stored + extra))
+			Expect(scanner.calls.Load()).To(BeZero())
+		})
+
+		It("does not scan hosts the operator trusts", func() {
+			m.ExtraKnownHosts = []byte(configured)
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(key.KnownHosts)).To(Equal(configured))
+			Expect(scanner.calls.Load()).To(BeZero())
+		})
+
+		It("scans a host missing from the stored entries and keeps the others", func() {
+			other := newFakeScanner().line("github.com:22")
+			own, err := sshkey.Generate(sshkey.AlgorithmED25519, "")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{
+				constants.SecretKeyIdentity:   own.PrivateKey,
+				constants.SecretKeyKnownHosts: []byte(strings.TrimSuffix(other, "\n")),
+			}, nil))).To(Succeed())
+
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(key.KnownHosts)).To(Equal(other + scanner.line(gitHost)))
+			Expect(getSecret(c, req.SecretName).Data[constants.SecretKeyKnownHosts]).To(Equal(key.KnownHosts))
+		})
+
+		It("scans hosts on other ports under their own name", func() {
+			req.GitHost = "git.example.org:2222"
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(key.KnownHosts)).To(HavePrefix("[git.example.org]:2222 ssh-ed25519 "))
+		})
+
+		It("rejects invalid stored known_hosts", func() {
+			own, err := sshkey.Generate(sshkey.AlgorithmED25519, "")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{
+				constants.SecretKeyIdentity:   own.PrivateKey,
+				constants.SecretKeyKnownHosts: []byte("git.example.org ssh-ed25519 AAAA\n"),
+			}, nil))).To(Succeed())
+			_, err = m.Ensure(ctx, log, req)
+			Expect(err).To(MatchError(ContainSubstring("deploy key Secret garden-foo/shoot-flux-deploy-key, key known_hosts: invalid known_hosts data")))
+			expectNoKeyMaterial(err, own.PrivateKey)
+		})
+
+		It("needs no host key without an SSH host", func() {
+			req.GitHost = ""
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(key.KnownHosts).To(BeEmpty())
+			Expect(key.InsecureHostKey).To(BeFalse())
+			Expect(scanner.calls.Load()).To(BeZero())
+
+			m.ExtraKnownHosts = []byte(extra)
+			key, err = m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(key.KnownHosts)).To(Equal(extra))
+		})
+
+		Context("when the scan fails", func() {
+			BeforeEach(func() {
+				scanner.err = errors.New("dial tcp: connection refused")
+			})
+
+			It("fails with a hint where to put the host key", func() {
+				key, err := m.Ensure(ctx, log, req)
+				Expect(key).To(BeNil())
+				Expect(err).To(MatchError(`cannot determine the SSH host key of "git.example.org:22": dial tcp: connection refused; ` +
+					`set source.knownHosts or add it to Secret garden-foo/shoot-flux-deploy-key key known_hosts`))
+				expectNoKeyMaterial(err, getSecret(c, req.SecretName).Data[constants.SecretKeyIdentity])
+			})
+
+			It("names the default port of a host given without one", func() {
+				req.GitHost = "git.example.org"
+				_, err := m.Ensure(ctx, log, req)
+				Expect(err).To(MatchError(HavePrefix(`cannot determine the SSH host key of "git.example.org:22"`)))
+			})
+
+			It("disables host key checking when the operator allows it", func() {
+				m.AllowInsecureHostKeys = true
+				m.ExtraKnownHosts = []byte(extra)
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.InsecureHostKey).To(BeTrue())
+				Expect(string(key.KnownHosts)).To(Equal(extra))
+				Expect(getSecret(c, req.SecretName).Data).NotTo(HaveKey(constants.SecretKeyKnownHosts))
+			})
+
+			It("scans again on the next reconcile", func() {
+				_, err := m.Ensure(ctx, log, req)
+				Expect(err).To(HaveOccurred())
+				scanner.err = nil
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(string(key.KnownHosts)).To(Equal(scanner.line(gitHost)))
+			})
+		})
+
+		It("treats a scan without a key for the host as failed", func() {
+			m.Scanner = func(context.Context, string, time.Duration) ([]byte, error) {
+				return []byte(newFakeScanner().line("elsewhere.example.org:22")), nil
+			}
+			_, err := m.Ensure(ctx, log, req)
+			Expect(err).To(MatchError(ContainSubstring("the scan returned no key for this host")))
+		})
+
+		It("keeps the host key a concurrent reconcile stored first", func() {
+			first := newFakeScanner().line(gitHost)
+			var updates atomic.Int32
+			c = newClient(interceptor.Funcs{
+				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					if updates.Add(1) == 1 {
+						current := &corev1.Secret{}
+						Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), current)).To(Succeed())
+						current.Data[constants.SecretKeyKnownHosts] = []byte(first)
+						Expect(c.Update(ctx, current)).To(Succeed())
+					}
+					return c.Update(ctx, obj, opts...)
+				},
+			})
+			m.Client = c
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(key.KnownHosts)).To(Equal(first))
+			Expect(string(getSecret(c, req.SecretName).Data[constants.SecretKeyKnownHosts])).To(Equal(first))
+		})
+	})
+
+	Describe("Delete", func() {
+		It("deletes a Secret the extension created", func() {
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(m.Delete(ctx, namespace, key.SecretName)).To(Succeed())
+			err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: key.SecretName}, &corev1.Secret{})
+			Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		})
+
+		It("leaves a Secret the user created", func() {
+			Expect(c.Create(ctx, userSecret("shoot-flux-deploy-key-bar", map[string][]byte{"identity": []byte("x")}, nil))).To(Succeed())
+			Expect(m.Delete(ctx, namespace, "shoot-flux-deploy-key-bar")).To(Succeed())
+			getSecret(c, "shoot-flux-deploy-key-bar")
+		})
+
+		It("succeeds for a missing Secret", func() {
+			Expect(m.Delete(ctx, namespace, "shoot-flux-deploy-key-gone")).To(Succeed())
+		})
+	})
+})
+
+// barrierOnGet holds the first workers reads for which match is true until all of them have
+// happened, so concurrent reconciles deterministically act on the same state.
+func barrierOnGet(workers int32, match func(client.Object, error) bool) interceptor.Funcs {
+	var arrived atomic.Int32
+	release := make(chan struct{})
+	return interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if match(obj, err) {
+				if n := arrived.Add(1); n == workers {
+					close(release)
+				} else if n < workers {
+					// The timeout only keeps a broken test from hanging; the spec's assertions
+					// then tell what went wrong.
+					select {
+					case <-release:
+					case <-time.After(10 * time.Second):
+					}
+				}
+			}
+			return err
+		},
+	}
+}
+
+func fingerprintOf(secret *corev1.Secret) string {
+	signer, err := sshkey.ParsePrivateKey(secret.Data[constants.SecretKeyIdentity])
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	fingerprint, err := sshkey.FingerprintOf(sshkey.AuthorizedKey(signer.PublicKey(), ""))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return fingerprint
+}
+
+// damagedKey is a real private key with a corrupted body, so parsing fails on key material.
+func damagedKey() []byte {
+	pair, err := sshkey.Generate(sshkey.AlgorithmED25519, "")
+	if err != nil {
+		panic(err)
+	}
+	lines := strings.Split(string(pair.PrivateKey), "\n")
+	lines[2] = strings.Repeat("B", len(lines[2]))
+	return []byte(strings.Join(lines, "\n"))
+}

@@ -1,0 +1,178 @@
+package fluxconfig
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+)
+
+const (
+	originProviderConfig = "Extension providerConfig"
+	originDefaults       = "controller configuration"
+	originEffective      = "effective configuration"
+)
+
+var (
+	scheme = install.NewScheme()
+	// The deserializer keeps the version of the document and applies no defaults, so that unset
+	// fields stay nil and do not override lower layers. Strict, so that a misspelt option is an
+	// error rather than silently ignored.
+	deserializer = serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+
+	fluxConfigGVK = v1alpha1.SchemeGroupVersion.WithKind("FluxConfig")
+
+	configMapKeys = []string{
+		constants.ConfigMapKeyConfig,
+		constants.ConfigMapKeyFluxVersion,
+		constants.ConfigMapKeyRepositoryBranch,
+		constants.ConfigMapKeyRepositoryType,
+		constants.ConfigMapKeyRepositoryURL,
+	}
+)
+
+// decodeFluxConfig decodes one FluxConfig document, YAML or JSON. apiVersion and kind may be
+// omitted; if present they must name a FluxConfig of a served version.
+func decodeFluxConfig(data []byte) (*v1alpha1.FluxConfig, error) {
+	obj, gvk, err := deserializer.Decode(data, &fluxConfigGVK, nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg, ok := obj.(*v1alpha1.FluxConfig)
+	if !ok {
+		return nil, fmt.Errorf("kind must be FluxConfig, got %s", gvk.Kind)
+	}
+	normaliseVersions(cfg)
+	return cfg, nil
+}
+
+// configMapLayers decodes the project ConfigMap into its legacy layer and its config.yaml layer, in
+// this order of precedence; either may be nil.
+func configMapLayers(cm *corev1.ConfigMap, supported validation.SupportedVersions, p *problems) []*v1alpha1.FluxConfig {
+	origin := fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name)
+	unknownKeyMsg := "unknown key; the supported keys are " + strings.Join(configMapKeys, ", ")
+
+	for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
+		if !slices.Contains(configMapKeys, key) {
+			p.addFieldErrors(origin, field.ErrorList{field.Forbidden(field.NewPath(key), unknownKeyMsg)})
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(cm.BinaryData)) {
+		p.addFieldErrors(origin, field.ErrorList{field.Forbidden(field.NewPath("binaryData").Key(key), unknownKeyMsg)})
+	}
+
+	layers := []*v1alpha1.FluxConfig{legacyLayer(cm.Data, supported, origin, p)}
+
+	if data, ok := cm.Data[constants.ConfigMapKeyConfig]; ok && strings.TrimSpace(data) != "" {
+		yamlOrigin := origin + ": " + constants.ConfigMapKeyConfig
+		cfg, err := decodeFluxConfig([]byte(data))
+		if err != nil {
+			p.addf(yamlOrigin, "%v", err)
+		} else {
+			p.addFieldErrors(yamlOrigin, validateLayer(cfg, supported))
+			layers = append(layers, cfg)
+		}
+	}
+	return layers
+}
+
+// legacyLayer reads the keys of the original 23technologies extension. Field errors name the key,
+// which is what the user wrote. Empty values count as unset, as they did there.
+func legacyLayer(data map[string]string, supported validation.SupportedVersions, origin string, p *problems) *v1alpha1.FluxConfig {
+	value := func(key string) (string, bool) {
+		v := strings.TrimSpace(data[key])
+		return v, v != ""
+	}
+	cfg := &v1alpha1.FluxConfig{}
+	allErrs := field.ErrorList{}
+
+	if v, ok := value(constants.ConfigMapKeyFluxVersion); ok {
+		v = normaliseVersion(v)
+		allErrs = append(allErrs, validation.ValidateVersion(v, supported.Flux, field.NewPath(constants.ConfigMapKeyFluxVersion))...)
+		cfg.Flux = &v1alpha1.Flux{Version: &v}
+	}
+
+	source := &v1alpha1.Source{}
+	if v, ok := value(constants.ConfigMapKeyRepositoryURL); ok {
+		allErrs = append(allErrs, validation.ValidateGitURL(v, field.NewPath(constants.ConfigMapKeyRepositoryURL))...)
+		source.URL = &v
+	}
+	if v, ok := value(constants.ConfigMapKeyRepositoryBranch); ok {
+		allErrs = append(allErrs, validation.ValidateRefName(v, field.NewPath(constants.ConfigMapKeyRepositoryBranch))...)
+		source.Ref = &v1alpha1.GitRef{Branch: &v}
+	}
+	if v, ok := value(constants.ConfigMapKeyRepositoryType); ok {
+		repoType := v1alpha1.RepositoryType(v)
+		allErrs = append(allErrs, validation.ValidateRepositoryType(flux.RepositoryType(repoType), field.NewPath(constants.ConfigMapKeyRepositoryType))...)
+		source.Type = &repoType
+	}
+	if *source != (v1alpha1.Source{}) {
+		cfg.Source = source
+	}
+
+	p.addFieldErrors(origin, allErrs)
+	return cfg
+}
+
+// providerConfigLayer decodes the Extension providerConfig; nil if there is none.
+func providerConfigLayer(raw *runtime.RawExtension, supported validation.SupportedVersions, p *problems) *v1alpha1.FluxConfig {
+	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
+		return nil
+	}
+	cfg, err := decodeFluxConfig(raw.Raw)
+	if err != nil {
+		p.addf(originProviderConfig, "%v", err)
+		return nil
+	}
+	p.addFieldErrors(originProviderConfig, validateLayer(cfg, supported))
+	return cfg
+}
+
+// defaultsLayer turns the operator's default versions into the lowest layer.
+func defaultsLayer(defaults Defaults, supported validation.SupportedVersions, p *problems) *v1alpha1.FluxConfig {
+	cfg := &v1alpha1.FluxConfig{}
+	allErrs := field.ErrorList{}
+	if defaults.FluxVersion != "" {
+		v := normaliseVersion(defaults.FluxVersion)
+		allErrs = append(allErrs, validation.ValidateVersion(v, supported.Flux, field.NewPath("defaultFluxVersion"))...)
+		cfg.Flux = &v1alpha1.Flux{Version: &v}
+	}
+	if defaults.KluctlVersion != "" {
+		v := normaliseVersion(defaults.KluctlVersion)
+		allErrs = append(allErrs, validation.ValidateVersion(v, supported.Kluctl, field.NewPath("defaultKluctlVersion"))...)
+		cfg.Kluctl = &v1alpha1.Kluctl{Version: &v}
+	}
+	p.addFieldErrors(originDefaults, allErrs)
+	return cfg
+}
+
+func normaliseVersions(cfg *v1alpha1.FluxConfig) {
+	if cfg.Flux != nil && cfg.Flux.Version != nil {
+		cfg.Flux.Version = ptr.To(normaliseVersion(*cfg.Flux.Version))
+	}
+	if cfg.Kluctl != nil && cfg.Kluctl.Version != nil {
+		cfg.Kluctl.Version = ptr.To(normaliseVersion(*cfg.Kluctl.Version))
+	}
+}
+
+// normaliseVersion adds the leading "v" of release tags, which the original extension's ConfigMaps
+// (e.g. fluxVersion: 0.29.5) leave out.
+func normaliseVersion(v string) string {
+	if v == "" || strings.HasPrefix(v, "v") {
+		return v
+	}
+	return "v" + v
+}

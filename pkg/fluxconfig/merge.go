@@ -1,0 +1,158 @@
+package fluxconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+)
+
+// merge applies the fields src sets onto dst: scalars and lists replace, sections merge recursively,
+// source.ref and bootstrap.kluctl.decryption replace as a whole, bootstrap.kluctl.args is applied as
+// a JSON merge patch (RFC 7386). src is not modified and shares no memory with dst afterwards.
+func merge(dst, src *v1alpha1.FluxConfig) error {
+	src = src.DeepCopy()
+
+	if s := src.Flux; s != nil {
+		if dst.Flux == nil {
+			dst.Flux = &v1alpha1.Flux{}
+		}
+		d := dst.Flux
+		override(&d.Version, s.Version)
+		if s.Components != nil {
+			d.Components = s.Components
+		}
+		override(&d.Namespace, s.Namespace)
+	}
+
+	if s := src.Kluctl; s != nil {
+		if dst.Kluctl == nil {
+			dst.Kluctl = &v1alpha1.Kluctl{}
+		}
+		d := dst.Kluctl
+		override(&d.Enabled, s.Enabled)
+		override(&d.Version, s.Version)
+		override(&d.Namespace, s.Namespace)
+	}
+
+	if s := src.Source; s != nil {
+		if dst.Source == nil {
+			dst.Source = &v1alpha1.Source{}
+		}
+		d := dst.Source
+		override(&d.URL, s.URL)
+		// Mixing e.g. a branch from one layer with a tag from another would be ambiguous.
+		if refIsSet(s.Ref) {
+			d.Ref = s.Ref
+		}
+		override(&d.Path, s.Path)
+		override(&d.Type, s.Type)
+		override(&d.KnownHosts, s.KnownHosts)
+		override(&d.SecretResourceName, s.SecretResourceName)
+	}
+
+	if s := src.Bootstrap; s != nil {
+		if dst.Bootstrap == nil {
+			dst.Bootstrap = &v1alpha1.Bootstrap{}
+		}
+		d := dst.Bootstrap
+		override(&d.Mode, s.Mode)
+		if s.Kluctl != nil {
+			if d.Kluctl == nil {
+				d.Kluctl = &v1alpha1.KluctlBootstrap{}
+			}
+			if err := mergeKluctlBootstrap(d.Kluctl, s.Kluctl); err != nil {
+				return err
+			}
+		}
+		if s.Flux != nil {
+			if d.Flux == nil {
+				d.Flux = &v1alpha1.FluxBootstrap{}
+			}
+			override(&d.Flux.Path, s.Flux.Path)
+			override(&d.Flux.Prune, s.Flux.Prune)
+			override(&d.Flux.Interval, s.Flux.Interval)
+			override(&d.Flux.TargetNamespace, s.Flux.TargetNamespace)
+		}
+	}
+
+	if src.AdditionalSecretResources != nil {
+		dst.AdditionalSecretResources = src.AdditionalSecretResources
+	}
+	return nil
+}
+
+func mergeKluctlBootstrap(d, s *v1alpha1.KluctlBootstrap) error {
+	override(&d.Target, s.Target)
+	override(&d.Context, s.Context)
+	if s.Args != nil && s.Args.Raw != nil {
+		args, err := mergeArgs(d.Args, s.Args)
+		if err != nil {
+			return err
+		}
+		d.Args = args
+	}
+	override(&d.Prune, s.Prune)
+	override(&d.Delete, s.Delete)
+	override(&d.Interval, s.Interval)
+	override(&d.RetryInterval, s.RetryInterval)
+	override(&d.Timeout, s.Timeout)
+	override(&d.DryRun, s.DryRun)
+	override(&d.Decryption, s.Decryption)
+	return nil
+}
+
+func override[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
+	}
+}
+
+// mergeArgs applies patch to base as a JSON merge patch, so that a shoot can add or change single
+// arguments of the project's configuration, or remove one with null.
+func mergeArgs(base, patch *runtime.RawExtension) (*runtime.RawExtension, error) {
+	var target any = map[string]any{}
+	if base != nil && base.Raw != nil {
+		if err := decodeJSON(base.Raw, &target); err != nil {
+			return nil, fmt.Errorf("bootstrap.kluctl.args: %w", err)
+		}
+	}
+	var p any
+	if err := decodeJSON(patch.Raw, &p); err != nil {
+		return nil, fmt.Errorf("bootstrap.kluctl.args: %w", err)
+	}
+	raw, err := json.Marshal(applyMergePatch(target, p))
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap.kluctl.args: %w", err)
+	}
+	return &runtime.RawExtension{Raw: raw}, nil
+}
+
+// decodeJSON keeps numbers as written; float64 would round large integers.
+func decodeJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+func applyMergePatch(target, patch any) any {
+	patchObj, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	targetObj, ok := target.(map[string]any)
+	if !ok {
+		targetObj = map[string]any{}
+	}
+	for k, v := range patchObj {
+		if v == nil {
+			delete(targetObj, k)
+			continue
+		}
+		targetObj[k] = applyMergePatch(targetObj[k], v)
+	}
+	return targetObj
+}

@@ -1,0 +1,123 @@
+// Package fluxconfig resolves the effective shoot-flux configuration of a shoot from its layers:
+//
+//  1. the operator's default versions (controller configuration),
+//  2. the legacy keys of the project ConfigMap flux-config (fluxVersion, repositoryUrl,
+//     repositoryBranch, repositoryType: the format of the original 23technologies extension),
+//  3. the FluxConfig document under the key config.yaml of the same ConfigMap,
+//  4. the Extension providerConfig of the shoot, also a FluxConfig document.
+//
+// A later layer overrides an earlier one field by field. Each layer is decoded strictly and its
+// fields are validated on their own, so that an error names the object and the key or field the
+// bad value came from; rules that span sections are checked on the merged result.
+package fluxconfig
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+)
+
+// Defaults are the operator's versions, the lowest configuration layer.
+type Defaults struct {
+	FluxVersion   string
+	KluctlVersion string
+}
+
+// Resolve merges the configuration layers (see the package documentation), defaults and validates
+// the result. cm and providerConfig may be nil. Without a source URL in any layer, Source is nil and
+// the bootstrap mode is none: only the controllers are installed.
+//
+// Errors about the configuration are *ConfigurationError, which matches ErrInvalidConfig.
+func Resolve(defaults Defaults, supported validation.SupportedVersions, cm *corev1.ConfigMap, providerConfig *runtime.RawExtension) (*flux.FluxConfig, error) {
+	p := &problems{}
+	layers := []*v1alpha1.FluxConfig{defaultsLayer(defaults, supported, p)}
+	if cm != nil {
+		layers = append(layers, configMapLayers(cm, supported, p)...)
+	}
+	if layer := providerConfigLayer(providerConfig, supported, p); layer != nil {
+		layers = append(layers, layer)
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+
+	merged := &v1alpha1.FluxConfig{}
+	for _, layer := range layers {
+		if err := merge(merged, layer); err != nil {
+			return nil, fmt.Errorf("failed merging configuration layers: %w", err)
+		}
+	}
+
+	if s := merged.Source; s != nil && s.URL == nil {
+		if set := setSourceFields(s); len(set) > 0 {
+			p.addFieldErrors(originEffective, field.ErrorList{field.Required(field.NewPath("source", "url"),
+				fmt.Sprintf("%s set but no configuration layer sets the repository URL", strings.Join(set, ", ")))})
+			return nil, p.err()
+		}
+		merged.Source = nil
+	}
+	if merged.Source == nil {
+		if merged.Bootstrap == nil {
+			merged.Bootstrap = &v1alpha1.Bootstrap{}
+		}
+		merged.Bootstrap.Mode = ptr.To(v1alpha1.BootstrapModeNone)
+	}
+
+	scheme.Default(merged)
+	cfg := &flux.FluxConfig{}
+	if err := scheme.Convert(merged, cfg, nil); err != nil {
+		return nil, fmt.Errorf("failed converting configuration: %w", err)
+	}
+
+	p.addFieldErrors(originEffective, validation.ValidateFluxConfig(cfg, supported, nil))
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func setSourceFields(s *v1alpha1.Source) []string {
+	var set []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"ref", s.Ref != nil},
+		{"path", s.Path != nil},
+		{"type", s.Type != nil},
+		{"knownHosts", s.KnownHosts != nil},
+		{"secretResourceName", s.SecretResourceName != nil},
+	} {
+		if f.set {
+			set = append(set, "source."+f.name)
+		}
+	}
+	return set
+}
+
+// ValidateConfigMap validates the project ConfigMap on its own: its keys, the decoding of
+// config.yaml and every field it sets. Rules that need the other layers are not checked.
+func ValidateConfigMap(cm *corev1.ConfigMap, supported validation.SupportedVersions) error {
+	if cm == nil {
+		return nil
+	}
+	p := &problems{}
+	configMapLayers(cm, supported, p)
+	return p.err()
+}
+
+// ValidateProviderConfig validates an Extension providerConfig on its own: its decoding and every
+// field it sets. Rules that need the other layers are not checked.
+func ValidateProviderConfig(raw *runtime.RawExtension, supported validation.SupportedVersions) error {
+	p := &problems{}
+	providerConfigLayer(raw, supported, p)
+	return p.err()
+}

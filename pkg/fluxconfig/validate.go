@@ -1,0 +1,129 @@
+package fluxconfig
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+)
+
+// validateLayer checks every field a single layer sets on its own. Rules that combine fields of
+// different sections are left to the effective configuration, because another layer may supply the
+// missing part.
+func validateLayer(cfg *v1alpha1.FluxConfig, supported validation.SupportedVersions) field.ErrorList {
+	allErrs := field.ErrorList{}
+
+	if f := cfg.Flux; f != nil {
+		fldPath := field.NewPath("flux")
+		if f.Version != nil {
+			allErrs = append(allErrs, validation.ValidateVersion(*f.Version, supported.Flux, fldPath.Child("version"))...)
+		}
+		if f.Components != nil {
+			allErrs = append(allErrs, validation.ValidateComponents(f.Components, fldPath.Child("components"))...)
+		}
+		if f.Namespace != nil {
+			allErrs = append(allErrs, validation.ValidateNamespace(*f.Namespace, fldPath.Child("namespace"))...)
+		}
+	}
+
+	if k := cfg.Kluctl; k != nil {
+		fldPath := field.NewPath("kluctl")
+		if k.Version != nil {
+			allErrs = append(allErrs, validation.ValidateVersion(*k.Version, supported.Kluctl, fldPath.Child("version"))...)
+		}
+		if k.Namespace != nil {
+			allErrs = append(allErrs, validation.ValidateNamespace(*k.Namespace, fldPath.Child("namespace"))...)
+		}
+	}
+
+	if s := cfg.Source; s != nil {
+		allErrs = append(allErrs, validateSourceLayer(s, field.NewPath("source"))...)
+	}
+
+	if b := cfg.Bootstrap; b != nil {
+		allErrs = append(allErrs, validateBootstrapLayer(b, field.NewPath("bootstrap"))...)
+	}
+
+	if cfg.AdditionalSecretResources != nil {
+		resources := make([]flux.AdditionalSecretResource, 0, len(cfg.AdditionalSecretResources))
+		for _, r := range cfg.AdditionalSecretResources {
+			resources = append(resources, flux.AdditionalSecretResource{Name: r.Name, TargetName: ptr.Deref(r.TargetName, ""), Namespace: ptr.Deref(r.Namespace, "")})
+		}
+		fldPath := field.NewPath("additionalSecretResources")
+		allErrs = append(allErrs, validation.ValidateAdditionalSecretResources(resources, fldPath)...)
+		// Unlike in the effective configuration, an empty string here was written by the user.
+		for i, r := range cfg.AdditionalSecretResources {
+			if r.TargetName != nil && *r.TargetName == "" {
+				allErrs = append(allErrs, field.Required(fldPath.Index(i).Child("targetName"), "must not be empty if set"))
+			}
+			if r.Namespace != nil && *r.Namespace == "" {
+				allErrs = append(allErrs, field.Required(fldPath.Index(i).Child("namespace"), "must not be empty if set"))
+			}
+		}
+	}
+	return allErrs
+}
+
+func validateSourceLayer(s *v1alpha1.Source, fldPath *field.Path) field.ErrorList {
+	allErrs := field.ErrorList{}
+	if s.URL != nil {
+		allErrs = append(allErrs, validation.ValidateGitURL(*s.URL, fldPath.Child("url"))...)
+	}
+	if refIsSet(s.Ref) {
+		ref := flux.GitRef{Branch: ptr.Deref(s.Ref.Branch, ""), Tag: ptr.Deref(s.Ref.Tag, ""), Commit: ptr.Deref(s.Ref.Commit, "")}
+		allErrs = append(allErrs, validation.ValidateGitRef(ref, fldPath.Child("ref"))...)
+	}
+	if s.Path != nil {
+		allErrs = append(allErrs, validation.ValidateRepositoryPath(*s.Path, fldPath.Child("path"))...)
+	}
+	if s.Type != nil {
+		allErrs = append(allErrs, validation.ValidateRepositoryType(flux.RepositoryType(*s.Type), fldPath.Child("type"))...)
+	}
+	if s.KnownHosts != nil {
+		allErrs = append(allErrs, validation.ValidateKnownHosts(*s.KnownHosts, fldPath.Child("knownHosts"))...)
+	}
+	if s.SecretResourceName != nil && *s.SecretResourceName == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("secretResourceName"), "must name a Shoot spec.resources Secret if set"))
+	}
+	return allErrs
+}
+
+func validateBootstrapLayer(b *v1alpha1.Bootstrap, fldPath *field.Path) field.ErrorList {
+	allErrs := field.ErrorList{}
+	if b.Mode != nil {
+		allErrs = append(allErrs, validation.ValidateBootstrapMode(flux.BootstrapMode(*b.Mode), fldPath.Child("mode"))...)
+	}
+
+	if k := b.Kluctl; k != nil {
+		kluctlPath := fldPath.Child("kluctl")
+		if k.Context != nil && *k.Context == "" {
+			allErrs = append(allErrs, field.Required(kluctlPath.Child("context"), "must not be empty if set"))
+		}
+		allErrs = append(allErrs, validation.ValidateKluctlArgs(k.Args, kluctlPath.Child("args"))...)
+		allErrs = append(allErrs, validation.ValidatePositiveDuration(k.Interval, kluctlPath.Child("interval"))...)
+		allErrs = append(allErrs, validation.ValidatePositiveDuration(k.RetryInterval, kluctlPath.Child("retryInterval"))...)
+		allErrs = append(allErrs, validation.ValidatePositiveDuration(k.Timeout, kluctlPath.Child("timeout"))...)
+		if k.Decryption != nil {
+			allErrs = append(allErrs, validation.ValidateDecryption(&flux.Decryption{SecretResourceName: k.Decryption.SecretResourceName}, kluctlPath.Child("decryption"))...)
+		}
+	}
+
+	if f := b.Flux; f != nil {
+		fluxPath := fldPath.Child("flux")
+		if f.Path != nil {
+			allErrs = append(allErrs, validation.ValidateRepositoryPath(*f.Path, fluxPath.Child("path"))...)
+		}
+		allErrs = append(allErrs, validation.ValidatePositiveDuration(f.Interval, fluxPath.Child("interval"))...)
+		if f.TargetNamespace != nil {
+			allErrs = append(allErrs, validation.ValidateNamespace(*f.TargetNamespace, fluxPath.Child("targetNamespace"))...)
+		}
+	}
+	return allErrs
+}
+
+// refIsSet reports whether a layer chooses a ref; only then does it replace the ref of lower layers.
+func refIsSet(ref *v1alpha1.GitRef) bool {
+	return ref != nil && (ref.Branch != nil || ref.Tag != nil || ref.Commit != nil)
+}

@@ -1,0 +1,53 @@
+package manifests
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gardener/gardener/pkg/utils/imagevector"
+)
+
+// findImage returns the image of name for the given release, with the registry override applied.
+func findImage(vector imagevector.ImageVector, name, version, registry string) (string, error) {
+	image, err := vector.FindImage(name, imagevector.TargetVersion(version))
+	if err != nil {
+		return "", fmt.Errorf("finding image %s for %s in the image vector: %w", name, version, err)
+	}
+	ref := image.String()
+	if ref == "" {
+		return "", fmt.Errorf("image %s for %s has neither ref nor repository in the image vector", name, version)
+	}
+	return overrideRegistry(ref, registry), nil
+}
+
+// overrideRegistry replaces the registry of an image reference, keeping path, tag and digest:
+// ghcr.io/fluxcd/source-controller:v1.9.5 becomes my.mirror/fluxcd/source-controller:v1.9.5 for
+// registry "my.mirror" and my.mirror/cache/fluxcd/source-controller:v1.9.5 for "my.mirror/cache".
+// As in Docker's reference grammar, the first path component names a registry only if it contains
+// "." or ":" or is "localhost"; a reference without one (implicitly docker.io, e.g.
+// fluxcd/source-controller:v1.9.5) gets the registry prepended. An empty registry changes nothing.
+func overrideRegistry(ref, registry string) string {
+	if registry == "" {
+		return ref
+	}
+	if host, rest, found := strings.Cut(ref, "/"); found && (strings.ContainsAny(host, ".:") || host == "localhost") {
+		return registry + "/" + rest
+	}
+	return registry + "/" + ref
+}
+
+func validateRegistry(registry string) error {
+	if registry == "" {
+		return nil
+	}
+	if strings.Contains(registry, "://") || strings.ContainsAny(registry, " \t\r\n@") ||
+		strings.HasPrefix(registry, "/") || strings.HasSuffix(registry, "/") || strings.Contains(registry, "//") {
+		return fmt.Errorf("invalid registry %q: expected a host with optional port and path, e.g. my.mirror:5000/cache", registry)
+	}
+	// Without a dot, port or "localhost" container runtimes would read the first component as a
+	// Docker Hub namespace and pull from docker.io.
+	if host, _, _ := strings.Cut(registry, "/"); !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return fmt.Errorf("invalid registry %q: %q is not a registry host (it needs a dot, a port or to be localhost)", registry, host)
+	}
+	return nil
+}

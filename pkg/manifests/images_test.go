@@ -1,0 +1,61 @@
+package manifests
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("overrideRegistry", func() {
+	DescribeTable("replaces only the registry host",
+		func(ref, registry, expected string) {
+			Expect(validateRegistry(registry)).To(Succeed())
+			Expect(overrideRegistry(ref, registry)).To(Equal(expected))
+		},
+		Entry("no override", "ghcr.io/fluxcd/source-controller:v1.9.5", "", "ghcr.io/fluxcd/source-controller:v1.9.5"),
+		Entry("host", "ghcr.io/fluxcd/source-controller:v1.9.5", "my.mirror", "my.mirror/fluxcd/source-controller:v1.9.5"),
+		Entry("host with port and path", "ghcr.io/fluxcd/source-controller:v1.9.5", "my.mirror:5000/cache", "my.mirror:5000/cache/fluxcd/source-controller:v1.9.5"),
+		Entry("source with port", "registry.local:5000/flux/source-controller:v1", "my.mirror", "my.mirror/flux/source-controller:v1"),
+		Entry("localhost source", "localhost/flux/source-controller:v1", "my.mirror", "my.mirror/flux/source-controller:v1"),
+		Entry("digest", "ghcr.io/kluctl/kluctl@sha256:0123", "localhost:5000", "localhost:5000/kluctl/kluctl@sha256:0123"),
+		Entry("implicit docker.io", "fluxcd/source-controller:v1.9.5", "my.mirror", "my.mirror/fluxcd/source-controller:v1.9.5"),
+		Entry("implicit docker.io library", "busybox:1", "my.mirror", "my.mirror/busybox:1"),
+	)
+
+	DescribeTable("rejects registries that are no host",
+		func(registry string) {
+			Expect(validateRegistry(registry)).To(MatchError(HavePrefix("invalid registry")))
+		},
+		Entry("scheme", "https://my.mirror"),
+		Entry("trailing slash", "my.mirror/"),
+		Entry("leading slash", "/my.mirror"),
+		Entry("empty path segment", "my.mirror//cache"),
+		Entry("whitespace", "my.mirror cache"),
+		Entry("digest", "my.mirror@sha256"),
+		Entry("docker hub namespace", "mirror"),
+		Entry("docker hub namespace with path", "mirror/cache"),
+	)
+})
+
+var _ = Describe("repository", func() {
+	DescribeTable("strips tag and digest",
+		func(ref, expected string) {
+			Expect(repository(ref)).To(Equal(expected))
+		},
+		Entry("tag", "fluxcd/source-controller:v1.9.5", "fluxcd/source-controller"),
+		Entry("digest", "fluxcd/source-controller@sha256:0123", "fluxcd/source-controller"),
+		Entry("tag and digest", "fluxcd/source-controller:v1@sha256:0123", "fluxcd/source-controller"),
+		Entry("port without tag", "localhost:5000/fluxcd/source-controller", "localhost:5000/fluxcd/source-controller"),
+		Entry("port and tag", "localhost:5000/fluxcd/source-controller:v1", "localhost:5000/fluxcd/source-controller"),
+	)
+})
+
+var _ = Describe("versions", func() {
+	It("returns copies", func() {
+		FluxVersions()[0] = "changed"
+		KluctlVersions()[0] = "changed"
+		FluxComponents()[0] = "changed"
+		Expect(FluxVersions()).NotTo(ContainElement("changed"))
+		Expect(KluctlVersions()).NotTo(ContainElement("changed"))
+		Expect(FluxComponents()).NotTo(ContainElement("changed"))
+	})
+})

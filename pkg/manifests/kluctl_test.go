@@ -1,0 +1,164 @@
+package manifests
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	gardenerimagevector "github.com/gardener/gardener/pkg/utils/imagevector"
+	kluctlcontroller "github.com/kluctl/kluctl/v2/install/controller"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"golang.org/x/mod/modfile"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
+)
+
+var _ = Describe("RenderKluctl", func() {
+	var r *renderer
+
+	BeforeEach(func() {
+		r = newRenderer(fluximagevector.ImageVector())
+	})
+
+	render := func(opts KluctlOptions) []byte {
+		GinkgoHelper()
+		data, err := r.renderKluctl(opts)
+		Expect(err).NotTo(HaveOccurred())
+		return data
+	}
+
+	It("offers the default version", func() {
+		Expect(KluctlVersions()).To(ContainElement(DefaultKluctlVersion))
+	})
+
+	It("renders the CRD, RBAC and a hardened deployment into the namespace", func() {
+		objects := parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "gitops"}))
+		Expect(objects[0].GetKind()).To(Equal("Namespace"))
+		Expect(objects[0].GetName()).To(Equal("gitops"))
+
+		crds := objectsOfKind(objects, "CustomResourceDefinition")
+		Expect(crds).To(HaveKey("kluctldeployments.gitops.kluctl.io"))
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(crds["kluctldeployments.gitops.kluctl.io"].Object, crd)).To(Succeed())
+		Expect(crd.Spec.Versions).To(ContainElement(And(
+			HaveField("Name", "v1beta1"), HaveField("Served", true), HaveField("Storage", true))))
+
+		Expect(objectsOfKind(objects, "ServiceAccount")).To(HaveKey("kluctl-controller"))
+		for _, obj := range objects {
+			switch obj.GetKind() {
+			case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+				Expect(obj.GetNamespace()).To(BeEmpty(), "%s %s", obj.GetKind(), obj.GetName())
+			default:
+				Expect(obj.GetNamespace()).To(Equal("gitops"), "%s %s", obj.GetKind(), obj.GetName())
+			}
+		}
+
+		bindings := objectsOfKind(objects, "ClusterRoleBinding")
+		Expect(bindings).To(HaveKey("kluctl-controller-cluster-admin"))
+		binding := &rbacv1.ClusterRoleBinding{}
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(bindings["kluctl-controller-cluster-admin"].Object, binding)).To(Succeed())
+		Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}))
+		Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "kluctl-controller", Namespace: "gitops"}))
+
+		roleBindings := objectsOfKind(objects, "RoleBinding")
+		Expect(roleBindings).To(HaveKey("kluctl-controller-leader-election-rolebinding"))
+		roleBinding := &rbacv1.RoleBinding{}
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(roleBindings["kluctl-controller-leader-election-rolebinding"].Object, roleBinding)).To(Succeed())
+		Expect(roleBinding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "kluctl-controller", Namespace: "gitops"}))
+
+		deploys := deployments(objects)
+		Expect(deploys).To(HaveLen(1))
+		deployment := deploys["kluctl-controller"]
+		Expect(deployment.Namespace).To(Equal("gitops"))
+		spec := deployment.Spec.Template.Spec
+		Expect(spec.ServiceAccountName).To(Equal("kluctl-controller"))
+		Expect(spec.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
+		Expect(spec.Containers).To(HaveLen(1))
+		container := spec.Containers[0]
+
+		image, err := r.imageVector.FindImage(fluximagevector.KluctlController, gardenerimagevector.TargetVersion(DefaultKluctlVersion))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(container.Image).To(Equal(image.String()))
+		Expect(append(container.Command, container.Args...)).To(Equal([]string{"tini", "--", "kluctl", "controller", "run", "--leader-elect"}))
+		Expect(container.LivenessProbe.HTTPGet).To(Equal(&corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8081)}))
+		Expect(container.ReadinessProbe.HTTPGet).To(Equal(&corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8081)}))
+		Expect(container.Resources.Requests).To(HaveKeyWithValue(corev1.ResourceMemory, resource.MustParse("256Mi")))
+		Expect(container.Resources.Limits).To(HaveKeyWithValue(corev1.ResourceMemory, resource.MustParse("1Gi")))
+		Expect(container.SecurityContext).To(Equal(&corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			RunAsNonRoot:             ptr.To(true),
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}))
+		Expect(container.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"}))
+		Expect(spec.Volumes).To(ContainElement(corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}))
+		Expect(container.Env).To(ContainElement(corev1.EnvVar{Name: "HOME", Value: "/tmp"}))
+		Expect(deployment.Spec.Template.Annotations).To(HaveKeyWithValue("kubectl.kubernetes.io/default-container", container.Name))
+	})
+
+	It("moves the image to the override registry and follows IMAGEVECTOR_OVERWRITE", func() {
+		setImageVectorOverwrite(`images:
+- name: kluctl-controller
+  repository: registry.example.com/kluctl/kluctl
+  targetVersion: "= ` + strings.TrimPrefix(DefaultKluctlVersion, "v") + `"
+`)
+		vector, err := fluximagevector.Load()
+		Expect(err).NotTo(HaveOccurred())
+		r = newRenderer(vector)
+
+		deployment := deployments(parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "kluctl-system"})))["kluctl-controller"]
+		Expect(containerImages(deployment)).To(ConsistOf("registry.example.com/kluctl/kluctl:" + DefaultKluctlVersion))
+
+		deployment = deployments(parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "kluctl-system", Registry: "my.mirror"})))["kluctl-controller"]
+		Expect(containerImages(deployment)).To(ConsistOf("my.mirror/kluctl/kluctl:" + DefaultKluctlVersion))
+	})
+
+	It("returns the cached bytes for the same options", func() {
+		first := render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "kluctl-system"})
+		second := render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "kluctl-system"})
+		Expect(&second[0]).To(BeIdenticalTo(&first[0]))
+		Expect(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "other"})).NotTo(Equal(first))
+	})
+
+	It("rejects unsupported versions, listing the supported ones", func() {
+		_, err := r.renderKluctl(KluctlOptions{Version: "v2.0.0", Namespace: "kluctl-system"})
+		Expect(err).To(MatchError(`unsupported kluctl version "v2.0.0", supported: ` + strings.Join(KluctlVersions(), ", ")))
+	})
+
+	It("embeds the controller project of the kluctl module the extension is built with unchanged", func() {
+		// Test binaries carry no dependency versions, so go.mod tells which module is compiled in.
+		goMod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+		Expect(err).NotTo(HaveOccurred())
+		mod, err := modfile.ParseLax("go.mod", goMod, nil)
+		Expect(err).NotTo(HaveOccurred())
+		var version string
+		for _, req := range mod.Require {
+			if req.Mod.Path == "github.com/kluctl/kluctl/v2" {
+				version = req.Mod.Version
+			}
+		}
+		Expect(KluctlVersions()).To(ContainElement(version))
+
+		for _, name := range []string{"crd.yaml", "manager.yaml", "rbac.yaml"} {
+			upstream, err := fs.ReadFile(kluctlcontroller.Project, path.Join("controller", name))
+			Expect(err).NotTo(HaveOccurred())
+			ours, err := embedded.ReadFile(path.Join("kluctl", version, name))
+			Expect(err).NotTo(HaveOccurred())
+			// The generator only prepends its comment lines.
+			Expect(bytes.HasSuffix(ours, upstream)).To(BeTrue(), name)
+			Expect(strings.Split(strings.TrimSpace(string(ours[:len(ours)-len(upstream)])), "\n")).To(HaveEach(HavePrefix("# ")), name)
+		}
+	})
+})

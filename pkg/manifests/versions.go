@@ -1,0 +1,75 @@
+package manifests
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"golang.org/x/mod/semver"
+)
+
+const (
+	// DefaultFluxVersion is the Flux release installed when none is configured.
+	DefaultFluxVersion = "v2.9.5"
+	// DefaultKluctlVersion is the kluctl release installed when none is configured.
+	DefaultKluctlVersion = "v2.28.2"
+)
+
+// Flux components the extension can install.
+const (
+	SourceController       = "source-controller"
+	KustomizeController    = "kustomize-controller"
+	HelmController         = "helm-controller"
+	NotificationController = "notification-controller"
+)
+
+// fluxComponents is also the order in which components are handed to Flux, so that the output
+// does not depend on the order of FluxOptions.Components.
+var fluxComponents = []string{SourceController, KustomizeController, HelmController, NotificationController}
+
+//go:embed flux kluctl
+var embedded embed.FS
+
+var (
+	fluxVersions   = mustVersions("flux")
+	kluctlVersions = mustVersions("kluctl")
+)
+
+// FluxComponents returns the Flux components the extension can install, source-controller first.
+func FluxComponents() []string {
+	return slices.Clone(fluxComponents)
+}
+
+// FluxVersions returns the embedded Flux releases in ascending order.
+func FluxVersions() []string {
+	return slices.Clone(fluxVersions)
+}
+
+// KluctlVersions returns the embedded kluctl releases in ascending order.
+func KluctlVersions() []string {
+	return slices.Clone(kluctlVersions)
+}
+
+func mustVersions(dir string) []string {
+	entries, err := fs.ReadDir(embedded, dir)
+	if err != nil {
+		panic(fmt.Errorf("reading embedded %s manifests: %w", dir, err))
+	}
+	var versions []string
+	for _, e := range entries {
+		if e.IsDir() {
+			versions = append(versions, e.Name())
+		}
+	}
+	slices.SortFunc(versions, semver.Compare)
+	return versions
+}
+
+func checkVersion(kind, version string, supported []string) error {
+	if !slices.Contains(supported, version) {
+		return fmt.Errorf("unsupported %s version %q, supported: %s", kind, version, strings.Join(supported, ", "))
+	}
+	return nil
+}

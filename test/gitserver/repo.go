@@ -1,0 +1,140 @@
+package gitserver
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+const (
+	// Branch is the branch NewKluctlProjectRepo commits to.
+	Branch = "main"
+	// Target is the kluctl target of the project NewKluctlProjectRepo creates.
+	Target = "default"
+	// ConfigMapName is the name of the ConfigMap the kluctl project deploys.
+	ConfigMapName = "shoot-flux-e2e"
+	// ConfigMapNamespace is the namespace of the ConfigMap the kluctl project deploys.
+	ConfigMapNamespace = "default"
+	// ConfigMapPath is the file of the ConfigMap manifest in the repository, for CommitFile.
+	ConfigMapPath = "configmap/configmap.yaml"
+
+	// commitDate makes commits independent of when the test runs.
+	commitDate = "@1704067200 +0000"
+)
+
+// kluctlProject is a minimal kluctl project: one target and one deployment item, a directory
+// with a kustomization, so the same directory also works as a Flux Kustomization path.
+var kluctlProject = map[string]string{
+	".kluctl.yaml": `targets:
+  - name: ` + Target + `
+`,
+	"deployment.yaml": `deployments:
+  - path: configmap
+`,
+	"configmap/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - configmap.yaml
+`,
+	ConfigMapPath: ConfigMapManifest("initial"),
+}
+
+// ConfigMapManifest returns the ConfigMap manifest of the kluctl project with its data key
+// "revision" set to revision; commit it with CommitFile to change what the project deploys.
+func ConfigMapManifest(revision string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: %s
+  namespace: %s
+data:
+  revision: %q
+`, ConfigMapName, ConfigMapNamespace, revision)
+}
+
+// NewKluctlProjectRepo creates a git repository with a working tree in dir (which must not
+// exist or be empty) holding a small kluctl project committed on Branch, and returns the
+// commit. Author, committer and dates are fixed, so the commit is the same on every run.
+func NewKluctlProjectRepo(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating repository directory: %w", err)
+	}
+	if _, err := runGit(dir, "init", "--quiet", "--initial-branch="+Branch); err != nil {
+		return "", err
+	}
+	for name, content := range kluctlProject {
+		if err := writeFile(dir, name, []byte(content)); err != nil {
+			return "", err
+		}
+	}
+	if _, err := runGit(dir, "add", "--all"); err != nil {
+		return "", err
+	}
+	return commit(dir, "Add kluctl test project")
+}
+
+// CommitFile writes content to the file path of the repository in dir, commits it on the
+// checked-out branch and returns the new commit.
+func CommitFile(dir, path string, content []byte, message string) (string, error) {
+	if err := writeFile(dir, path, content); err != nil {
+		return "", err
+	}
+	if _, err := runGit(dir, "add", "--", path); err != nil {
+		return "", err
+	}
+	return commit(dir, message)
+}
+
+func commit(dir, message string) (string, error) {
+	if _, err := runGit(dir, "commit", "--quiet", "--no-verify", "--message", message); err != nil {
+		return "", err
+	}
+	out, err := runGit(dir, "rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+func writeFile(dir, name string, content []byte) error {
+	path := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("creating directory for %s: %w", name, err)
+	}
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	return nil
+}
+
+// runGit runs git in dir isolated from the machine's and user's configuration, with fixed
+// identities and dates.
+func runGit(dir string, args ...string) (string, error) {
+	cmd := exec.Command(GitBinary, append([]string{
+		"-c", "commit.gpgsign=false",
+		"-c", "core.autocrlf=false",
+		"-c", "core.fileMode=true",
+	}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + os.DevNull,
+		"GIT_AUTHOR_NAME=shoot-flux test",
+		"GIT_AUTHOR_EMAIL=test@shoot-flux.invalid",
+		"GIT_AUTHOR_DATE=" + commitDate,
+		"GIT_COMMITTER_NAME=shoot-flux test",
+		"GIT_COMMITTER_EMAIL=test@shoot-flux.invalid",
+		"GIT_COMMITTER_DATE=" + commitDate,
+		"LC_ALL=C",
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
