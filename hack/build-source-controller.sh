@@ -7,7 +7,8 @@
 # write a throw-away module that requires source-controller, copies its non-local replaces and
 # maps ./api to the published github.com/fluxcd/source-controller/api of the same version.
 #
-# Prints the path of the binary on stdout.
+# Prints the path of the binary on stdout; the source.toolkit.fluxcd.io CRDs of the same version
+# are copied to the directory "crd" next to it, for test API servers.
 set -euo pipefail
 
 SOURCE_CONTROLLER_VERSION=${SOURCE_CONTROLLER_VERSION:-v1.9.6}
@@ -18,6 +19,7 @@ CACHE_ROOT=${SHOOT_FLUX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shoot-flux}
 dest="$CACHE_ROOT/source-controller/$SOURCE_CONTROLLER_VERSION"
 bin="$dest/source-controller"
 stamp="$dest/source-controller.version"
+crd_dir="$dest/crd"
 mkdir -p "$dest"
 
 log() { echo "build-source-controller: $*" >&2; }
@@ -30,19 +32,37 @@ up_to_date() {
   timeout 20 "$bin" --help >/dev/null 2>&1
 }
 
+crds_present() {
+  compgen -G "$crd_dir/*.yaml" >/dev/null
+}
+
 exec 9>"$dest/.lock"
 flock 9
+
+if up_to_date && crds_present; then
+  echo "$bin"
+  exit 0
+fi
+
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
+mod="github.com/fluxcd/source-controller"
+mod_dir=$(go mod download -json "$mod@$SOURCE_CONTROLLER_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+[[ -n "$mod_dir" ]] || { log "cannot download $mod@$SOURCE_CONTROLLER_VERSION"; exit 1; }
+
+if ! crds_present; then
+  # Files in the module cache are read-only; install gives the copies ordinary modes.
+  rm -rf "$crd_dir.tmp"
+  mkdir -p "$crd_dir.tmp"
+  install -m 0644 "$mod_dir"/config/crd/bases/*.yaml "$crd_dir.tmp/"
+  rm -rf "$crd_dir"
+  mv "$crd_dir.tmp" "$crd_dir"
+fi
 
 if up_to_date; then
   echo "$bin"
   exit 0
 fi
 rm -f "$stamp"
-
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
-mod="github.com/fluxcd/source-controller"
-mod_dir=$(go mod download -json "$mod@$SOURCE_CONTROLLER_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-[[ -n "$mod_dir" ]] || { log "cannot download $mod@$SOURCE_CONTROLLER_VERSION"; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -2,16 +2,19 @@ package fluxconfig
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
@@ -45,15 +48,33 @@ var (
 )
 
 // decodeFluxConfig decodes one FluxConfig document, YAML or JSON. apiVersion and kind may be
-// omitted; if present they must name a FluxConfig of a served version.
+// omitted; if present they must name a FluxConfig of a served version. A document without content,
+// e.g. only comments, yields nil.
 func decodeFluxConfig(data []byte) (*v1alpha1.FluxConfig, error) {
-	obj, gvk, err := deserializer.Decode(data, &fluxConfigGVK, nil)
+	// The deserializer's messages for documents that are no object are about its internals.
+	jsonData, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return nil, err
 	}
+	switch jsonData = bytes.TrimSpace(jsonData); {
+	case bytes.Equal(jsonData, []byte("null")):
+		return nil, nil
+	case !bytes.HasPrefix(jsonData, []byte("{")):
+		return nil, errors.New("must be a FluxConfig object")
+	}
+
+	obj, _, err := deserializer.Decode(data, &fluxConfigGVK, nil)
+	if err != nil && !runtime.IsNotRegisteredError(err) {
+		return nil, err
+	}
 	cfg, ok := obj.(*v1alpha1.FluxConfig)
-	if !ok {
-		return nil, fmt.Errorf("kind must be FluxConfig, got %s", gvk.Kind)
+	if err != nil || !ok {
+		// The scheme's own message names the scheme's source location, which means nothing to users.
+		typeMeta := &metav1.TypeMeta{}
+		if err := yaml.Unmarshal(data, typeMeta); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("apiVersion and kind must be %s FluxConfig or be omitted, got %s %s", v1alpha1.SchemeGroupVersion, typeMeta.APIVersion, typeMeta.Kind)
 	}
 	normaliseVersions(cfg)
 	return cfg, nil
@@ -79,9 +100,10 @@ func configMapLayers(cm *corev1.ConfigMap, supported validation.SupportedVersion
 	if data, ok := cm.Data[constants.ConfigMapKeyConfig]; ok && strings.TrimSpace(data) != "" {
 		yamlOrigin := origin + ": " + constants.ConfigMapKeyConfig
 		cfg, err := decodeFluxConfig([]byte(data))
-		if err != nil {
+		switch {
+		case err != nil:
 			p.addf(yamlOrigin, "%v", err)
-		} else {
+		case cfg != nil:
 			p.addFieldErrors(yamlOrigin, validateLayer(cfg, supported))
 			layers = append(layers, cfg)
 		}
@@ -137,7 +159,9 @@ func providerConfigLayer(raw *runtime.RawExtension, supported validation.Support
 		p.addf(originProviderConfig, "%v", err)
 		return nil
 	}
-	p.addFieldErrors(originProviderConfig, validateLayer(cfg, supported))
+	if cfg != nil {
+		p.addFieldErrors(originProviderConfig, validateLayer(cfg, supported))
+	}
 	return cfg
 }
 

@@ -88,7 +88,8 @@ func ScanHostKey(ctx context.Context, hostPort string, timeout time.Duration) ([
 				if lines.Len() > 0 {
 					break
 				}
-				return nil, fmt.Errorf("scanning SSH host key of %s: %w", address, err)
+				// Network errors name the address already.
+				return nil, err
 			}
 			// Most likely the server has no key of this type; the other groups may still succeed.
 			if firstErr == nil {
@@ -100,7 +101,7 @@ func ScanHostKey(ctx context.Context, hostPort string, timeout time.Duration) ([
 		lines.WriteByte('\n')
 	}
 	if lines.Len() == 0 {
-		return nil, fmt.Errorf("scanning SSH host key of %s: %w", address, firstErr)
+		return nil, fmt.Errorf("ssh handshake with %s: %w", address, firstErr)
 	}
 	return lines.Bytes(), nil
 }
@@ -111,7 +112,7 @@ func scanOnce(ctx context.Context, address string, algorithms []string) (ssh.Pub
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	if deadline, ok := ctx.Deadline(); ok {
 		if err := conn.SetDeadline(deadline); err != nil {
 			return nil, err
@@ -170,7 +171,7 @@ func VerifyHostKeyCallback(knownHosts []byte) (ssh.HostKeyCallback, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating temporary known_hosts file: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	file := filepath.Join(dir, "known_hosts")
 	if err := os.WriteFile(file, knownHosts, 0o600); err != nil {
 		return nil, fmt.Errorf("writing temporary known_hosts file: %w", err)

@@ -69,12 +69,12 @@ func startTestServer(authorized ssh.PublicKey, hostKeys ...ssh.Signer) *testServ
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				defer conn.Close()
+				defer func() { _ = conn.Close() }()
 				sconn, chans, reqs, err := ssh.NewServerConn(conn, config)
 				if err != nil {
 					return
 				}
-				defer sconn.Close()
+				defer func() { _ = sconn.Close() }()
 				go ssh.DiscardRequests(reqs)
 				for ch := range chans {
 					_ = ch.Reject(ssh.Prohibited, "no channels")

@@ -228,7 +228,7 @@ func (s *Server) handleConn(conn net.Conn) {
 	if err != nil {
 		return
 	}
-	defer sconn.Close()
+	defer func() { _ = sconn.Close() }()
 	_ = conn.SetDeadline(time.Time{})
 	s.accepted.Add(1)
 	go ssh.DiscardRequests(reqs)

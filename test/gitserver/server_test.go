@@ -226,10 +226,10 @@ func uploadPack(server *gitserver.Server, key *sshkey.KeyPair, command string) (
 	if err != nil {
 		return "", "", err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	session, err := conn.NewSession()
 	Expect(err).NotTo(HaveOccurred())
-	defer session.Close()
+	defer func() { _ = session.Close() }()
 	var stdout, stderr bytes.Buffer
 	session.Stdout, session.Stderr = &stdout, &stderr
 	session.Stdin = strings.NewReader("0000")

@@ -86,7 +86,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return err
 	}
 
-	hibernated := extensionscontroller.IsHibernated(cluster)
+	hibernated := isHibernated(cluster)
 	ctrls := controllers.New(a.client, a.client, ex.Namespace, controllers.Values{
 		Flux:                         a.fluxOptions(cfg),
 		Kluctl:                       a.kluctlOptions(cfg),
@@ -115,8 +115,7 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 	if err != nil {
 		return fmt.Errorf("failed reading cluster: %w", err)
 	}
-	// A hibernated shoot's resource manager does not run, waiting would block until wake-up.
-	hibernated := extensionscontroller.IsHibernated(cluster)
+	hibernated := isHibernated(cluster)
 
 	if err := destroy(ctx, bootstrap.New(a.client, a.client, ex.Namespace, bootstrap.Values{}, a.timeouts()), hibernated); err != nil {
 		return fmt.Errorf("failed removing the bootstrap objects: %w", err)
@@ -184,7 +183,8 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 		KluctlVersion: a.config.DefaultKluctlVersion,
 	}, SupportedVersions(), cm, ex.Spec.ProviderConfig)
 	if err != nil {
-		return nil, configurationError(err)
+		// Resolve returns configuration errors that carry ERR_CONFIGURATION_PROBLEM already.
+		return nil, err
 	}
 	return cfg, nil
 }
@@ -244,6 +244,13 @@ func jsonEqual(a, b []byte) bool {
 		return false
 	}
 	return equality.Semantic.DeepEqual(x, y)
+}
+
+// isHibernated tells whether the shoot is hibernated or on its way there. Its resource manager does
+// not run then, so waiting for a ManagedResource would block until the shoot wakes up; the
+// resource manager applies the current state once it runs again.
+func isHibernated(cluster *extensionscontroller.Cluster) bool {
+	return extensionscontroller.IsHibernationEnabled(cluster) || cluster.Shoot.Status.IsHibernated
 }
 
 func deployAndWait(ctx context.Context, c component.DeployWaiter, hibernated bool) error {

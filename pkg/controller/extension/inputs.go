@@ -114,6 +114,7 @@ func (a *actuator) deployKey(ctx context.Context, log logr.Logger, cluster *exte
 	key, err := a.keys.Ensure(ctx, log, deploykey.Request{
 		Namespace:            shoot.Namespace,
 		SecretName:           deploykey.SecretName(scope, shoot.Name),
+		Scope:                scope,
 		Comment:              comment,
 		GitHost:              url.HostPort(),
 		ConfiguredKnownHosts: []byte(cfg.Source.KnownHosts),

@@ -39,10 +39,13 @@ func LoadFromFile(path string) (*config.ControllerConfiguration, error) {
 }
 
 // Load decodes, defaults and validates a ControllerConfiguration document (YAML or JSON). apiVersion
-// and kind are required.
+// and kind may be omitted and then mean v1alpha1 ControllerConfiguration.
 func Load(data []byte) (*config.ControllerConfiguration, error) {
 	cfg := &config.ControllerConfiguration{}
-	if _, _, err := decoder.Decode(data, nil, cfg); err != nil {
+	// Without a default, a document lacking apiVersion and kind would be decoded into the internal
+	// type, whose field names differ from the versioned JSON names.
+	defaultGVK := v1alpha1.SchemeGroupVersion.WithKind("ControllerConfiguration")
+	if _, _, err := decoder.Decode(data, &defaultGVK, cfg); err != nil {
 		return nil, fmt.Errorf("failed decoding controller configuration: %w", err)
 	}
 	if errs := validation.ValidateControllerConfiguration(cfg); len(errs) > 0 {

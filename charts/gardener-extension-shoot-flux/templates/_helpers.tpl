@@ -1,0 +1,94 @@
+{{- define "name" -}}
+gardener-extension-shoot-flux
+{{- end -}}
+
+{{- define "labels" -}}
+app.kubernetes.io/name: {{ include "name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "image" -}}
+{{- if .Values.image.ref -}}
+{{ .Values.image.ref }}
+{{- else if hasPrefix "sha256:" .Values.image.tag -}}
+{{ printf "%s@%s" .Values.image.repository .Values.image.tag }}
+{{- else -}}
+{{ printf "%s:%s" .Values.image.repository .Values.image.tag }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The component configuration. Only set values are written so that the controller's own defaults
+apply to the rest; the loader decodes strictly, so a misspelt key fails the start.
+*/}}
+{{- define "config" -}}
+{{- $c := .Values.config -}}
+apiVersion: shoot-flux.extensions.config.gardener.cloud/v1alpha1
+kind: ControllerConfiguration
+{{- with $c.defaultFluxVersion }}
+defaultFluxVersion: {{ . | quote }}
+{{- end }}
+{{- with $c.defaultKluctlVersion }}
+defaultKluctlVersion: {{ . | quote }}
+{{- end }}
+{{- if or $c.sshKey.algorithm $c.sshKey.scope }}
+sshKey:
+  {{- with $c.sshKey.algorithm }}
+  algorithm: {{ . | quote }}
+  {{- end }}
+  {{- with $c.sshKey.scope }}
+  scope: {{ . | quote }}
+  {{- end }}
+{{- end }}
+{{- with $c.knownHosts }}
+knownHosts: {{ . | toJson }}
+{{- end }}
+{{- with $c.registry }}
+registry: {{ . | toJson }}
+{{- end }}
+{{- if or $c.timeouts.managedResourceApplied $c.timeouts.deletion $c.timeouts.hostKeyScan }}
+timeouts:
+  {{- with $c.timeouts.managedResourceApplied }}
+  managedResourceApplied: {{ . | quote }}
+  {{- end }}
+  {{- with $c.timeouts.deletion }}
+  deletion: {{ . | quote }}
+  {{- end }}
+  {{- with $c.timeouts.hostKeyScan }}
+  hostKeyScan: {{ . | quote }}
+  {{- end }}
+{{- end }}
+allowInsecureHostKeys: {{ $c.allowInsecureHostKeys | default false }}
+{{- with $c.healthCheckConfig }}
+healthCheckConfig:
+{{ toYaml . | indent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "imagevector-overwrite" -}}
+{{- if kindIs "string" .Values.imageVectorOverwrite -}}
+{{ .Values.imageVectorOverwrite }}
+{{- else -}}
+{{ toYaml .Values.imageVectorOverwrite }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+gardenlet mounts the generic garden kubeconfig here and points its tokenFile to "token" in the
+same directory, so the dedicated token has to be projected next to it.
+*/}}
+{{- define "garden-kubeconfig.dir" -}}
+/var/run/secrets/gardener.cloud/garden/generic-kubeconfig
+{{- end -}}
+
+{{- define "garden-access.secret" -}}
+garden-access-shoot-flux
+{{- end -}}
+
+{{- define "garden-access.generic-kubeconfig" -}}
+{{- $name := "" -}}
+{{- if .Values.gardener.garden -}}
+{{- $name = .Values.gardener.garden.genericKubeconfigSecretName | default "" -}}
+{{- end -}}
+{{- required "gardener.garden.genericKubeconfigSecretName is missing: gardenAccess.dedicatedServiceAccount needs injectGardenKubeconfig: true in the ControllerDeployment" $name -}}
+{{- end -}}

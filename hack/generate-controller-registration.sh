@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Generates example/controller-registration.yaml (ControllerDeployment + ControllerRegistration for
+# Extension:shoot-flux) with gardener's own hack/generate-controller-registration.sh from the
+# gardener module that go.mod requires, so the output follows exactly what that gardener version
+# expects (rawChart packaging, injectGardenKubeconfig, pod-security-enforce annotation).
+#
+# gardener's script calls `helm package` and `yq`. Neither is a Debian package here, so both are
+# built from the Go module proxy into a versioned cache outside the repository: helm in the
+# version gardener itself requires (the chart is rendered by that helm library in gardenlet), yq
+# pinned below.
+#
+# Usage: hack/generate-controller-registration.sh [destination]
+set -o errexit
+set -o nounset
+set -o pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+cd "${REPO_ROOT}"
+
+export GOTOOLCHAIN=local
+export CGO_ENABLED=0
+export GOFLAGS=-mod=mod
+
+NAME=shoot-flux
+CHART_DIR="${REPO_ROOT}/charts/gardener-extension-shoot-flux"
+DEST="${1:-${REPO_ROOT}/example/controller-registration.yaml}"
+VERSION="$(cat "${REPO_ROOT}/VERSION")"
+
+# mikefarah/yq; newer releases need module versions the proxy refuses.
+YQ_VERSION=v4.50.1
+HELM_VERSION="$(go list -m -f '{{.Version}}' helm.sh/helm/v4)"
+GARDENER_HACK_DIR="$(go list -m -f '{{.Dir}}' github.com/gardener/gardener)/hack"
+
+CACHE_ROOT="${SHOOT_FLUX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shoot-flux}"
+
+# install_tool <binary> <package> <version> prints the directory holding the binary.
+install_tool() {
+  local name="$1" pkg="$2" version="$3"
+  local dir="${CACHE_ROOT}/tools/${name}-${version}"
+  if [[ ! -x "${dir}/${name}" ]]; then
+    echo "generate-controller-registration: building ${name} ${version} (once)" >&2
+    mkdir -p "${dir}"
+    # `go install pkg@version` resolves the tool's own module graph; -mod=mod does not apply.
+    GOFLAGS= GOBIN="${dir}" go install "${pkg}@${version}" >&2
+  fi
+  echo "${dir}"
+}
+
+helm_dir="$(install_tool helm helm.sh/helm/v4/cmd/helm "${HELM_VERSION}")"
+yq_dir="$(install_tool yq github.com/mikefarah/yq/v4 "${YQ_VERSION}")"
+export PATH="${helm_dir}:${yq_dir}:${PATH}"
+
+# The pod meets the restricted Pod Security Standard (non-root, no capabilities, RuntimeDefault
+# seccomp, only configMap/secret/projected volumes), so its namespace can enforce it.
+bash "${GARDENER_HACK_DIR}/generate-controller-registration.sh" \
+  --pod-security-enforce=restricted \
+  --inject-garden-kubeconfig \
+  "${NAME}" "${CHART_DIR}" "${VERSION}" "${DEST}" Extension:shoot-flux

@@ -1,0 +1,141 @@
+package loader_test
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	healthcheckconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
+)
+
+var _ = Describe("Loader", func() {
+	defaults := func() *config.ControllerConfiguration {
+		return &config.ControllerConfiguration{
+			DefaultFluxVersion:   "v2.9.5",
+			DefaultKluctlVersion: "v2.28.2",
+			SSHKey:               config.SSHKeyConfig{Algorithm: config.KeyAlgorithmEd25519, Scope: config.KeyScopeProject},
+			Timeouts: config.Timeouts{
+				ManagedResourceApplied: metav1.Duration{Duration: 2 * time.Minute},
+				Deletion:               metav1.Duration{Duration: 5 * time.Minute},
+				HostKeyScan:            metav1.Duration{Duration: 10 * time.Second},
+			},
+		}
+	}
+
+	writeFile := func(content string) string {
+		path := filepath.Join(GinkgoT().TempDir(), "config.yaml")
+		Expect(os.WriteFile(path, []byte(content), 0o600)).To(Succeed())
+		return path
+	}
+
+	Describe("Defaults", func() {
+		It("returns the defaulted configuration", func() {
+			Expect(Defaults()).To(Equal(defaults()))
+		})
+	})
+
+	Describe("LoadFromFile", func() {
+		It("defaults a minimal file", func() {
+			cfg, err := LoadFromFile(writeFile(`
+apiVersion: shoot-flux.extensions.config.gardener.cloud/v1alpha1
+kind: ControllerConfiguration
+`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg).To(Equal(defaults()))
+		})
+
+		It("keeps every configured value", func() {
+			cfg, err := LoadFromFile(writeFile(`
+apiVersion: shoot-flux.extensions.config.gardener.cloud/v1alpha1
+kind: ControllerConfiguration
+defaultFluxVersion: v2.8.0
+defaultKluctlVersion: v2.27.0
+sshKey:
+  algorithm: rsa-4096
+  scope: shoot
+knownHosts: |
+  github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl
+registry: registry.example.com/mirror
+timeouts:
+  managedResourceApplied: 1m
+  deletion: 3m
+  hostKeyScan: 5s
+allowInsecureHostKeys: true
+healthCheckConfig:
+  syncPeriod: 1m
+`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg).To(Equal(&config.ControllerConfiguration{
+				DefaultFluxVersion:   "v2.8.0",
+				DefaultKluctlVersion: "v2.27.0",
+				SSHKey:               config.SSHKeyConfig{Algorithm: config.KeyAlgorithmRSA4096, Scope: config.KeyScopeShoot},
+				KnownHosts:           "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n",
+				Registry:             "registry.example.com/mirror",
+				Timeouts: config.Timeouts{
+					ManagedResourceApplied: metav1.Duration{Duration: time.Minute},
+					Deletion:               metav1.Duration{Duration: 3 * time.Minute},
+					HostKeyScan:            metav1.Duration{Duration: 5 * time.Second},
+				},
+				AllowInsecureHostKeys: true,
+				HealthCheckConfig:     &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},
+			}))
+		})
+
+		It("rejects unknown fields", func() {
+			path := writeFile(`
+apiVersion: shoot-flux.extensions.config.gardener.cloud/v1alpha1
+kind: ControllerConfiguration
+sshKey:
+  algorithm: ed25519
+  size: 4096
+`)
+			_, err := LoadFromFile(path)
+			Expect(err).To(MatchError(`file ` + path + `: failed decoding controller configuration: strict decoding error: unknown field "sshKey.size"`))
+		})
+
+		It("rejects invalid values", func() {
+			path := writeFile(`
+apiVersion: shoot-flux.extensions.config.gardener.cloud/v1alpha1
+kind: ControllerConfiguration
+defaultFluxVersion: ""
+sshKey:
+  scope: seed
+`)
+			_, err := LoadFromFile(path)
+			Expect(err).To(MatchError(`file ` + path + `: invalid controller configuration: [defaultFluxVersion: Required value: must not be empty, sshKey.scope: Unsupported value: "seed": supported values: "project", "shoot"]`))
+		})
+
+		It("reads a document without apiVersion and kind as v1alpha1", func() {
+			cfg, err := LoadFromFile(writeFile("defaultFluxVersion: v2.8.0\nsshKey:\n  scope: shoot\n"))
+			Expect(err).NotTo(HaveOccurred())
+			want := defaults()
+			want.DefaultFluxVersion = "v2.8.0"
+			want.SSHKey.Scope = config.KeyScopeShoot
+			Expect(cfg).To(Equal(want))
+		})
+
+		It("rejects unknown fields in a document without apiVersion and kind", func() {
+			path := writeFile("defaultFluxVersion: v2.8.0\nflux: {}\n")
+			_, err := LoadFromFile(path)
+			Expect(err).To(MatchError(`file ` + path + `: failed decoding controller configuration: strict decoding error: unknown field "flux"`))
+		})
+
+		It("rejects a document of another kind", func() {
+			path := writeFile("apiVersion: v1\nkind: ConfigMap\n")
+			_, err := LoadFromFile(path)
+			Expect(err).To(MatchError(ContainSubstring(`failed decoding controller configuration: no kind "ConfigMap" is registered for version "v1"`)))
+		})
+
+		It("reports a missing file", func() {
+			_, err := LoadFromFile(filepath.Join(GinkgoT().TempDir(), "missing.yaml"))
+			Expect(err).To(MatchError(ContainSubstring("failed reading controller configuration: open ")))
+			Expect(err).To(MatchError(os.ErrNotExist))
+		})
+	})
+})

@@ -1,0 +1,89 @@
+package validation_test
+
+import (
+	"time"
+
+	healthcheckconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/validation"
+)
+
+var _ = Describe("ValidateControllerConfiguration", func() {
+	var cfg *config.ControllerConfiguration
+
+	BeforeEach(func() {
+		cfg = &config.ControllerConfiguration{
+			DefaultFluxVersion:   "v2.9.5",
+			DefaultKluctlVersion: "v2.28.2",
+			SSHKey:               config.SSHKeyConfig{Algorithm: config.KeyAlgorithmEd25519, Scope: config.KeyScopeProject},
+			Timeouts: config.Timeouts{
+				ManagedResourceApplied: metav1.Duration{Duration: 2 * time.Minute},
+				Deletion:               metav1.Duration{Duration: 5 * time.Minute},
+				HostKeyScan:            metav1.Duration{Duration: 10 * time.Second},
+			},
+		}
+	})
+
+	validate := func() []string {
+		var out []string
+		for _, err := range ValidateControllerConfiguration(cfg) {
+			out = append(out, err.Error())
+		}
+		return out
+	}
+
+	It("accepts a valid configuration", func() {
+		cfg.KnownHosts = "# GitHub\ngithub.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
+		cfg.Registry = "registry.example.com:5000/mirror"
+		cfg.SSHKey = config.SSHKeyConfig{Algorithm: config.KeyAlgorithmRSA4096, Scope: config.KeyScopeShoot}
+		cfg.HealthCheckConfig = &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: 30 * time.Second}}
+		Expect(validate()).To(BeEmpty())
+	})
+
+	It("rejects empty default versions", func() {
+		cfg.DefaultFluxVersion = ""
+		cfg.DefaultKluctlVersion = ""
+		Expect(validate()).To(ConsistOf(
+			"defaultFluxVersion: Required value: must not be empty",
+			"defaultKluctlVersion: Required value: must not be empty",
+		))
+	})
+
+	It("rejects unknown key algorithms and scopes", func() {
+		cfg.SSHKey = config.SSHKeyConfig{Algorithm: "rsa", Scope: "seed"}
+		Expect(validate()).To(ConsistOf(
+			`sshKey.algorithm: Unsupported value: "rsa": supported values: "ed25519", "rsa-4096"`,
+			`sshKey.scope: Unsupported value: "seed": supported values: "project", "shoot"`,
+		))
+	})
+
+	It("rejects known_hosts that do not parse", func() {
+		cfg.KnownHosts = "github.com ssh-ed25519 AAAA"
+		Expect(validate()).To(ConsistOf(`knownHosts: Invalid value: "github.com ssh-ed25519 AAAA": line 1 is not a known_hosts entry: ssh: short read`))
+	})
+
+	DescribeTable("rejects registries that are not a host with an optional path",
+		func(registry string) {
+			cfg.Registry = registry
+			Expect(validate()).To(ConsistOf(`registry: Invalid value: "` + registry + `": must be a registry host with an optional path, e.g. "registry.example.com/mirror", without scheme, whitespace or trailing "/"`))
+		},
+		Entry("with scheme", "https://registry.example.com"),
+		Entry("with trailing slash", "registry.example.com/"),
+		Entry("with whitespace", "registry.example.com /x"),
+	)
+
+	It("rejects timeouts that are not positive", func() {
+		cfg.Timeouts = config.Timeouts{HostKeyScan: metav1.Duration{Duration: -time.Second}}
+		cfg.HealthCheckConfig = &healthcheckconfigv1alpha1.HealthCheckConfig{}
+		Expect(validate()).To(ConsistOf(
+			`timeouts.managedResourceApplied: Invalid value: "0s": must be greater than zero`,
+			`timeouts.deletion: Invalid value: "0s": must be greater than zero`,
+			`timeouts.hostKeyScan: Invalid value: "-1s": must be greater than zero`,
+			`healthCheckConfig.syncPeriod: Invalid value: "0s": must be greater than zero`,
+		))
+	})
+})

@@ -1,0 +1,514 @@
+package extension
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	testutils "github.com/gardener/gardener/pkg/utils/test"
+	"github.com/go-logr/logr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
+	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
+)
+
+const (
+	seedNamespace    = "shoot--foo--bar"
+	projectNamespace = "garden-foo"
+	hostKeyLine      = "git.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
+)
+
+// recorder is a fake gardener-resource-manager and an API request log for the seed client.
+type recorder struct {
+	mu       sync.Mutex
+	writes   []string
+	noApply  bool
+	failures map[string]error
+}
+
+func (r *recorder) record(verb string, obj client.Object) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := fmt.Sprintf("%s %T %s", verb, obj, obj.GetName())
+	r.writes = append(r.writes, key)
+	if err, ok := r.failures[verb+" "+obj.GetName()]; ok {
+		return err
+	}
+	return nil
+}
+
+func (r *recorder) reset() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.writes
+	r.writes = nil
+	return w
+}
+
+func (r *recorder) apply(ctx context.Context, c client.WithWatch, obj client.Object) error {
+	mr, ok := obj.(*resourcesv1alpha1.ManagedResource)
+	if !ok || r.noApply {
+		return nil
+	}
+	mr.Status.ObservedGeneration = mr.Generation
+	mr.Status.Conditions = []gardencorev1beta1.Condition{{Type: resourcesv1alpha1.ResourcesApplied, Status: gardencorev1beta1.ConditionTrue}}
+	return c.Update(ctx, mr)
+}
+
+func newSeedClient(rec *recorder, objs ...client.Object) client.Client {
+	scheme := runtime.NewScheme()
+	Expect(kubernetes.AddSeedSchemeToScheme(scheme)).To(Succeed())
+	Expect(fluxinstall.AddToScheme(scheme)).To(Succeed())
+	return fake.NewClientBuilder().
+		WithScheme(scheme).
+		WithObjects(objs...).
+		WithStatusSubresource(&extensionsv1alpha1.Extension{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := rec.record("create", obj); err != nil {
+					return err
+				}
+				if err := c.Create(ctx, obj, opts...); err != nil {
+					return err
+				}
+				return rec.apply(ctx, c, obj)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if err := rec.record("update", obj); err != nil {
+					return err
+				}
+				if err := c.Update(ctx, obj, opts...); err != nil {
+					return err
+				}
+				return rec.apply(ctx, c, obj)
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if err := rec.record("patch", obj); err != nil {
+					return err
+				}
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				if err := rec.record("delete", obj); err != nil {
+					return err
+				}
+				return c.Delete(ctx, obj, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				if err := rec.record("patch-"+sub, obj); err != nil {
+					return err
+				}
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).
+		Build()
+}
+
+func clusterObject(shoot *gardencorev1beta1.Shoot) *extensionsv1alpha1.Cluster {
+	raw := func(o any) runtime.RawExtension {
+		b, err := json.Marshal(o)
+		Expect(err).NotTo(HaveOccurred())
+		return runtime.RawExtension{Raw: b}
+	}
+	return &extensionsv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: seedNamespace},
+		Spec: extensionsv1alpha1.ClusterSpec{
+			Shoot:        raw(shoot),
+			CloudProfile: raw(map[string]string{"apiVersion": "core.gardener.cloud/v1beta1", "kind": "CloudProfile"}),
+			Seed:         new(raw(map[string]string{"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Seed"})),
+		},
+	}
+}
+
+func shoot() *gardencorev1beta1.Shoot {
+	return &gardencorev1beta1.Shoot{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot"},
+		ObjectMeta: metav1.ObjectMeta{Name: "bar", Namespace: projectNamespace},
+		Spec:       gardencorev1beta1.ShootSpec{Extensions: []gardencorev1beta1.Extension{{Type: constants.ExtensionType}}},
+	}
+}
+
+func legacyConfigMap(data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: constants.ProjectConfigMapName, Namespace: projectNamespace}, Data: data}
+}
+
+func providerConfig(s string) *runtime.RawExtension {
+	return &runtime.RawExtension{Raw: []byte(s)}
+}
+
+func managedResourceObjects(c client.Client, name string) []string {
+	mr := &resourcesv1alpha1.ManagedResource{}
+	ExpectWithOffset(1, c.Get(context.Background(), client.ObjectKey{Namespace: seedNamespace, Name: name}, mr)).To(Succeed())
+	secret := &corev1.Secret{}
+	ExpectWithOffset(1, c.Get(context.Background(), client.ObjectKey{Namespace: seedNamespace, Name: mr.Spec.SecretRefs[0].Name}, secret)).To(Succeed())
+	docs, err := testutils.ExtractManifestsFromManagedResourceData(secret.Data)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return docs
+}
+
+func providerStatus(ex *extensionsv1alpha1.Extension) *fluxv1alpha1.FluxStatus {
+	ExpectWithOffset(1, ex.Status.ProviderStatus).NotTo(BeNil())
+	status := &fluxv1alpha1.FluxStatus{}
+	ExpectWithOffset(1, json.Unmarshal(ex.Status.ProviderStatus.Raw, status)).To(Succeed())
+	return status
+}
+
+var _ = Describe("Actuator", func() {
+	var (
+		ctx      context.Context
+		rec      *recorder
+		seed     client.Client
+		garden   client.Client
+		ex       *extensionsv1alpha1.Extension
+		cfg      config.ControllerConfiguration
+		act      *actuator
+		theShoot *gardencorev1beta1.Shoot
+		scans    int
+	)
+
+	build := func(gardenObjs []client.Object, seedObjs ...client.Object) {
+		seed = newSeedClient(rec, append([]client.Object{clusterObject(theShoot), ex}, seedObjs...)...)
+		garden = fake.NewClientBuilder().WithObjects(gardenObjs...).Build()
+		act = NewActuator(seed, garden, cfg).(*actuator)
+		act.keys.Scanner = func(_ context.Context, hostPort string, _ time.Duration) ([]byte, error) {
+			scans++
+			if hostPort != "git.example.com:22" {
+				return nil, fmt.Errorf("unexpected scan of %s", hostPort)
+			}
+			return []byte(hostKeyLine), nil
+		}
+	}
+
+	reconcile := func() error {
+		ExpectWithOffset(1, seed.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+		return act.Reconcile(ctx, logr.Discard(), ex)
+	}
+
+	BeforeEach(func() {
+		ctx = context.Background()
+		rec = &recorder{}
+		defaults, err := loader.Defaults()
+		Expect(err).NotTo(HaveOccurred())
+		cfg = *defaults
+		cfg.Timeouts.ManagedResourceApplied = metav1.Duration{Duration: 5 * time.Second}
+		cfg.Timeouts.Deletion = metav1.Duration{Duration: 5 * time.Second}
+		theShoot = shoot()
+		scans = 0
+		ex = &extensionsv1alpha1.Extension{
+			ObjectMeta: metav1.ObjectMeta{Name: "shoot-flux", Namespace: seedNamespace},
+			Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: constants.ExtensionType}},
+		}
+		DeferCleanup(func(interval time.Duration) { mrutil.PollInterval = interval }, mrutil.PollInterval)
+		mrutil.PollInterval = 5 * time.Millisecond
+	})
+
+	Describe("#Reconcile", func() {
+		It("deploys only the controllers when no source is configured", func() {
+			build(nil)
+			Expect(reconcile()).To(Succeed())
+
+			docs := managedResourceObjects(seed, constants.ManagedResourceControllers)
+			Expect(strings.Join(docs, "")).To(And(ContainSubstring("name: source-controller"), ContainSubstring("kluctldeployments.gitops.kluctl.io")))
+			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceBootstrap}, &resourcesv1alpha1.ManagedResource{})).To(BeNotFoundError())
+
+			status := providerStatus(ex)
+			Expect(status.Message).To(ContainSubstring("No source configured"))
+			Expect(status.FluxVersion).To(Equal(cfg.DefaultFluxVersion))
+			Expect(status.KluctlVersion).To(Equal(cfg.DefaultKluctlVersion))
+		})
+
+		It("bootstraps a public repository from the legacy ConfigMap keys", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{
+				"fluxVersion":      "2.9.5",
+				"repositoryUrl":    "https://git.example.com/org/repo.git",
+				"repositoryBranch": "develop",
+				"repositoryType":   "public",
+			})})
+			Expect(reconcile()).To(Succeed())
+
+			docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "")
+			Expect(docs).To(ContainSubstring("kind: KluctlDeployment"))
+			Expect(docs).To(ContainSubstring("url: https://git.example.com/org/repo.git"))
+			Expect(docs).To(ContainSubstring("branch: develop"))
+			Expect(docs).NotTo(ContainSubstring(constants.GitCredentialsSecretName))
+			Expect(scans).To(BeZero())
+
+			status := providerStatus(ex)
+			Expect(status.Repository).To(Equal("https://git.example.com/org/repo.git"))
+			Expect(status.Ref).To(Equal("branch:develop"))
+			Expect(status.PublicKey).To(BeEmpty())
+		})
+
+		It("generates a deploy key for a private ssh repository and delivers it with known_hosts", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{
+				"repositoryUrl":  "ssh://git@git.example.com/org/repo",
+				"repositoryType": "private",
+			})})
+			Expect(reconcile()).To(Succeed())
+
+			key := &corev1.Secret{}
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeySecretPrefix}, key)).To(Succeed())
+			status := providerStatus(ex)
+			Expect(status.PublicKey).To(Equal(string(key.Data[constants.SecretKeyIdentityPub])))
+			Expect(status.DeployKeySecret).To(Equal(projectNamespace + "/" + constants.DeployKeySecretPrefix))
+			fingerprint, err := sshkey.FingerprintOf(status.PublicKey)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status.Fingerprint).To(Equal(fingerprint))
+			Expect(string(ex.Status.ProviderStatus.Raw)).NotTo(ContainSubstring("PRIVATE KEY"))
+
+			docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "")
+			Expect(docs).To(ContainSubstring("name: " + constants.GitCredentialsSecretName))
+			Expect(docs).To(ContainSubstring("host: git.example.com\n"))
+			Expect(docs).To(ContainSubstring(b64(key.Data[constants.SecretKeyIdentity])))
+			Expect(docs).To(ContainSubstring(b64([]byte(hostKeyLine))))
+			Expect(scans).To(Equal(1))
+
+			By("reusing the stored key and host key on the next reconcile")
+			Expect(reconcile()).To(Succeed())
+			Expect(scans).To(Equal(1))
+			Expect(providerStatus(ex).Fingerprint).To(Equal(fingerprint))
+		})
+
+		It("lets the providerConfig override the project ConfigMap field by field", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{
+				"repositoryUrl":  "https://git.example.com/org/repo.git",
+				"repositoryType": "public",
+			})})
+			ex.Spec.ProviderConfig = providerConfig(`{"source":{"ref":{"tag":"v1.2.3"},"path":"clusters/bar"},"flux":{"components":["source-controller","kustomize-controller"]},"bootstrap":{"kluctl":{"target":"prod","args":{"env":"prod"}}}}`)
+			Expect(seed.Update(ctx, ex)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+
+			docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "")
+			Expect(docs).To(And(ContainSubstring("tag: v1.2.3"), ContainSubstring("path: clusters/bar"), ContainSubstring("target: prod"), ContainSubstring("env: prod")))
+			Expect(docs).To(ContainSubstring("url: https://git.example.com/org/repo.git"))
+			Expect(docs).NotTo(ContainSubstring("branch:"))
+			Expect(strings.Join(managedResourceObjects(seed, constants.ManagedResourceControllers), "")).To(ContainSubstring("name: kustomize-controller"))
+		})
+
+		It("delivers a GitRepository and a Kustomization that orphans workloads in flux mode", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})})
+			ex.Spec.ProviderConfig = providerConfig(`{"bootstrap":{"mode":"flux","flux":{"path":"./deploy","targetNamespace":"apps"}}}`)
+			Expect(seed.Update(ctx, ex)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+
+			docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "")
+			Expect(docs).To(And(ContainSubstring("kind: GitRepository"), ContainSubstring("kind: Kustomization"), ContainSubstring("deletionPolicy: Orphan"), ContainSubstring("targetNamespace: apps")))
+			Expect(docs).NotTo(ContainSubstring("KluctlDeployment"))
+		})
+
+		It("uses user credentials from a referenced resource", func() {
+			theShoot.Spec.Resources = []gardencorev1beta1.NamedResourceReference{{Name: "git", ResourceRef: autoscalingRef("my-git")}}
+			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})},
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ref-my-git", Namespace: seedNamespace}, Data: map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret")}})
+			ex.Spec.ProviderConfig = providerConfig(`{"source":{"secretResourceName":"git"}}`)
+			Expect(seed.Update(ctx, ex)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+
+			docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "")
+			Expect(docs).To(And(ContainSubstring(b64([]byte("bot"))), ContainSubstring(b64([]byte("s3cret")))))
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeySecretPrefix}, &corev1.Secret{})).To(BeNotFoundError())
+		})
+
+		It("disables host key checking only when the operator allows it", func() {
+			cfg.AllowInsecureHostKeys = true
+			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "ssh://git@git.example.com/org/repo"})})
+			act.keys.Scanner = func(context.Context, string, time.Duration) ([]byte, error) {
+				return nil, errors.New("connection refused")
+			}
+			Expect(reconcile()).To(Succeed())
+			Expect(strings.Join(managedResourceObjects(seed, constants.ManagedResourceControllers), "")).To(ContainSubstring("KLUCTL_SSH_DISABLE_STRICT_HOST_KEY_CHECKING"))
+			Expect(providerStatus(ex).Warnings).To(ContainElement(ContainSubstring("not verified")))
+		})
+
+		It("does not write anything when nothing changed", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "ssh://git@git.example.com/org/repo"})})
+			Expect(reconcile()).To(Succeed())
+			rec.reset()
+			Expect(reconcile()).To(Succeed())
+			Expect(rec.reset()).To(BeEmpty())
+		})
+
+		It("does not wait for a hibernated shoot", func() {
+			theShoot.Spec.Hibernation = &gardencorev1beta1.Hibernation{Enabled: ptr.To(true)}
+			rec.noApply = true
+			build(nil)
+			Expect(reconcile()).To(Succeed())
+			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceControllers}, &resourcesv1alpha1.ManagedResource{})).To(Succeed())
+		})
+
+		It("fails with a timeout when the resource manager does not apply the ManagedResource", func() {
+			cfg.Timeouts.ManagedResourceApplied = metav1.Duration{Duration: 50 * time.Millisecond}
+			rec.noApply = true
+			build(nil)
+			Expect(reconcile()).To(MatchError(ContainSubstring("was not applied within 50ms")))
+		})
+
+		DescribeTable("keeps the last good deployment on bad input",
+			func(providerCfg, message string) {
+				theShoot.Spec.Resources = []gardencorev1beta1.NamedResourceReference{{Name: "present", ResourceRef: autoscalingRef("present")}}
+				build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})})
+				Expect(reconcile()).To(Succeed())
+				before := [2][]string{managedResourceObjects(seed, constants.ManagedResourceControllers), managedResourceObjects(seed, constants.ManagedResourceBootstrap)}
+				statusBefore := string(ex.Status.ProviderStatus.Raw)
+				rec.reset()
+
+				ex.Spec.ProviderConfig = providerConfig(providerCfg)
+				Expect(seed.Update(ctx, ex)).To(Succeed())
+				rec.reset()
+				err := reconcile()
+				Expect(err).To(MatchError(ContainSubstring(message)))
+				Expect(rec.reset()).To(BeEmpty())
+				Expect(managedResourceObjects(seed, constants.ManagedResourceControllers)).To(Equal(before[0]))
+				Expect(managedResourceObjects(seed, constants.ManagedResourceBootstrap)).To(Equal(before[1]))
+				Expect(string(ex.Status.ProviderStatus.Raw)).To(Equal(statusBefore))
+			},
+			Entry("invalid URL", `{"source":{"url":"ftp://git.example.com/repo"}}`, "Extension providerConfig: source.url"),
+			Entry("unknown field", `{"source":{"uri":"x"}}`, `unknown field "source.uri"`),
+			Entry("unsupported version", `{"flux":{"version":"v0.29.5"}}`, "v2.9.5"),
+			Entry("broken args", `{"bootstrap":{"kluctl":{"args":["a"]}}}`, "bootstrap.kluctl.args"),
+			Entry("missing referenced resource", `{"source":{"secretResourceName":"absent"}}`, `source.secretResourceName: Shoot garden-foo/bar has no resource "absent"`),
+			Entry("referenced secret not copied", `{"source":{"secretResourceName":"present"}}`, `Secret "present" referenced by resource "present" was not found`),
+		)
+	})
+
+	Describe("#Delete", func() {
+		It("deletes the bootstrap before the controllers and waits for each", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})})
+			Expect(reconcile()).To(Succeed())
+			rec.reset()
+
+			Expect(act.Delete(ctx, logr.Discard(), ex)).To(Succeed())
+			var deletes []string
+			for _, w := range rec.reset() {
+				if strings.HasPrefix(w, "delete *v1alpha1.ManagedResource") {
+					deletes = append(deletes, w)
+				}
+			}
+			Expect(deletes).To(Equal([]string{
+				"delete *v1alpha1.ManagedResource " + constants.ManagedResourceBootstrap,
+				"delete *v1alpha1.ManagedResource " + constants.ManagedResourceControllers,
+			}))
+		})
+
+		It("does not remove the controllers while the bootstrap is still being deleted", func() {
+			cfg.Timeouts.Deletion = metav1.Duration{Duration: 50 * time.Millisecond}
+			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})})
+			Expect(reconcile()).To(Succeed())
+			// The kluctl controller's finalizer keeps the bootstrap ManagedResource alive.
+			mr := &resourcesv1alpha1.ManagedResource{}
+			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceBootstrap}, mr)).To(Succeed())
+			mr.Finalizers = []string{"resources.gardener.cloud/gardener-resource-manager"}
+			Expect(seed.Update(ctx, mr)).To(Succeed())
+			rec.reset()
+
+			Expect(act.Delete(ctx, logr.Discard(), ex)).To(MatchError(ContainSubstring(constants.ManagedResourceBootstrap + " was not deleted")))
+			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceControllers}, &resourcesv1alpha1.ManagedResource{})).To(Succeed())
+		})
+
+		It("deletes a shoot-scoped deploy key together with the shoot", func() {
+			cfg.SSHKey.Scope = config.KeyScopeShoot
+			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "ssh://git@git.example.com/org/repo"})})
+			Expect(reconcile()).To(Succeed())
+			keyName := constants.DeployKeySecretPrefix + "-bar"
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: keyName}, &corev1.Secret{})).To(Succeed())
+
+			By("keeping it when only the extension is removed")
+			Expect(act.Delete(ctx, logr.Discard(), ex)).To(Succeed())
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: keyName}, &corev1.Secret{})).To(Succeed())
+
+			By("deleting it when the shoot is deleted")
+			now := metav1.Now()
+			theShoot.DeletionTimestamp = &now
+			c := &extensionsv1alpha1.Cluster{}
+			Expect(seed.Get(ctx, client.ObjectKey{Name: seedNamespace}, c)).To(Succeed())
+			c.Spec.Shoot = clusterObject(theShoot).Spec.Shoot
+			Expect(seed.Update(ctx, c)).To(Succeed())
+			Expect(act.Delete(ctx, logr.Discard(), ex)).To(Succeed())
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: keyName}, &corev1.Secret{})).To(BeNotFoundError())
+		})
+	})
+
+	Describe("#ForceDelete", func() {
+		It("deletes both ManagedResources without waiting", func() {
+			build(nil)
+			Expect(reconcile()).To(Succeed())
+			mr := &resourcesv1alpha1.ManagedResource{}
+			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceControllers}, mr)).To(Succeed())
+			mr.Finalizers = []string{"resources.gardener.cloud/gardener-resource-manager"}
+			Expect(seed.Update(ctx, mr)).To(Succeed())
+
+			Expect(act.ForceDelete(ctx, logr.Discard(), ex)).To(Succeed())
+			Expect(seed.Get(ctx, client.ObjectKeyFromObject(mr), mr)).To(Succeed())
+			Expect(mr.DeletionTimestamp).NotTo(BeNil())
+		})
+	})
+
+	Describe("#Migrate and #Restore", func() {
+		It("keeps the shoot objects when migrating and deploys again on restore", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})})
+			Expect(reconcile()).To(Succeed())
+			rec.reset()
+
+			Expect(act.Migrate(ctx, logr.Discard(), ex)).To(Succeed())
+			writes := rec.reset()
+			for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+				Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: name}, &resourcesv1alpha1.ManagedResource{})).To(BeNotFoundError())
+				keep := slicesIndex(writes, "patch *v1alpha1.ManagedResource "+name)
+				del := slicesIndex(writes, "delete *v1alpha1.ManagedResource "+name)
+				Expect(keep).To(BeNumerically(">=", 0), "keepObjects must be set on %s", name)
+				Expect(keep).To(BeNumerically("<", del), "keepObjects must be set before %s is deleted", name)
+			}
+
+			Expect(act.Restore(ctx, logr.Discard(), ex)).To(Succeed())
+			for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+				Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: name}, &resourcesv1alpha1.ManagedResource{})).To(Succeed())
+			}
+		})
+	})
+})
+
+func b64(b []byte) string {
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func autoscalingRef(name string) autoscalingv1.CrossVersionObjectReference {
+	return autoscalingv1.CrossVersionObjectReference{APIVersion: "v1", Kind: "Secret", Name: name}
+}
+
+func slicesIndex(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+func BeNotFoundError() OmegaMatcher {
+	return WithTransform(apierrors.IsNotFound, BeTrue())
+}

@@ -1,0 +1,13 @@
+package fluxconfig_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestFluxConfig(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Flux Config Resolution Suite")
+}

@@ -1,0 +1,110 @@
+// Package charts_test renders the extension chart the way gardenlet does and sends every rendered
+// object to a real kube-apiserver with server-side dry-run, so that schema, defaulting and
+// admission errors show up here instead of in a seed. It also checks the generated and hand-written
+// examples against gardener's own validation.
+package charts_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+func TestCharts(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Charts Suite")
+}
+
+var (
+	testEnv  *envtest.Environment
+	restCfg  *rest.Config
+	k8s      client.Client
+	warnings *warningRecorder
+	// gardenerDir is the gardener module that go.mod requires; its CRDs and hack scripts are the
+	// reference for what a landscape of that version accepts.
+	gardenerDir string
+	// repoRoot is the root of this repository.
+	repoRoot string
+)
+
+var _ = BeforeSuite(func() {
+	// make test-integration provides it; a missing one is a broken setup, not a reason to skip.
+	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
+
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/gardener/gardener").Output()
+	Expect(err).NotTo(HaveOccurred(), "locating the gardener module with go list")
+	gardenerDir = strings.TrimSpace(string(out))
+	Expect(gardenerDir).To(BeADirectory())
+
+	out, err = exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	Expect(err).NotTo(HaveOccurred(), "locating this module with go list")
+	repoRoot = strings.TrimSpace(string(out))
+
+	testEnv = &envtest.Environment{
+		CRDInstallOptions: envtest.CRDInstallOptions{
+			Paths: []string{
+				filepath.Join(gardenerDir, "example", "seed-crds", "10-crd-autoscaling.k8s.io_verticalpodautoscalers.yaml"),
+				filepath.Join(gardenerDir, "example", "operator", "10-crd-operator.gardener.cloud_extensions.yaml"),
+			},
+		},
+		ErrorIfCRDPathMissing: true,
+	}
+	restCfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(testEnv.Stop)
+
+	// Pod Security warnings for workload templates arrive as HTTP warnings, not errors.
+	warnings = &warningRecorder{}
+	cfg := rest.CopyConfig(restCfg)
+	cfg.WarningHandler = warnings
+	k8s, err = client.New(cfg, client.Options{})
+	Expect(err).NotTo(HaveOccurred())
+
+	// Seeds provide this PriorityClass for extensions; the Priority admission plugin rejects pods
+	// naming a class that does not exist.
+	Expect(k8s.Create(context.Background(), &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gardener-system-900"},
+		Value:      999998900,
+	})).To(Succeed())
+})
+
+// warningRecorder collects the warnings the API server returns.
+type warningRecorder struct {
+	mu       sync.Mutex
+	messages []string
+}
+
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, message string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.messages = append(w.messages, message)
+}
+
+// take returns and forgets the recorded warnings.
+func (w *warningRecorder) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.messages
+	w.messages = nil
+	return m
+}
+
+// readRepoFile reads a file relative to the repository root.
+func readRepoFile(path string) []byte {
+	GinkgoHelper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, path))
+	Expect(err).NotTo(HaveOccurred())
+	return data
+}

@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+)
+
+var _ = Describe("Configuration layers", func() {
+	It("applies the providerConfig over the project ConfigMap", func(ctx SpecContext) {
+		const url = "https://git.example.com/platform/fleet.git"
+		project := "override"
+		setProjectConfig(ctx, newProject(ctx, project), legacyConfig(url, "main", "public"))
+
+		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one", ProviderConfig: []byte(`
+apiVersion: shoot-flux.extensions.gardener.cloud/v1alpha1
+kind: FluxConfig
+flux:
+  components: [source-controller, kustomize-controller]
+source:
+  ref:
+    tag: v1.2.3
+  path: clusters/dev
+bootstrap:
+  kluctl:
+    target: dev
+    args:
+      environment: dev
+      replicas: 2
+`)})
+
+		expectControllers(ctx, h, true)
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, h.Shoot.Client, &appsv1.Deployment{}, fluxNamespace, "kustomize-controller")).To(Succeed())
+			g.Expect(get(ctx, h.Shoot.Client, &apiextensionsv1.CustomResourceDefinition{}, "", "kustomizations.kustomize.toolkit.fluxcd.io")).To(Succeed())
+		}).Should(Succeed())
+
+		kd, err := kluctlDeployment(ctx, h)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(nestedString(kd, "spec", "source", "git", "url")).To(Equal(url), "the URL comes from the ConfigMap")
+		Expect(nestedString(kd, "spec", "source", "git", "ref", "tag")).To(Equal("v1.2.3"))
+		Expect(nestedString(kd, "spec", "source", "git", "ref", "branch")).To(BeEmpty(), "a ref in the providerConfig replaces the ConfigMap's branch")
+		Expect(nestedString(kd, "spec", "source", "git", "path")).To(Equal("clusters/dev"))
+		Expect(nestedString(kd, "spec", "target")).To(Equal("dev"))
+		args, _, err := unstructured.NestedMap(kd.Object, "spec", "args")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(args).To(Equal(map[string]any{"environment": "dev", "replicas": int64(2)}))
+
+		By("changing the providerConfig: kustomize-controller removed, another tag")
+		Expect(h.UpdateProviderConfig(ctx, []byte(`
+apiVersion: shoot-flux.extensions.gardener.cloud/v1alpha1
+kind: FluxConfig
+source:
+  ref:
+    tag: v1.3.0
+`))).To(Succeed())
+		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+
+		Eventually(func(g Gomega) {
+			err := get(ctx, h.Shoot.Client, &appsv1.Deployment{}, fluxNamespace, "kustomize-controller")
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "kustomize-controller should be removed, got %v", err)
+		}).Should(Succeed())
+		kd, err = kluctlDeployment(ctx, h)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(nestedString(kd, "spec", "source", "git", "ref", "tag")).To(Equal("v1.3.0"))
+		Expect(nestedString(kd, "spec", "source", "git", "path")).To(Equal("."))
+		Expect(nestedString(kd, "spec", "target")).To(BeEmpty())
+		Expect(get(ctx, h.Shoot.Client, &appsv1.Deployment{}, fluxNamespace, "source-controller")).To(Succeed())
+	})
+
+	It("propagates a project ConfigMap change to all shoots of the project without touching their Extensions", func(ctx SpecContext) {
+		project := "propagation"
+		projectNamespace := newProject(ctx, project)
+		setProjectConfig(ctx, projectNamespace, legacyConfig("https://git.example.com/old/fleet.git", "main", "public"))
+
+		var shoots []*sandbox.ShootHandle
+		generations := map[string]int64{}
+		for i := range 3 {
+			h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: fmt.Sprintf("shoot%d", i)})
+			ex, err := h.Extension(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			generations[h.SeedNamespace] = ex.Generation
+			shoots = append(shoots, h)
+		}
+
+		for _, h := range shoots {
+			Expect(h.Checkpoint(ctx)).To(Succeed())
+		}
+		const newURL = "https://git.example.com/new/fleet.git"
+		setProjectConfig(ctx, projectNamespace, legacyConfig(newURL, "develop", "public"))
+
+		for _, h := range shoots {
+			_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(func(g Gomega) {
+				kd, err := kluctlDeployment(ctx, h)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(nestedString(kd, "spec", "source", "git", "url")).To(Equal(newURL))
+				g.Expect(nestedString(kd, "spec", "source", "git", "ref", "branch")).To(Equal("develop"))
+			}).Should(Succeed(), "shoot %s", h.SeedNamespace)
+
+			ex, err := h.Extension(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ex.Generation).To(Equal(generations[h.SeedNamespace]), "the Extension spec of %s must not change", h.SeedNamespace)
+			Expect(ex.Annotations).NotTo(HaveKey("gardener.cloud/operation"))
+		}
+	})
+})

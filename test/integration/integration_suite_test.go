@@ -1,0 +1,94 @@
+// Package integration runs the shoot-flux extension against real API servers: a garden, a seed
+// and per shoot an API server with gardener-resource-manager (see package sandbox). Every scenario
+// uses its own project, so scenarios do not depend on each other.
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+)
+
+// Timeouts of the scenarios. A reconcile in the sandbox takes a few seconds; the bounds leave room
+// for a loaded machine without letting a hanging scenario block the suite for long.
+var (
+	// startTimeout bounds the start of the sandbox.
+	startTimeout = 3 * time.Minute
+	// reconcileTimeout bounds one Extension operation, including retries after errors.
+	reconcileTimeout = 2 * time.Minute
+	// errorTimeout bounds the wait for a reconcile to report a configuration error.
+	errorTimeout = time.Minute
+	// shootTimeout bounds the wait for objects to appear in or vanish from a shoot.
+	shootTimeout = time.Minute
+	// deleteTimeout bounds the deletion of an Extension, including the ordered ManagedResource
+	// deletion.
+	deleteTimeout = 3 * time.Minute
+	// gitopsTimeout bounds the wait for the source-controller to fetch a repository.
+	gitopsTimeout = 3 * time.Minute
+	// consistentlyDuration is how long a state is watched for not changing.
+	consistentlyDuration = 3 * time.Second
+	// pollInterval is the polling interval of Eventually and Consistently.
+	pollInterval = 250 * time.Millisecond
+)
+
+var (
+	suiteCtx  context.Context
+	sb        *sandbox.Sandbox
+	git       *gitserver.Server
+	gitCommit string
+)
+
+// repoName is the repository of the suite's git server that holds the kluctl project.
+const repoName = "fleet"
+
+func TestIntegration(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Integration Suite")
+}
+
+var _ = BeforeSuite(func() {
+	SetDefaultEventuallyTimeout(shootTimeout)
+	SetDefaultEventuallyPollingInterval(pollInterval)
+	SetDefaultConsistentlyDuration(consistentlyDuration)
+	SetDefaultConsistentlyPollingInterval(pollInterval)
+
+	log := logzap.New(logzap.WriteTo(GinkgoWriter), logzap.UseDevMode(true))
+	logf.SetLogger(log)
+
+	// make test-integration provides both; a missing one is a broken setup, not a reason to skip.
+	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
+	sourceController := os.Getenv("SOURCE_CONTROLLER_BIN")
+	Expect(sourceController).NotTo(BeEmpty(), "SOURCE_CONTROLLER_BIN must point at the source-controller binary (hack/build-source-controller.sh)")
+	Expect(sourceController).To(BeAnExistingFile())
+
+	suiteCtx = context.Background()
+	ctx, cancel := context.WithTimeout(suiteCtx, startTimeout)
+	defer cancel()
+
+	repoRoot := GinkgoT().TempDir()
+	var err error
+	gitCommit, err = gitserver.NewKluctlProjectRepo(filepath.Join(repoRoot, repoName))
+	Expect(err).NotTo(HaveOccurred())
+	git, err = gitserver.Start(gitserver.Options{RepoRoot: repoRoot})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(git.Close)
+
+	sb, err = sandbox.Start(ctx, sandbox.Options{
+		SourceControllerBinary:    sourceController,
+		IgnoreOperationAnnotation: true,
+		MaxConcurrentReconciles:   5,
+		Log:                       log,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(sb.Stop)
+})

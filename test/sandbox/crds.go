@@ -1,0 +1,104 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"go/build"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"golang.org/x/mod/module"
+)
+
+const gardenerModule = "github.com/gardener/gardener"
+
+// seedCRDFiles are the gardener CRDs a seed needs for shoot extensions.
+var seedCRDFiles = []string{
+	"10-crd-extensions.gardener.cloud_clusters.yaml",
+	"10-crd-extensions.gardener.cloud_extensions.yaml",
+	"10-crd-resources.gardener.cloud_managedresources.yaml",
+}
+
+// seedCRDPaths returns the gardener CRD files from the gardener module the binary was built with,
+// so that the seed always has the schemas of the pinned gardener version.
+func seedCRDPaths() ([]string, error) {
+	dir, err := gardenerModuleDir()
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, f := range seedCRDFiles {
+		p := filepath.Join(dir, "example", "seed-crds", f)
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("gardener CRD missing from the module cache: %w", err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+// gardenerModuleDir finds the gardener module in the module cache from the build information of
+// the running binary; `go list` is the fallback for binaries without module information.
+func gardenerModuleDir() (string, error) {
+	if dir, ok := moduleDirFromBuildInfo(gardenerModule); ok {
+		return dir, nil
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", gardenerModule)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("failed locating module %s with go list: %w: %s", gardenerModule, err, strings.TrimSpace(stderr.String()))
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("module %s is not in the module cache; run go mod download", gardenerModule)
+	}
+	return dir, nil
+}
+
+func moduleDirFromBuildInfo(path string) (string, bool) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", false
+	}
+	for _, dep := range info.Deps {
+		if dep.Path != path {
+			continue
+		}
+		if dep.Replace != nil {
+			dep = dep.Replace
+		}
+		if filepath.IsAbs(dep.Path) {
+			return dep.Path, true
+		}
+		escPath, err := module.EscapePath(dep.Path)
+		if err != nil {
+			return "", false
+		}
+		escVersion, err := module.EscapeVersion(dep.Version)
+		if err != nil {
+			return "", false
+		}
+		dir := filepath.Join(moduleCache(), escPath+"@"+escVersion)
+		if _, err := os.Stat(dir); err != nil {
+			return "", false
+		}
+		return dir, true
+	}
+	return "", false
+}
+
+func moduleCache() string {
+	if dir := os.Getenv("GOMODCACHE"); dir != "" {
+		return dir
+	}
+	gopath := os.Getenv("GOPATH")
+	if gopath == "" {
+		gopath = build.Default.GOPATH
+	}
+	return filepath.Join(filepath.SplitList(gopath)[0], "pkg", "mod")
+}

@@ -1,0 +1,100 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/andybalholm/brotli"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+)
+
+func toJSON(data []byte) ([]byte, error) {
+	out, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
+	}
+	return out, nil
+}
+
+// ProviderStatus decodes the Extension's providerStatus; nil if there is none yet.
+func (h *ShootHandle) ProviderStatus(ctx context.Context) (*fluxv1alpha1.FluxStatus, error) {
+	ex, err := h.Extension(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ex.Status.ProviderStatus == nil {
+		return nil, nil
+	}
+	status := &fluxv1alpha1.FluxStatus{}
+	if err := json.Unmarshal(ex.Status.ProviderStatus.Raw, status); err != nil {
+		return nil, fmt.Errorf("failed decoding providerStatus of %s: %w", h.SeedNamespace, err)
+	}
+	return status, nil
+}
+
+// ManagedResource reads a ManagedResource of the shoot from the seed.
+func (h *ShootHandle) ManagedResource(ctx context.Context, name string) (*resourcesv1alpha1.ManagedResource, error) {
+	mr := &resourcesv1alpha1.ManagedResource{}
+	if err := h.sandbox.Seed.Client.Get(ctx, client.ObjectKey{Namespace: h.SeedNamespace, Name: name}, mr); err != nil {
+		return nil, err
+	}
+	return mr, nil
+}
+
+// ManagedResourceObjects decodes the objects of a ManagedResource from its Secrets as
+// gardener-resource-manager does, including brotli-compressed data.
+func (h *ShootHandle) ManagedResourceObjects(ctx context.Context, name string) ([]*unstructured.Unstructured, error) {
+	mr, err := h.ManagedResource(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var objects []*unstructured.Unstructured
+	for _, ref := range mr.Spec.SecretRefs {
+		secret := &corev1.Secret{}
+		if err := h.sandbox.Seed.Client.Get(ctx, client.ObjectKey{Namespace: h.SeedNamespace, Name: ref.Name}, secret); err != nil {
+			return nil, fmt.Errorf("failed reading Secret %s of managed resource %s: %w", ref.Name, name, err)
+		}
+		for key, data := range secret.Data {
+			objs, err := DecodeManagedResourceData(key, data)
+			if err != nil {
+				return nil, fmt.Errorf("managed resource %s, Secret %s: %w", name, ref.Name, err)
+			}
+			objects = append(objects, objs...)
+		}
+	}
+	return objects, nil
+}
+
+// DecodeManagedResourceData decodes one data entry of a ManagedResource Secret; keys ending in
+// .br are brotli-compressed.
+func DecodeManagedResourceData(key string, data []byte) ([]*unstructured.Unstructured, error) {
+	var r io.Reader = bytes.NewReader(data)
+	if strings.HasSuffix(key, resourcesv1alpha1.BrotliCompressionSuffix) {
+		r = brotli.NewReader(r)
+	}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	var objects []*unstructured.Unstructured
+	for {
+		obj := map[string]any{}
+		if err := decoder.Decode(&obj); err != nil {
+			if err == io.EOF {
+				return objects, nil
+			}
+			return nil, fmt.Errorf("failed decoding key %s: %w", key, err)
+		}
+		if len(obj) > 0 {
+			objects = append(objects, &unstructured.Unstructured{Object: obj})
+		}
+	}
+}

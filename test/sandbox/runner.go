@@ -1,0 +1,67 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// runner runs a controller manager in the background until it is stopped.
+type runner struct {
+	name   string
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu  sync.Mutex
+	err error
+}
+
+// startManager starts mgr and waits until its caches are synced, so that callers can rely on the
+// controllers seeing every object created afterwards.
+func startManager(ctx context.Context, log logr.Logger, name string, mgr manager.Manager) (*runner, error) {
+	// The manager outlives the caller's context (often a single test step); only stop ends it.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := &runner{name: name, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if err := mgr.Start(runCtx); err != nil {
+			log.Error(err, "Manager stopped with error", "manager", name)
+			r.mu.Lock()
+			r.err = err
+			r.mu.Unlock()
+		}
+	}()
+
+	syncCtx, cancelSync := context.WithTimeout(ctx, CacheSyncTimeout)
+	defer cancelSync()
+	synced := make(chan bool, 1)
+	go func() { synced <- mgr.GetCache().WaitForCacheSync(syncCtx) }()
+	select {
+	case ok := <-synced:
+		if ok {
+			return r, nil
+		}
+	case <-r.done:
+	}
+	stopErr := r.stop()
+	return nil, errors.Join(fmt.Errorf("manager %s did not start within %s", name, CacheSyncTimeout), stopErr)
+}
+
+// stop cancels the manager and waits until all its runnables returned.
+func (r *runner) stop() error {
+	if r == nil {
+		return nil
+	}
+	r.cancel()
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return fmt.Errorf("manager %s: %w", r.name, r.err)
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+// Package sandbox runs the shoot-flux extension against real API servers without a Gardener
+// installation: a garden, a seed with the gardener CRDs, and per shoot an API server with a
+// gardener-resource-manager that applies the shoot's ManagedResources, as in a Gardener landscape.
+// Shoots are set up the way gardenlet sets them up (seed namespace, Cluster, copies of referenced
+// resources, Extension). The API servers are envtest binaries: KUBEBUILDER_ASSETS must point at
+// kube-apiserver and etcd (hack/build-envtest.sh builds them).
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
+	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
+	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
+)
+
+var (
+	// ControlPlaneStartTimeout bounds the start of one etcd or kube-apiserver.
+	ControlPlaneStartTimeout = time.Minute
+	// ControlPlaneStopTimeout bounds the stop of one etcd or kube-apiserver.
+	ControlPlaneStopTimeout = 30 * time.Second
+	// CacheSyncTimeout bounds the initial cache sync of a controller manager.
+	CacheSyncTimeout = time.Minute
+	// GracefulShutdownTimeout bounds how long a stopping manager waits for running reconciles.
+	GracefulShutdownTimeout = 30 * time.Second
+	// PollInterval is how often helpers re-read objects while waiting.
+	PollInterval = 200 * time.Millisecond
+
+	// ResourceManagerConcurrentSyncs is the number of ManagedResource workers per shoot.
+	ResourceManagerConcurrentSyncs = 2
+	// ResourceManagerSyncPeriod is how often gardener-resource-manager re-applies a ManagedResource.
+	ResourceManagerSyncPeriod = time.Minute
+	// ResourceManagerDeletionRequeue is how soon gardener-resource-manager checks a pending deletion
+	// again; gardener's default of 5s would dominate the time of deletion scenarios.
+	ResourceManagerDeletionRequeue = time.Second
+	// NamespaceFinalizerRequeue is how soon a terminating shoot namespace is checked again.
+	NamespaceFinalizerRequeue = 250 * time.Millisecond
+)
+
+// GardenNamespace is the seed namespace of gardenlet and the extensions' heartbeats.
+const GardenNamespace = v1beta1constants.GardenNamespace
+
+// Options configure a sandbox.
+type Options struct {
+	// SourceControllerBinary is the Flux source-controller binary ShootHandle.StartSourceController
+	// runs; optional.
+	SourceControllerBinary string
+	// ExtensionConfig is the extension's component configuration; nil uses the defaults of
+	// loader.Defaults.
+	ExtensionConfig *config.ControllerConfiguration
+	// IgnoreOperationAnnotation makes the extension reconcile on every Extension spec and Cluster
+	// change instead of waiting for gardenlet's operation annotation.
+	IgnoreOperationAnnotation bool
+	// MaxConcurrentReconciles of the extension controller; zero means 5.
+	MaxConcurrentReconciles int
+	// WithoutExtension starts only the clusters and resource managers, e.g. to run the extension
+	// binary against the sandbox.
+	WithoutExtension bool
+	// Log receives the logs of the sandbox's controllers.
+	Log logr.Logger
+}
+
+// Sandbox is a garden, a seed, the shoots created with CreateShoot and, unless
+// Options.WithoutExtension, the shoot-flux extension controller.
+type Sandbox struct {
+	// Garden is the garden cluster: project namespaces, the flux-config ConfigMaps, deploy keys.
+	Garden *Cluster
+	// Seed is the seed cluster with the Cluster, Extension and ManagedResource CRDs.
+	Seed *Cluster
+
+	opts   Options
+	config config.ControllerConfiguration
+	log    logr.Logger
+
+	mu        sync.Mutex
+	extension *runner
+	extCache  client.Reader
+	shoots    []*ShootHandle
+}
+
+// Start starts the garden and seed API servers and, unless Options.WithoutExtension, the
+// extension. On error everything started so far is stopped again.
+func Start(ctx context.Context, opts Options) (*Sandbox, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: point it at the directory printed by hack/build-envtest.sh")
+	}
+	if opts.MaxConcurrentReconciles == 0 {
+		opts.MaxConcurrentReconciles = 5
+	}
+	s := &Sandbox{opts: opts, log: opts.Log}
+	if opts.ExtensionConfig != nil {
+		s.config = *opts.ExtensionConfig
+	} else {
+		cfg, err := loader.Defaults()
+		if err != nil {
+			return nil, fmt.Errorf("failed loading default extension configuration: %w", err)
+		}
+		s.config = *cfg
+	}
+
+	if err := s.start(ctx); err != nil {
+		return nil, errors.Join(err, s.Stop())
+	}
+	return s, nil
+}
+
+func (s *Sandbox) start(ctx context.Context) error {
+	crds, err := seedCRDPaths()
+	if err != nil {
+		return err
+	}
+
+	gardenScheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(gardenScheme); err != nil {
+		return fmt.Errorf("failed building garden scheme: %w", err)
+	}
+	s.log.Info("Starting garden API server")
+	if s.Garden, err = startCluster("garden", gardenScheme, nil); err != nil {
+		return err
+	}
+	s.log.Info("Starting seed API server")
+	if s.Seed, err = startCluster("seed", kubernetes.SeedScheme, crds); err != nil {
+		return err
+	}
+	if err := s.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: GardenNamespace}}); err != nil {
+		return fmt.Errorf("failed creating seed namespace %s: %w", GardenNamespace, err)
+	}
+
+	if s.opts.WithoutExtension {
+		return nil
+	}
+	return s.StartExtension(ctx)
+}
+
+// ExtensionConfig returns the component configuration the in-process extension runs with.
+func (s *Sandbox) ExtensionConfig() config.ControllerConfiguration {
+	return *s.config.DeepCopy()
+}
+
+// StartExtension starts the extension controller in this process, like the extension binary
+// does (cmd/gardener-extension-shoot-flux/app). It fails if it is already running.
+func (s *Sandbox) StartExtension(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.extension != nil {
+		return fmt.Errorf("the extension is already running")
+	}
+
+	scheme := runtime.NewScheme()
+	if err := extensionscontroller.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("failed building extension scheme: %w", err)
+	}
+	if err := fluxinstall.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("failed building extension scheme: %w", err)
+	}
+	log := s.log.WithName("extension")
+	mgr, err := manager.New(s.Seed.Config, manager.Options{
+		Scheme:                 scheme,
+		Logger:                 log,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Secrets are not cached, as in the extension binary.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		// A restarted extension registers its controller name again in this process.
+		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
+	})
+	if err != nil {
+		return fmt.Errorf("failed creating extension manager: %w", err)
+	}
+	garden, err := fluxcmd.NewGardenCluster(s.Garden.Config)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(garden); err != nil {
+		return fmt.Errorf("failed adding garden cluster to extension manager: %w", err)
+	}
+	if err := extension.AddToManagerWithOptions(ctx, mgr, extension.AddOptions{
+		ControllerOptions:         controller.Options{MaxConcurrentReconciles: s.opts.MaxConcurrentReconciles},
+		IgnoreOperationAnnotation: s.opts.IgnoreOperationAnnotation,
+		Config:                    *s.config.DeepCopy(),
+		GardenCluster:             garden,
+		Resync:                    extension.DefaultAddOptions.Resync,
+	}); err != nil {
+		return fmt.Errorf("failed adding extension controller: %w", err)
+	}
+
+	r, err := startManager(ctx, log, "extension", mgr)
+	if err != nil {
+		return err
+	}
+	s.extension, s.extCache = r, mgr.GetClient()
+	return nil
+}
+
+// StopExtension stops the in-process extension, cancelling running reconciles as a crash or a
+// rollout would. It is a no-op if the extension is not running.
+func (s *Sandbox) StopExtension() error {
+	s.mu.Lock()
+	r := s.extension
+	s.extension, s.extCache = nil, nil
+	s.mu.Unlock()
+	return r.stop()
+}
+
+// ExtensionRunning tells whether the in-process extension runs.
+func (s *Sandbox) ExtensionRunning() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.extension != nil
+}
+
+// extensionCache returns the cached client of the running in-process extension, or nil.
+func (s *Sandbox) extensionCache() client.Reader {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.extCache
+}
+
+// Stop stops the extension, all shoots and the garden and seed API servers.
+func (s *Sandbox) Stop() error {
+	errs := []error{s.StopExtension()}
+	s.mu.Lock()
+	shoots := s.shoots
+	s.shoots = nil
+	s.mu.Unlock()
+	for _, h := range shoots {
+		errs = append(errs, h.stopControlPlane())
+	}
+	for _, c := range []*Cluster{s.Seed, s.Garden} {
+		if c != nil {
+			errs = append(errs, c.stop())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WriteKubeconfigs writes garden.kubeconfig, seed.kubeconfig and one <seed namespace>.kubeconfig
+// per running shoot into dir; shoot.kubeconfig is the one of the first shoot.
+func (s *Sandbox) WriteKubeconfigs(dir string) error {
+	if err := s.Garden.WriteKubeconfig(filepath.Join(dir, "garden.kubeconfig")); err != nil {
+		return err
+	}
+	if err := s.Seed.WriteKubeconfig(filepath.Join(dir, "seed.kubeconfig")); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	shoots := append([]*ShootHandle(nil), s.shoots...)
+	s.mu.Unlock()
+	sort.SliceStable(shoots, func(i, j int) bool { return shoots[i].created.Before(shoots[j].created) })
+	for i, h := range shoots {
+		if err := h.Shoot.WriteKubeconfig(filepath.Join(dir, h.SeedNamespace+".kubeconfig")); err != nil {
+			return err
+		}
+		if i == 0 {
+			if err := h.Shoot.WriteKubeconfig(filepath.Join(dir, "shoot.kubeconfig")); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,682 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+)
+
+const (
+	// ExtensionName is the name gardenlet gives the Extension resource of a shoot: its type.
+	ExtensionName = constants.ExtensionType
+	// KubernetesVersion is the version of the sandbox API servers, recorded in the Shoot.
+	KubernetesVersion = "1.36.4"
+
+	providerType = "local"
+	seedName     = "local"
+)
+
+// ProjectNamespace returns the garden namespace of a project.
+func ProjectNamespace(project string) string {
+	return "garden-" + project
+}
+
+// SeedNamespace returns the seed namespace (technical ID) of a shoot.
+func SeedNamespace(project, shoot string) string {
+	return "shoot--" + project + "--" + shoot
+}
+
+// CreateProject creates the garden namespace of a project as gardener-controller-manager does and
+// returns its name.
+func (s *Sandbox) CreateProject(ctx context.Context, name string) (string, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: ProjectNamespace(name),
+		Labels: map[string]string{
+			v1beta1constants.GardenRole:  v1beta1constants.GardenRoleProject,
+			v1beta1constants.ProjectName: name,
+		},
+	}}
+	if err := s.Garden.Client.Create(ctx, ns); err != nil {
+		return "", fmt.Errorf("failed creating project namespace %s: %w", ns.Name, err)
+	}
+	return ns.Name, nil
+}
+
+// ShootSpec describes a shoot with the shoot-flux extension enabled.
+type ShootSpec struct {
+	// Project is the project name; its namespace must exist (CreateProject).
+	Project string
+	// Name is the shoot name.
+	Name string
+	// ProviderConfig is the providerConfig of the shoot-flux extension (JSON or YAML); optional.
+	ProviderConfig []byte
+	// Resources are the Shoot spec.resources. Referenced Secrets are copied from the project
+	// namespace into the seed namespace as gardenlet does.
+	Resources []gardencorev1beta1.NamedResourceReference
+	// Hibernated creates the shoot hibernated: its resource manager does not run.
+	Hibernated bool
+	// DeferExtension sets up everything but the Extension resource; CreateExtension creates it.
+	DeferExtension bool
+}
+
+// ShootHandle is a shoot of the sandbox: its seed namespace, Cluster and Extension, and its own
+// API server with a gardener-resource-manager.
+type ShootHandle struct {
+	// Project is the project name.
+	Project string
+	// Name is the shoot name.
+	Name string
+	// ProjectNamespace is the garden namespace of the project.
+	ProjectNamespace string
+	// SeedNamespace is the shoot's namespace in the seed and the name of its Cluster.
+	SeedNamespace string
+	// Shoot is the shoot's API server.
+	Shoot *Cluster
+
+	sandbox *Sandbox
+	log     logr.Logger
+	created time.Time
+
+	mu                sync.Mutex
+	resourceManager   *runner
+	controllerManager *runner
+	sourceControllers []*SourceController
+	since             string
+	stopped           bool
+}
+
+// CreateShoot sets up a shoot the way gardenlet does: the seed namespace, the shoot's control
+// plane (here: an API server and a resource manager), copies of the referenced Secrets, the
+// Cluster and the Extension.
+func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle, error) {
+	if spec.Project == "" || spec.Name == "" {
+		return nil, fmt.Errorf("a shoot needs a project and a name")
+	}
+	h := &ShootHandle{
+		Project:          spec.Project,
+		Name:             spec.Name,
+		ProjectNamespace: ProjectNamespace(spec.Project),
+		SeedNamespace:    SeedNamespace(spec.Project, spec.Name),
+		sandbox:          s,
+		created:          time.Now(),
+	}
+	h.log = s.log.WithValues("shoot", h.SeedNamespace)
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: h.SeedNamespace,
+		Labels: map[string]string{
+			v1beta1constants.GardenRole:         v1beta1constants.GardenRoleShoot,
+			v1beta1constants.LabelSeedProvider:  providerType,
+			v1beta1constants.LabelShootProvider: providerType,
+		},
+	}}
+	if err := s.Seed.Client.Create(ctx, ns); err != nil {
+		return nil, fmt.Errorf("failed creating seed namespace %s: %w", ns.Name, err)
+	}
+
+	if err := h.startControlPlane(ctx, !spec.Hibernated); err != nil {
+		return nil, errors.Join(err, h.stopControlPlane())
+	}
+	s.mu.Lock()
+	s.shoots = append(s.shoots, h)
+	s.mu.Unlock()
+
+	if err := h.copyReferencedResources(ctx, spec.Resources); err != nil {
+		return h, err
+	}
+
+	raw, err := providerConfig(spec.ProviderConfig)
+	if err != nil {
+		return h, err
+	}
+	if err := h.createCluster(ctx, spec, raw); err != nil {
+		return h, err
+	}
+	if spec.DeferExtension {
+		return h, nil
+	}
+	return h, h.CreateExtension(ctx)
+}
+
+func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager bool) error {
+	h.log.Info("Starting shoot API server")
+	shoot, err := startCluster(h.SeedNamespace, kubernetes.ShootScheme, nil)
+	if err != nil {
+		return err
+	}
+	h.Shoot = shoot
+	cm, err := startShootControllerManager(ctx, h.log.WithName("controller-manager"), shoot)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.controllerManager = cm
+	h.mu.Unlock()
+	if withResourceManager {
+		return h.startResourceManager(ctx)
+	}
+	return nil
+}
+
+// StartResourceManager starts the shoot's gardener-resource-manager again after
+// StopResourceManager.
+func (h *ShootHandle) StartResourceManager(ctx context.Context) error {
+	return h.startResourceManager(ctx)
+}
+
+// StopResourceManager stops the shoot's gardener-resource-manager, as in an outage of the shoot's
+// control plane: ManagedResources are no longer applied or deleted.
+func (h *ShootHandle) StopResourceManager() error {
+	return h.stopResourceManager()
+}
+
+func (h *ShootHandle) startResourceManager(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.resourceManager != nil {
+		return nil
+	}
+	rm, err := startResourceManager(ctx, h.log.WithName("resource-manager"), h.sandbox.Seed.Config, h.SeedNamespace, h.Shoot)
+	if err != nil {
+		return err
+	}
+	h.resourceManager = rm
+	return nil
+}
+
+func (h *ShootHandle) stopResourceManager() error {
+	h.mu.Lock()
+	rm := h.resourceManager
+	h.resourceManager = nil
+	h.mu.Unlock()
+	return rm.stop()
+}
+
+// ResourceManagerRunning tells whether the shoot's gardener-resource-manager runs, i.e. the shoot
+// is not hibernated.
+func (h *ShootHandle) ResourceManagerRunning() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.resourceManager != nil
+}
+
+func (h *ShootHandle) stopControlPlane() error {
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return nil
+	}
+	h.stopped = true
+	scs := h.sourceControllers
+	h.sourceControllers = nil
+	h.mu.Unlock()
+
+	var errs []error
+	for _, sc := range scs {
+		errs = append(errs, sc.Stop())
+	}
+	errs = append(errs, h.stopResourceManager())
+	h.mu.Lock()
+	cm := h.controllerManager
+	h.controllerManager = nil
+	h.mu.Unlock()
+	errs = append(errs, cm.stop())
+	if h.Shoot != nil {
+		errs = append(errs, h.Shoot.stop())
+	}
+	return errors.Join(errs...)
+}
+
+// Stop retires the shoot: its Extension is removed without the extension's involvement (as after
+// a migration to another seed) so that no reconcile waits for it any more, and its control plane
+// is stopped.
+func (h *ShootHandle) Stop(ctx context.Context) error {
+	var errs []error
+	ex := &extensionsv1alpha1.Extension{}
+	err := h.sandbox.Seed.Client.Get(ctx, h.extensionKey(), ex)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		errs = append(errs, fmt.Errorf("failed reading extension of %s: %w", h.SeedNamespace, err))
+	default:
+		patch := client.MergeFrom(ex.DeepCopy())
+		ex.Finalizers = nil
+		if err := h.sandbox.Seed.Client.Patch(ctx, ex, patch); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("failed removing finalizers of extension of %s: %w", h.SeedNamespace, err))
+		} else if err := h.sandbox.Seed.Client.Delete(ctx, ex); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("failed deleting extension of %s: %w", h.SeedNamespace, err))
+		}
+	}
+
+	h.sandbox.mu.Lock()
+	h.sandbox.shoots = slices.DeleteFunc(h.sandbox.shoots, func(o *ShootHandle) bool { return o == h })
+	h.sandbox.mu.Unlock()
+	errs = append(errs, h.stopControlPlane())
+	return errors.Join(errs...)
+}
+
+func providerConfig(data []byte) (*runtime.RawExtension, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	raw, err := toJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("providerConfig: %w", err)
+	}
+	return &runtime.RawExtension{Raw: raw}, nil
+}
+
+// copyReferencedResources copies the referenced Secrets into the seed namespace with gardenlet's
+// ref- prefix. Other kinds are not needed by shoot-flux.
+func (h *ShootHandle) copyReferencedResources(ctx context.Context, resources []gardencorev1beta1.NamedResourceReference) error {
+	for _, res := range resources {
+		ref := res.ResourceRef
+		if ref.Kind != "Secret" || ref.APIVersion != "v1" {
+			continue
+		}
+		secret := &corev1.Secret{}
+		if err := h.sandbox.Garden.Client.Get(ctx, client.ObjectKey{Namespace: h.ProjectNamespace, Name: ref.Name}, secret); err != nil {
+			return fmt.Errorf("failed reading referenced Secret %s/%s: %w", h.ProjectNamespace, ref.Name, err)
+		}
+		cp := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: h.SeedNamespace, Name: v1beta1constants.ReferencedResourcesPrefix + ref.Name},
+			Type:       secret.Type,
+			Data:       secret.Data,
+		}
+		if err := h.sandbox.Seed.Client.Create(ctx, cp); err != nil {
+			if !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("failed copying referenced Secret %s: %w", ref.Name, err)
+			}
+			if err := h.sandbox.Seed.Client.Update(ctx, cp); err != nil {
+				return fmt.Errorf("failed updating referenced Secret %s: %w", ref.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (h *ShootHandle) createCluster(ctx context.Context, spec ShootSpec, raw *runtime.RawExtension) error {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	shoot := &gardencorev1beta1.Shoot{
+		TypeMeta: metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Shoot"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              h.Name,
+			Namespace:         h.ProjectNamespace,
+			UID:               uuid.NewUUID(),
+			Generation:        1,
+			CreationTimestamp: now,
+		},
+		Spec: gardencorev1beta1.ShootSpec{
+			CloudProfile: &gardencorev1beta1.CloudProfileReference{Kind: "CloudProfile", Name: providerType},
+			Region:       providerType,
+			Provider:     gardencorev1beta1.Provider{Type: providerType},
+			Kubernetes:   gardencorev1beta1.Kubernetes{Version: KubernetesVersion},
+			SeedName:     ptr.To(seedName),
+			Extensions:   []gardencorev1beta1.Extension{{Type: constants.ExtensionType, ProviderConfig: raw}},
+			Resources:    spec.Resources,
+			Hibernation:  &gardencorev1beta1.Hibernation{Enabled: ptr.To(spec.Hibernated)},
+		},
+		Status: gardencorev1beta1.ShootStatus{
+			IsHibernated:       spec.Hibernated,
+			TechnicalID:        h.SeedNamespace,
+			SeedName:           ptr.To(seedName),
+			ObservedGeneration: 1,
+			LastOperation: &gardencorev1beta1.LastOperation{
+				Type:           gardencorev1beta1.LastOperationTypeCreate,
+				State:          gardencorev1beta1.LastOperationStateProcessing,
+				LastUpdateTime: now,
+				Description:    "Creating the shoot",
+			},
+		},
+	}
+	shoot.Status.UID = shoot.UID
+
+	cloudProfile := &gardencorev1beta1.CloudProfile{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "CloudProfile"},
+		ObjectMeta: metav1.ObjectMeta{Name: providerType},
+		Spec: gardencorev1beta1.CloudProfileSpec{
+			Type:       providerType,
+			Kubernetes: gardencorev1beta1.KubernetesSettings{Versions: []gardencorev1beta1.ExpirableVersion{{Version: KubernetesVersion}}},
+			Regions:    []gardencorev1beta1.Region{{Name: providerType}},
+		},
+	}
+	seed := &gardencorev1beta1.Seed{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Seed"},
+		ObjectMeta: metav1.ObjectMeta{Name: seedName},
+		Spec: gardencorev1beta1.SeedSpec{
+			Provider: gardencorev1beta1.SeedProvider{Type: providerType, Region: providerType},
+		},
+	}
+
+	cluster := &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: h.SeedNamespace}}
+	var err error
+	if cluster.Spec.Shoot.Raw, err = json.Marshal(shoot); err != nil {
+		return fmt.Errorf("failed encoding shoot: %w", err)
+	}
+	if cluster.Spec.CloudProfile.Raw, err = json.Marshal(cloudProfile); err != nil {
+		return fmt.Errorf("failed encoding cloud profile: %w", err)
+	}
+	cluster.Spec.Seed = &runtime.RawExtension{}
+	if cluster.Spec.Seed.Raw, err = json.Marshal(seed); err != nil {
+		return fmt.Errorf("failed encoding seed: %w", err)
+	}
+	if err := h.sandbox.Seed.Client.Create(ctx, cluster); err != nil {
+		return fmt.Errorf("failed creating cluster %s: %w", cluster.Name, err)
+	}
+	return h.waitUntilExtensionSeesCluster(ctx, cluster.ResourceVersion)
+}
+
+// waitUntilExtensionSeesCluster waits until the in-process extension's cache holds the Cluster
+// (at least at resourceVersion): the extension decides on an Extension event with the Cluster
+// from its cache, and a Cluster missing there makes it drop the event.
+func (h *ShootHandle) waitUntilExtensionSeesCluster(ctx context.Context, resourceVersion string) error {
+	reader := h.sandbox.extensionCache()
+	if reader == nil {
+		return nil
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
+		c := &extensionsv1alpha1.Cluster{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: h.SeedNamespace}, c); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return !olderResourceVersion(c.ResourceVersion, resourceVersion), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the extension's cache did not see cluster %s: %w", h.SeedNamespace, err)
+	}
+	return nil
+}
+
+// CreateExtension creates the Extension resource as gardenlet does when the shoot's extensions
+// are deployed.
+func (h *ShootHandle) CreateExtension(ctx context.Context) error {
+	shoot, err := h.ShootObject(ctx)
+	if err != nil {
+		return err
+	}
+	var raw *runtime.RawExtension
+	for _, e := range shoot.Spec.Extensions {
+		if e.Type == constants.ExtensionType {
+			raw = e.ProviderConfig
+		}
+	}
+	ex := &extensionsv1alpha1.Extension{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ExtensionName,
+			Namespace: h.SeedNamespace,
+			Annotations: map[string]string{
+				v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationReconcile,
+				v1beta1constants.GardenerTimestamp: time.Now().UTC().Format(time.RFC3339Nano),
+			},
+		},
+		Spec: extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{
+			Type:           constants.ExtensionType,
+			ProviderConfig: raw,
+		}},
+	}
+	if err := h.sandbox.Seed.Client.Create(ctx, ex); err != nil {
+		return fmt.Errorf("failed creating extension of %s: %w", h.SeedNamespace, err)
+	}
+	h.setSince(ex.ResourceVersion)
+	return nil
+}
+
+func (h *ShootHandle) extensionKey() client.ObjectKey {
+	return client.ObjectKey{Namespace: h.SeedNamespace, Name: ExtensionName}
+}
+
+// Extension reads the Extension resource.
+func (h *ShootHandle) Extension(ctx context.Context) (*extensionsv1alpha1.Extension, error) {
+	ex := &extensionsv1alpha1.Extension{}
+	if err := h.sandbox.Seed.Client.Get(ctx, h.extensionKey(), ex); err != nil {
+		return nil, fmt.Errorf("failed reading extension of %s: %w", h.SeedNamespace, err)
+	}
+	return ex, nil
+}
+
+// Cluster reads the Cluster resource.
+func (h *ShootHandle) Cluster(ctx context.Context) (*extensionsv1alpha1.Cluster, error) {
+	c := &extensionsv1alpha1.Cluster{}
+	if err := h.sandbox.Seed.Client.Get(ctx, client.ObjectKey{Name: h.SeedNamespace}, c); err != nil {
+		return nil, fmt.Errorf("failed reading cluster %s: %w", h.SeedNamespace, err)
+	}
+	return c, nil
+}
+
+// ShootObject returns the Shoot recorded in the Cluster.
+func (h *ShootHandle) ShootObject(ctx context.Context) (*gardencorev1beta1.Shoot, error) {
+	c, err := h.Cluster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	shoot := &gardencorev1beta1.Shoot{}
+	if err := json.Unmarshal(c.Spec.Shoot.Raw, shoot); err != nil {
+		return nil, fmt.Errorf("failed decoding shoot of cluster %s: %w", h.SeedNamespace, err)
+	}
+	return shoot, nil
+}
+
+// updateShoot changes the Shoot in the Cluster as gardenlet does at the start of every shoot
+// operation.
+func (h *ShootHandle) updateShoot(ctx context.Context, mutate func(*gardencorev1beta1.Shoot)) error {
+	var rv string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, err := h.Cluster(ctx)
+		if err != nil {
+			return err
+		}
+		shoot := &gardencorev1beta1.Shoot{}
+		if err := json.Unmarshal(c.Spec.Shoot.Raw, shoot); err != nil {
+			return fmt.Errorf("failed decoding shoot of cluster %s: %w", h.SeedNamespace, err)
+		}
+		mutate(shoot)
+		if c.Spec.Shoot.Raw, err = json.Marshal(shoot); err != nil {
+			return fmt.Errorf("failed encoding shoot: %w", err)
+		}
+		if err := h.sandbox.Seed.Client.Update(ctx, c); err != nil {
+			return err
+		}
+		rv = c.ResourceVersion
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("failed updating cluster %s: %w", h.SeedNamespace, err)
+	}
+	return h.waitUntilExtensionSeesCluster(ctx, rv)
+}
+
+// startOperation records a shoot operation in the Cluster and annotates the Extension with the
+// matching operation, which is how gardenlet asks extensions to act. Checkpoint semantics: the
+// next Wait considers only what happens from here on.
+func (h *ShootHandle) startOperation(ctx context.Context, opType gardencorev1beta1.LastOperationType, annotation string, mutate func(*gardencorev1beta1.Shoot)) error {
+	if err := h.Checkpoint(ctx); err != nil {
+		return err
+	}
+	if err := h.updateShoot(ctx, func(shoot *gardencorev1beta1.Shoot) {
+		if mutate != nil {
+			mutate(shoot)
+		}
+		shoot.Status.LastOperation = &gardencorev1beta1.LastOperation{
+			Type:           opType,
+			State:          gardencorev1beta1.LastOperationStateProcessing,
+			LastUpdateTime: metav1.NewTime(time.Now().Truncate(time.Second)),
+			Description:    fmt.Sprintf("%s of the shoot in progress", opType),
+		}
+	}); err != nil {
+		return err
+	}
+	if annotation == "" {
+		return nil
+	}
+	return h.annotateExtension(ctx, annotation)
+}
+
+func (h *ShootHandle) annotateExtension(ctx context.Context, operation string) error {
+	ex, err := h.Extension(ctx)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(ex.DeepCopy())
+	metav1.SetMetaDataAnnotation(&ex.ObjectMeta, v1beta1constants.GardenerOperation, operation)
+	metav1.SetMetaDataAnnotation(&ex.ObjectMeta, v1beta1constants.GardenerTimestamp, time.Now().UTC().Format(time.RFC3339Nano))
+	if err := h.sandbox.Seed.Client.Patch(ctx, ex, patch); err != nil {
+		return fmt.Errorf("failed annotating extension of %s with operation %s: %w", h.SeedNamespace, operation, err)
+	}
+	return nil
+}
+
+// UpdateProviderConfig changes the providerConfig in the Shoot and in the Extension.
+func (h *ShootHandle) UpdateProviderConfig(ctx context.Context, data []byte) error {
+	raw, err := providerConfig(data)
+	if err != nil {
+		return err
+	}
+	if err := h.Checkpoint(ctx); err != nil {
+		return err
+	}
+	if err := h.updateShoot(ctx, func(shoot *gardencorev1beta1.Shoot) {
+		shoot.Generation++
+		for i := range shoot.Spec.Extensions {
+			if shoot.Spec.Extensions[i].Type == constants.ExtensionType {
+				shoot.Spec.Extensions[i].ProviderConfig = raw
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	ex, err := h.Extension(ctx)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(ex.DeepCopy())
+	ex.Spec.ProviderConfig = raw
+	metav1.SetMetaDataAnnotation(&ex.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationReconcile)
+	if err := h.sandbox.Seed.Client.Patch(ctx, ex, patch); err != nil {
+		return fmt.Errorf("failed updating providerConfig of %s: %w", h.SeedNamespace, err)
+	}
+	return nil
+}
+
+// SetHibernated hibernates or wakes up the shoot. Hibernation records the state in the Cluster and
+// then stops the shoot's resource manager, as the control plane is scaled down; wake-up starts it
+// first.
+func (h *ShootHandle) SetHibernated(ctx context.Context, hibernated bool) error {
+	if !hibernated {
+		if err := h.startResourceManager(ctx); err != nil {
+			return err
+		}
+	}
+	if err := h.startOperation(ctx, gardencorev1beta1.LastOperationTypeReconcile, v1beta1constants.GardenerOperationReconcile, func(shoot *gardencorev1beta1.Shoot) {
+		shoot.Spec.Hibernation = &gardencorev1beta1.Hibernation{Enabled: ptr.To(hibernated)}
+		shoot.Status.IsHibernated = hibernated
+		shoot.Generation++
+	}); err != nil {
+		return err
+	}
+	if hibernated {
+		return h.stopResourceManager()
+	}
+	return nil
+}
+
+// TriggerReconcile starts a shoot reconciliation as gardenlet does.
+func (h *ShootHandle) TriggerReconcile(ctx context.Context) error {
+	return h.startOperation(ctx, gardencorev1beta1.LastOperationTypeReconcile, v1beta1constants.GardenerOperationReconcile, nil)
+}
+
+// Migrate starts the migration of the shoot's control plane away from this seed and waits until
+// the Extension reports a successful Migrate operation.
+func (h *ShootHandle) Migrate(ctx context.Context, timeout time.Duration) error {
+	if err := h.startOperation(ctx, gardencorev1beta1.LastOperationTypeMigrate, v1beta1constants.GardenerOperationMigrate, nil); err != nil {
+		return err
+	}
+	_, err := h.wait(ctx, timeout, gardencorev1beta1.LastOperationTypeMigrate)
+	return err
+}
+
+// Restore starts the restoration of the shoot's control plane on this seed; WaitRestored waits
+// for its result.
+func (h *ShootHandle) Restore(ctx context.Context) error {
+	return h.startOperation(ctx, gardencorev1beta1.LastOperationTypeRestore, v1beta1constants.GardenerOperationRestore, nil)
+}
+
+// WaitRestored waits for a successful Restore operation after Restore.
+func (h *ShootHandle) WaitRestored(ctx context.Context, timeout time.Duration) (*extensionsv1alpha1.Extension, error) {
+	return h.wait(ctx, timeout, gardencorev1beta1.LastOperationTypeRestore)
+}
+
+// Delete disables the extension for the shoot: the extension is removed from the Shoot and the
+// Extension resource is deleted; Delete waits until it is gone.
+func (h *ShootHandle) Delete(ctx context.Context, timeout time.Duration) error {
+	if err := h.updateShoot(ctx, func(shoot *gardencorev1beta1.Shoot) {
+		shoot.Generation++
+		shoot.Spec.Extensions = slices.DeleteFunc(shoot.Spec.Extensions, func(e gardencorev1beta1.Extension) bool {
+			return e.Type == constants.ExtensionType
+		})
+	}); err != nil {
+		return err
+	}
+	ex, err := h.Extension(ctx)
+	if err != nil {
+		return err
+	}
+	if err := h.sandbox.Seed.Client.Delete(ctx, ex); err != nil {
+		return fmt.Errorf("failed deleting extension of %s: %w", h.SeedNamespace, err)
+	}
+	var last *extensionsv1alpha1.Extension
+	err = wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		current := &extensionsv1alpha1.Extension{}
+		if err := h.sandbox.Seed.Client.Get(ctx, h.extensionKey(), current); err != nil {
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		}
+		last = current
+		return false, nil
+	})
+	if err != nil {
+		var lastErr *gardencorev1beta1.LastError
+		if last != nil {
+			lastErr = last.Status.LastError
+		}
+		return fmt.Errorf("extension of %s was not deleted within %s%s: %w", h.SeedNamespace, timeout, describe(lastErr), err)
+	}
+	return nil
+}
+
+func olderResourceVersion(rv, than string) bool {
+	a, errA := parseResourceVersion(rv)
+	b, errB := parseResourceVersion(than)
+	if errA != nil || errB != nil {
+		return rv != than
+	}
+	return a < b
+}
+
+func parseResourceVersion(rv string) (uint64, error) {
+	var v uint64
+	_, err := fmt.Sscan(rv, &v)
+	return v, err
+}

@@ -1,0 +1,148 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+var (
+	// SourceControllerStopTimeout bounds the graceful stop of a source-controller process.
+	SourceControllerStopTimeout = 10 * time.Second
+	// SourceControllerLogTail is how much of the end of its log SourceController.Logs returns.
+	SourceControllerLogTail = 16 * 1024
+)
+
+// SourceController is a Flux source-controller process running against a shoot's API server, the
+// part of the GitOps controllers a sandbox shoot can run: it fetches git repositories and needs no
+// kubelet. Its Deployment delivered into the shoot never runs, as the sandbox has no nodes.
+type SourceController struct {
+	// StorageAddress is where the controller serves the artifacts it fetched.
+	StorageAddress string
+
+	cmd     *exec.Cmd
+	dir     string
+	logPath string
+	logFile *os.File
+	done    chan struct{}
+	waitErr error
+}
+
+// StartSourceController runs Options.SourceControllerBinary against the shoot until Stop or the
+// shoot is stopped. The shoot must have the source-controller CRDs, which the extension's
+// controllers ManagedResource installs.
+func (h *ShootHandle) StartSourceController(ctx context.Context) (*SourceController, error) {
+	bin := h.sandbox.opts.SourceControllerBinary
+	if bin == "" {
+		return nil, fmt.Errorf("no source-controller binary configured (Options.SourceControllerBinary)")
+	}
+	dir, err := os.MkdirTemp("", "source-controller-")
+	if err != nil {
+		return nil, fmt.Errorf("failed creating source-controller directory: %w", err)
+	}
+	sc, err := startSourceController(ctx, bin, dir, h.Shoot)
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	h.mu.Lock()
+	h.sourceControllers = append(h.sourceControllers, sc)
+	h.mu.Unlock()
+	return sc, nil
+}
+
+func startSourceController(ctx context.Context, bin, dir string, shoot *Cluster) (*SourceController, error) {
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := shoot.WriteKubeconfig(kubeconfig); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	storage := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	sc := &SourceController{StorageAddress: storage, dir: dir, logPath: filepath.Join(dir, "source-controller.log"), done: make(chan struct{})}
+	if sc.logFile, err = os.Create(sc.logPath); err != nil {
+		return nil, fmt.Errorf("failed creating source-controller log: %w", err)
+	}
+
+	// The process must outlive the caller's context; Stop ends it.
+	sc.cmd = exec.CommandContext(context.WithoutCancel(ctx), bin,
+		"--storage-path="+filepath.Join(dir, "storage"),
+		"--storage-addr="+storage,
+		"--storage-adv-addr="+storage,
+		"--metrics-addr=0",
+		"--health-addr=0",
+		"--enable-leader-election=false",
+		"--watch-all-namespaces=true",
+		"--concurrent=2",
+		"--log-level=debug",
+		"--log-encoding=console",
+	)
+	sc.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE=flux-system")
+	sc.cmd.Stdout, sc.cmd.Stderr = sc.logFile, sc.logFile
+	if err := sc.cmd.Start(); err != nil {
+		_ = sc.logFile.Close()
+		return nil, fmt.Errorf("failed starting %s: %w", bin, err)
+	}
+	go func() {
+		defer close(sc.done)
+		sc.waitErr = sc.cmd.Wait()
+	}()
+	return sc, nil
+}
+
+// Exited tells whether the process has ended.
+func (sc *SourceController) Exited() bool {
+	select {
+	case <-sc.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Logs returns the end of the controller's log.
+func (sc *SourceController) Logs() string {
+	data, err := os.ReadFile(sc.logPath)
+	if err != nil {
+		return fmt.Sprintf("(failed reading source-controller log: %v)", err)
+	}
+	if len(data) > SourceControllerLogTail {
+		data = data[len(data)-SourceControllerLogTail:]
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		}
+	}
+	return string(data)
+}
+
+// Stop terminates the process, killing it if it does not stop in time, and removes its files.
+func (sc *SourceController) Stop() error {
+	if !sc.Exited() {
+		_ = sc.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-sc.done:
+		case <-time.After(SourceControllerStopTimeout):
+			_ = sc.cmd.Process.Kill()
+			<-sc.done
+		}
+	}
+	return errors.Join(sc.logFile.Close(), os.RemoveAll(sc.dir))
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("failed finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
