@@ -14,6 +14,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 )
 
 // EnvGardenKubeconfig is set by gardenlet when the ControllerDeployment asks for
@@ -98,6 +99,7 @@ func RESTConfigFromKubeconfig(path string) (*rest.Config, error) {
 func ControllerSwitches() *controllercmd.SwitchOptions {
 	return controllercmd.NewSwitchOptions(
 		controllercmd.Switch(extension.ControllerName, extension.AddToManager),
+		controllercmd.Switch(healthcheck.ControllerName, healthcheck.AddToManager),
 		controllercmd.Switch(extensionsheartbeatcontroller.ControllerName, extensionsheartbeatcontroller.AddToManager),
 	)
 }

@@ -42,10 +42,11 @@ var (
 )
 
 var (
-	suiteCtx  context.Context
-	sb        *sandbox.Sandbox
-	git       *gitserver.Server
-	gitCommit string
+	suiteCtx    context.Context
+	sb          *sandbox.Sandbox
+	git         *gitserver.Server
+	gitRepoRoot string
+	gitCommit   string
 )
 
 // repoName is the repository of the suite's git server that holds the kluctl project.
@@ -75,11 +76,11 @@ var _ = BeforeSuite(func() {
 	ctx, cancel := context.WithTimeout(suiteCtx, startTimeout)
 	defer cancel()
 
-	repoRoot := GinkgoT().TempDir()
+	gitRepoRoot = GinkgoT().TempDir()
 	var err error
-	gitCommit, err = gitserver.NewKluctlProjectRepo(filepath.Join(repoRoot, repoName))
+	gitCommit, err = gitserver.NewKluctlProjectRepo(filepath.Join(gitRepoRoot, repoName))
 	Expect(err).NotTo(HaveOccurred())
-	git, err = gitserver.Start(gitserver.Options{RepoRoot: repoRoot})
+	git, err = gitserver.Start(gitserver.Options{RepoRoot: gitRepoRoot})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(git.Close)
 

@@ -19,6 +19,7 @@ import (
 	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 )
 
 // NewControllerCommand returns the command that runs the shoot-flux extension controller.
@@ -72,7 +73,12 @@ func (o *Options) run(ctx context.Context) error {
 		return fmt.Errorf("could not add garden cluster to manager: %w", err)
 	}
 
-	extension.DefaultAddOptions.Config = *o.configOptions.Completed()
+	cfg := o.configOptions.Completed()
+	extension.DefaultAddOptions.Config = *cfg
+	if cfg.HealthCheckConfig != nil {
+		healthcheck.DefaultAddOptions.HealthCheckConfig = *cfg.HealthCheckConfig
+	}
+	healthcheck.DefaultAddOptions.ExtensionClasses = o.generalOptions.Completed().ExtensionClasses
 	extension.DefaultAddOptions.GardenCluster = gardenCluster
 	extension.DefaultAddOptions.ExtensionClasses = o.generalOptions.Completed().ExtensionClasses
 	o.controllerOptions.Completed().Apply(&extension.DefaultAddOptions.ControllerOptions)

@@ -1,0 +1,150 @@
+package healthcheck
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/gardener/gardener/extensions/pkg/controller/healthcheck"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+)
+
+// ConditionTypeBootstrapReady is the Extension condition that tells the shoot owner whether the
+// bootstrap deployment of the configured repository works. gardenlet maps only its well-known
+// condition types (SystemComponentsHealthy, ...) into the Shoot, so a broken user repository is
+// visible here without marking the shoot's system components unhealthy.
+const ConditionTypeBootstrapReady = "BootstrapReady"
+
+var (
+	kluctlDeploymentGVK = schema.GroupVersionKind{Group: "gitops.kluctl.io", Version: "v1beta1", Kind: "KluctlDeploymentList"}
+	gitRepositoryGVK    = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepositoryList"}
+	kustomizationGVK    = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "KustomizationList"}
+)
+
+// BootstrapChecker reports the state of the bootstrap objects in the shoot: the KluctlDeployment
+// in kluctl mode, the GitRepository and Kustomization in flux mode.
+type BootstrapChecker struct {
+	logger logr.Logger
+	seed   client.Client
+	shoot  client.Client
+}
+
+var (
+	_ healthcheck.HealthCheck  = (*BootstrapChecker)(nil)
+	_ healthcheck.SourceClient = (*BootstrapChecker)(nil)
+	_ healthcheck.TargetClient = (*BootstrapChecker)(nil)
+)
+
+// CheckBootstrap returns a health check of the bootstrap objects.
+func CheckBootstrap() *BootstrapChecker {
+	return &BootstrapChecker{logger: logf.Log.WithName("healthcheck-bootstrap")}
+}
+
+// InjectSourceClient implements healthcheck.SourceClient.
+func (b *BootstrapChecker) InjectSourceClient(c client.Client) { b.seed = c }
+
+// InjectTargetClient implements healthcheck.TargetClient.
+func (b *BootstrapChecker) InjectTargetClient(c client.Client) { b.shoot = c }
+
+// SetLoggerSuffix implements healthcheck.HealthCheck.
+func (b *BootstrapChecker) SetLoggerSuffix(provider, extension string) {
+	b.logger = logf.Log.WithName("healthcheck-bootstrap").WithValues("provider", provider, "extension", extension)
+}
+
+// Check implements healthcheck.HealthCheck.
+func (b *BootstrapChecker) Check(ctx context.Context, request types.NamespacedName) (*healthcheck.SingleCheckResult, error) {
+	return CheckBootstrapState(ctx, b.seed, b.shoot, request)
+}
+
+// CheckBootstrapState evaluates the bootstrap objects of the Extension named by request.
+func CheckBootstrapState(ctx context.Context, seed, shoot client.Client, request types.NamespacedName) (*healthcheck.SingleCheckResult, error) {
+	ex := &extensionsv1alpha1.Extension{}
+	if err := seed.Get(ctx, request, ex); err != nil {
+		return nil, fmt.Errorf("failed reading extension: %w", err)
+	}
+	mode := bootstrapMode(ex)
+
+	switch fluxapi.BootstrapMode(mode) {
+	case fluxapi.BootstrapModeKluctl:
+		return checkObjects(ctx, shoot, kluctlDeploymentGVK)
+	case fluxapi.BootstrapModeFlux:
+		return checkObjects(ctx, shoot, gitRepositoryGVK, kustomizationGVK)
+	default:
+		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue, Detail: "no bootstrap configured"}, nil
+	}
+}
+
+// bootstrapMode reads the mode the last successful reconcile deployed; no source means no
+// bootstrap.
+func bootstrapMode(ex *extensionsv1alpha1.Extension) string {
+	if ex.Status.ProviderStatus == nil {
+		return ""
+	}
+	status := &fluxv1alpha1.FluxStatus{}
+	if err := json.Unmarshal(ex.Status.ProviderStatus.Raw, status); err != nil || status.Repository == "" {
+		return ""
+	}
+	return status.BootstrapMode
+}
+
+func checkObjects(ctx context.Context, shoot client.Client, gvks ...schema.GroupVersionKind) (*healthcheck.SingleCheckResult, error) {
+	for _, gvk := range gvks {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk)
+		if err := shoot.List(ctx, list, client.MatchingLabels{constants.LabelManagedBy: constants.ExtensionName}); err != nil {
+			return nil, fmt.Errorf("failed listing %s in the shoot: %w", gvk.Kind, err)
+		}
+		kind := strings.TrimSuffix(gvk.Kind, "List")
+		idx := -1
+		for i, item := range list.Items {
+			if item.GetName() == constants.BootstrapName {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: fmt.Sprintf("%s %s not found in the shoot", kind, constants.BootstrapName)}, nil
+		}
+		if result := readiness(kind, &list.Items[idx]); result.Status != gardencorev1beta1.ConditionTrue {
+			return result, nil
+		}
+	}
+	return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue}, nil
+}
+
+// readiness interprets the Ready condition that kluctl and Flux controllers report, plus
+// kluctl's last deploy result, which may have errors while Ready is still True.
+func readiness(kind string, obj *unstructured.Unstructured) *healthcheck.SingleCheckResult {
+	name := fmt.Sprintf("%s %s/%s", kind, obj.GetNamespace(), obj.GetName())
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	var ready map[string]any
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			ready = m
+		}
+	}
+	if ready == nil {
+		threshold := BootstrapProgressingThreshold
+		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionProgressing, Detail: name + " has not reported readiness yet", ProgressingThreshold: &threshold}
+	}
+	message, _ := ready["message"].(string)
+	reason, _ := ready["reason"].(string)
+	if ready["status"] != "True" {
+		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: fmt.Sprintf("%s is not ready (%s): %s", name, reason, message)}
+	}
+	if errs, found, _ := unstructured.NestedInt64(obj.Object, "status", "lastDeployResult", "errors"); found && errs > 0 {
+		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: fmt.Sprintf("%s: last deployment had %d error(s)", name, errs)}
+	}
+	return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue}
+}

@@ -1,0 +1,121 @@
+package healthcheck_test
+
+import (
+	"context"
+	"encoding/json"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
+)
+
+var _ = Describe("Bootstrap health check", func() {
+	var (
+		ctx     = context.Background()
+		request = types.NamespacedName{Namespace: "shoot--foo--bar", Name: "shoot-flux"}
+	)
+
+	extension := func(status *fluxv1alpha1.FluxStatus) *extensionsv1alpha1.Extension {
+		ex := &extensionsv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: request.Name, Namespace: request.Namespace}}
+		if status != nil {
+			raw, err := json.Marshal(status)
+			Expect(err).NotTo(HaveOccurred())
+			ex.Status.ProviderStatus = &runtime.RawExtension{Raw: raw}
+		}
+		return ex
+	}
+
+	bootstrapObject := func(apiVersion, kind, namespace string, conditions ...map[string]any) *unstructured.Unstructured {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion(apiVersion)
+		obj.SetKind(kind)
+		obj.SetName(constants.BootstrapName)
+		obj.SetNamespace(namespace)
+		obj.SetLabels(map[string]string{constants.LabelManagedBy: constants.ExtensionName})
+		if len(conditions) > 0 {
+			list := make([]any, 0, len(conditions))
+			for _, c := range conditions {
+				list = append(list, c)
+			}
+			Expect(unstructured.SetNestedSlice(obj.Object, list, "status", "conditions")).To(Succeed())
+		}
+		return obj
+	}
+
+	ready := func(status, reason, message string) map[string]any {
+		return map[string]any{"type": "Ready", "status": status, "reason": reason, "message": message}
+	}
+
+	check := func(ex *extensionsv1alpha1.Extension, shootObjs ...client.Object) (gardencorev1beta1.ConditionStatus, string) {
+		seed := fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).WithObjects(ex).Build()
+		shoot := fake.NewClientBuilder().WithObjects(shootObjs...).Build()
+		result, err := CheckBootstrapState(ctx, seed, shoot, request)
+		Expect(err).NotTo(HaveOccurred())
+		return result.Status, result.Detail
+	}
+
+	kluctlStatus := &fluxv1alpha1.FluxStatus{Repository: "ssh://git@example.com/repo", BootstrapMode: "kluctl"}
+	fluxStatus := &fluxv1alpha1.FluxStatus{Repository: "ssh://git@example.com/repo", BootstrapMode: "flux"}
+
+	It("is true when nothing is bootstrapped", func() {
+		status, _ := check(extension(&fluxv1alpha1.FluxStatus{BootstrapMode: "none"}))
+		Expect(status).To(Equal(gardencorev1beta1.ConditionTrue))
+		status, detail := check(extension(nil))
+		Expect(status).To(Equal(gardencorev1beta1.ConditionTrue))
+		Expect(detail).To(Equal("no bootstrap configured"))
+	})
+
+	It("reports a missing KluctlDeployment", func() {
+		status, detail := check(extension(kluctlStatus))
+		Expect(status).To(Equal(gardencorev1beta1.ConditionFalse))
+		Expect(detail).To(ContainSubstring("KluctlDeployment shoot-flux-bootstrap not found"))
+	})
+
+	It("is progressing until the kluctl controller reports", func() {
+		status, _ := check(extension(kluctlStatus), bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system"))
+		Expect(status).To(Equal(gardencorev1beta1.ConditionProgressing))
+	})
+
+	It("surfaces a failing user repository", func() {
+		status, detail := check(extension(kluctlStatus), bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system",
+			ready("False", "PrepareFailed", "failed to clone git source: authentication required")))
+		Expect(status).To(Equal(gardencorev1beta1.ConditionFalse))
+		Expect(detail).To(Equal("KluctlDeployment kluctl-system/shoot-flux-bootstrap is not ready (PrepareFailed): failed to clone git source: authentication required"))
+	})
+
+	It("reports errors of the last kluctl deployment", func() {
+		obj := bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system", ready("True", "Success", "deployed"))
+		Expect(unstructured.SetNestedField(obj.Object, int64(2), "status", "lastDeployResult", "errors")).To(Succeed())
+		status, detail := check(extension(kluctlStatus), obj)
+		Expect(status).To(Equal(gardencorev1beta1.ConditionFalse))
+		Expect(detail).To(ContainSubstring("last deployment had 2 error(s)"))
+	})
+
+	It("is true for a ready KluctlDeployment", func() {
+		Expect(check(extension(kluctlStatus), bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system", ready("True", "Success", "")))).
+			To(Equal(gardencorev1beta1.ConditionTrue))
+	})
+
+	It("checks GitRepository and Kustomization in flux mode", func() {
+		repo := bootstrapObject("source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", ready("True", "Succeeded", ""))
+		ks := bootstrapObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", ready("False", "BuildFailed", "kustomization.yaml not found"))
+		status, detail := check(extension(fluxStatus), repo, ks)
+		Expect(status).To(Equal(gardencorev1beta1.ConditionFalse))
+		Expect(detail).To(ContainSubstring("Kustomization flux-system/shoot-flux-bootstrap is not ready (BuildFailed)"))
+
+		ks = bootstrapObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", ready("True", "ReconciliationSucceeded", ""))
+		Expect(check(extension(fluxStatus), repo, ks)).To(Equal(gardencorev1beta1.ConditionTrue))
+	})
+})
