@@ -15,8 +15,8 @@ export GOFLAGS     := -mod=mod
 
 GO       ?= go
 TOOLS_BIN := $(REPO_ROOT)/hack/tools/bin
-GOLANGCI_LINT_VERSION ?= v2.6.2
-DLV_VERSION           ?= v1.25.2
+GOLANGCI_LINT_VERSION ?= v2.15.0
+DLV_VERSION           ?= v1.27.2
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
 DLV           := $(TOOLS_BIN)/dlv
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
+	"strconv"
 	"slices"
 	"strings"
 
@@ -64,6 +66,9 @@ func decodeFluxConfig(data []byte) (*v1alpha1.FluxConfig, error) {
 	}
 
 	obj, _, err := deserializer.Decode(data, &fluxConfigGVK, nil)
+	if strictErr, ok := runtime.AsStrictDecodingError(err); ok {
+		return nil, unknownFieldErrors(strictErr)
+	}
 	if err != nil && !runtime.IsNotRegisteredError(err) {
 		return nil, err
 	}
@@ -78,6 +83,49 @@ func decodeFluxConfig(data []byte) (*v1alpha1.FluxConfig, error) {
 	}
 	normaliseVersions(cfg)
 	return cfg, nil
+}
+
+// fieldErrors are decoding problems that can be blamed on fields.
+type fieldErrors field.ErrorList
+
+func (e fieldErrors) Error() string { return field.ErrorList(e).ToAggregate().Error() }
+
+var (
+	unknownFieldMessage = regexp.MustCompile(`^unknown field "(.*)"$`)
+	plainFieldPath      = regexp.MustCompile(`^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+|\[\d+\])*$`)
+)
+
+// unknownFieldErrors turns the decoder's `unknown field "a.b"` messages into field errors, so
+// that every problem starts with the path of the offending field.
+func unknownFieldErrors(strictErr interface {
+	error
+	Errors() []error
+}) error {
+	errs := fieldErrors{}
+	for _, e := range strictErr.Errors() {
+		if m := unknownFieldMessage.FindStringSubmatch(e.Error()); m != nil {
+			path := m[1]
+			if !plainFieldPath.MatchString(path) {
+				// Keep the message parseable for field names made of odd characters.
+				path = strconv.Quote(path)
+			}
+			errs = append(errs, field.Forbidden(field.NewPath(path), "unknown field"))
+			continue
+		}
+		return strictErr
+	}
+	return errs
+}
+
+// addDecodeError records a decoding problem; documentField names the document for problems that
+// cannot be blamed on a field inside it.
+func addDecodeError(p *problems, origin, documentField string, err error) {
+	var errs fieldErrors
+	if errors.As(err, &errs) {
+		p.addFieldErrors(origin, field.ErrorList(errs))
+		return
+	}
+	p.addf(origin, "%s: %v", documentField, err)
 }
 
 // configMapLayers decodes the project ConfigMap into its legacy layer and its config.yaml layer, in
@@ -102,7 +150,12 @@ func configMapLayers(cm *corev1.ConfigMap, supported validation.SupportedVersion
 		cfg, err := decodeFluxConfig([]byte(data))
 		switch {
 		case err != nil:
-			p.addf(yamlOrigin, "%v", err)
+			var errs fieldErrors
+			if errors.As(err, &errs) {
+				p.addFieldErrors(yamlOrigin, field.ErrorList(errs))
+			} else {
+				p.addf(origin, "%s: %v", constants.ConfigMapKeyConfig, err)
+			}
 		case cfg != nil:
 			p.addFieldErrors(yamlOrigin, validateLayer(cfg, supported))
 			layers = append(layers, cfg)
@@ -156,7 +209,8 @@ func providerConfigLayer(raw *runtime.RawExtension, supported validation.Support
 	}
 	cfg, err := decodeFluxConfig(raw.Raw)
 	if err != nil {
-		p.addf(originProviderConfig, "%v", err)
+		// A document that cannot be decoded has no field to blame; name the document itself.
+		addDecodeError(p, originProviderConfig, "spec.providerConfig", err)
 		return nil
 	}
 	if cfg != nil {

@@ -20,7 +20,7 @@ const (
 type KeyScope string
 
 const (
-	// KeyScopeProject shares one deploy key per repository host among the shoots of a project.
+	// KeyScopeProject shares one deploy key among all shoots of a project, whatever their repository.
 	KeyScopeProject KeyScope = "project"
 	// KeyScopeShoot generates a deploy key per shoot.
 	KeyScopeShoot KeyScope = "shoot"

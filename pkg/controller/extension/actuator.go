@@ -115,6 +115,9 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 	if err != nil {
 		return fmt.Errorf("failed reading cluster: %w", err)
 	}
+	if cluster.Shoot == nil {
+		return fmt.Errorf("cluster %s has no shoot", ex.Namespace)
+	}
 	hibernated := isHibernated(cluster)
 
 	if err := destroy(ctx, bootstrap.New(a.client, a.client, ex.Namespace, bootstrap.Values{}, a.timeouts()), hibernated); err != nil {
@@ -124,7 +127,7 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 		return fmt.Errorf("failed removing the controllers: %w", err)
 	}
 
-	if cluster.Shoot != nil && cluster.Shoot.DeletionTimestamp != nil && a.config.SSHKey.Scope == config.KeyScopeShoot {
+	if cluster.Shoot.DeletionTimestamp != nil && a.config.SSHKey.Scope == config.KeyScopeShoot {
 		name := deploykey.SecretName(deploykey.ScopeShoot, cluster.Shoot.Name)
 		log.Info("Deleting shoot-scoped deploy key", "secret", client.ObjectKey{Namespace: cluster.Shoot.Namespace, Name: name})
 		if err := a.keys.Delete(ctx, cluster.Shoot.Namespace, name); err != nil {

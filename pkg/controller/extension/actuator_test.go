@@ -388,7 +388,7 @@ var _ = Describe("Actuator", func() {
 				Expect(string(ex.Status.ProviderStatus.Raw)).To(Equal(statusBefore))
 			},
 			Entry("invalid URL", `{"source":{"url":"ftp://git.example.com/repo"}}`, "Extension providerConfig: source.url"),
-			Entry("unknown field", `{"source":{"uri":"x"}}`, `unknown field "source.uri"`),
+			Entry("unknown field", `{"source":{"uri":"x"}}`, `Extension providerConfig: source.uri: Forbidden: unknown field`),
 			Entry("unsupported version", `{"flux":{"version":"v0.29.5"}}`, "v2.9.5"),
 			Entry("broken args", `{"bootstrap":{"kluctl":{"args":["a"]}}}`, "bootstrap.kluctl.args"),
 			Entry("missing referenced resource", `{"source":{"secretResourceName":"absent"}}`, `source.secretResourceName: Shoot garden-foo/bar has no resource "absent"`),

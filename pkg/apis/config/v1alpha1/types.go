@@ -20,7 +20,7 @@ const (
 type KeyScope string
 
 const (
-	// KeyScopeProject shares one deploy key per repository host among the shoots of a project.
+	// KeyScopeProject shares one deploy key among all shoots of a project, whatever their repository.
 	KeyScopeProject KeyScope = "project"
 	// KeyScopeShoot generates a deploy key per shoot.
 	KeyScopeShoot KeyScope = "shoot"
@@ -33,6 +33,7 @@ const (
 	DefaultKluctlVersion = "v2.28.2"
 )
 
+// +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // ControllerConfiguration is the configuration of the shoot-flux extension controller.
@@ -72,7 +73,7 @@ type SSHKeyConfig struct {
 	// Algorithm is ed25519 or rsa-4096. Defaults to ed25519.
 	// +optional
 	Algorithm *KeyAlgorithm `json:"algorithm,omitempty"`
-	// Scope is project (one key per repository host and project) or shoot. Defaults to project.
+	// Scope is project (one key for all shoots of a project) or shoot. Defaults to project.
 	// +optional
 	Scope *KeyScope `json:"scope,omitempty"`
 }

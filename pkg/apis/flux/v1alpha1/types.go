@@ -49,6 +49,7 @@ const (
 	RepositoryTypePrivate RepositoryType = "private"
 )
 
+// +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // FluxConfig is the shoot-flux configuration. The same document is accepted as Extension
@@ -229,6 +230,7 @@ type AdditionalSecretResource struct {
 	Namespace *string `json:"namespace,omitempty"`
 }
 
+// +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // FluxStatus is what the extension reports in the Extension providerStatus.

@@ -1,0 +1,52 @@
+package validator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+
+	extensionswebhook "github.com/gardener/gardener/extensions/pkg/webhook"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+)
+
+// configMap validates the project ConfigMaps named flux-config.
+type configMap struct {
+	supported validation.SupportedVersions
+}
+
+// NewConfigMapValidator returns a validator for project ConfigMaps named flux-config: their keys,
+// the legacy values and the FluxConfig document under config.yaml, as the extension controller
+// decodes and checks them. Other ConfigMaps are admitted; the webhook registration normally keeps
+// them away from the webhook.
+func NewConfigMapValidator(supported validation.SupportedVersions) extensionswebhook.Validator {
+	return &configMap{supported: supported}
+}
+
+// Validate validates a created or updated ConfigMap. An update that keeps data and binaryData is
+// admitted, so that labels, annotations, finalizers and deletion never fail because of a content
+// that was valid when it was written.
+func (c *configMap) Validate(_ context.Context, newObj, oldObj client.Object) error {
+	cm, ok := newObj.(*corev1.ConfigMap)
+	if !ok {
+		return fmt.Errorf("wrong object type %T", newObj)
+	}
+	if cm.Name != constants.ProjectConfigMapName || cm.DeletionTimestamp != nil {
+		return nil
+	}
+	if oldObj != nil {
+		old, ok := oldObj.(*corev1.ConfigMap)
+		if !ok {
+			return fmt.Errorf("wrong object type %T for old object", oldObj)
+		}
+		if maps.Equal(old.Data, cm.Data) && maps.EqualFunc(old.BinaryData, cm.BinaryData, bytes.Equal) {
+			return nil
+		}
+	}
+	return fluxconfig.ValidateConfigMap(cm, c.supported)
+}

@@ -1,0 +1,223 @@
+package validator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	extensionswebhook "github.com/gardener/gardener/extensions/pkg/webhook"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+)
+
+// providerConfigOrigin is how fluxconfig names the providerConfig layer at the start of each
+// problem. The webhook replaces it with the field path of the providerConfig in the Shoot, which
+// is what the user edits.
+const providerConfigOrigin = "Extension providerConfig: "
+
+// relativeFieldError matches a problem that is a field error relative to the providerConfig, e.g.
+// `source.url: Invalid value: ...`, so that its path can be joined to the providerConfig's path.
+// Other problems, e.g. decoding errors, are reported on the providerConfig itself.
+var relativeFieldError = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*(\[[^\]]*\]|\.[A-Za-z][A-Za-z0-9]*)*: (` + strings.Join(fieldErrorTypes(), "|") + `)`)
+
+func fieldErrorTypes() []string {
+	types := []field.ErrorType{
+		field.ErrorTypeNotFound, field.ErrorTypeRequired, field.ErrorTypeDuplicate, field.ErrorTypeInvalid,
+		field.ErrorTypeNotSupported, field.ErrorTypeForbidden, field.ErrorTypeTooLong, field.ErrorTypeTooMany,
+		field.ErrorTypeInternal, field.ErrorTypeTypeInvalid,
+	}
+	out := make([]string, 0, len(types))
+	for _, t := range types {
+		out = append(out, regexp.QuoteMeta(t.String()))
+	}
+	return out
+}
+
+// shoot validates the shoot-flux extension of Shoots.
+type shoot struct {
+	supported validation.SupportedVersions
+}
+
+// NewShootValidator returns a validator for the shoot-flux entry of a Shoot's spec.extensions: the
+// providerConfig as the extension controller decodes and checks it, and the Shoot spec.resources
+// entries it references.
+func NewShootValidator(supported validation.SupportedVersions) extensionswebhook.Validator {
+	return &shoot{supported: supported}
+}
+
+// Validate validates a created or updated Shoot. An update is only checked for what it changes:
+// a providerConfig that is still as before is not validated again, so that a Shoot whose
+// configuration has become invalid (e.g. after an extension upgrade dropped a Flux version) can
+// still get unrelated changes such as annotations, maintenance or its deletion.
+func (s *shoot) Validate(_ context.Context, newObj, oldObj client.Object) error {
+	newShoot, ok := newObj.(*gardencorev1beta1.Shoot)
+	if !ok {
+		return fmt.Errorf("wrong object type %T", newObj)
+	}
+	// While a Shoot is being deleted, gardener only removes finalizers and sets annotations.
+	if newShoot.DeletionTimestamp != nil {
+		return nil
+	}
+	idx, ext := findExtension(newShoot)
+	if ext == nil {
+		return nil
+	}
+	fldPath := field.NewPath("spec", "extensions").Index(idx).Child("providerConfig")
+
+	var oldShoot *gardencorev1beta1.Shoot
+	var oldExt *gardencorev1beta1.Extension
+	if oldObj != nil {
+		if oldShoot, ok = oldObj.(*gardencorev1beta1.Shoot); !ok {
+			return fmt.Errorf("wrong object type %T for old object", oldObj)
+		}
+		_, oldExt = findExtension(oldShoot)
+	}
+
+	var errs []error
+	configChanged := oldExt == nil || !sameProviderConfig(oldExt.ProviderConfig, ext.ProviderConfig)
+	if configChanged {
+		errs = append(errs, providerConfigErrors(ext.ProviderConfig, s.supported, fldPath)...)
+	}
+
+	refErrs := referenceErrors(ext.ProviderConfig, newShoot.Spec.Resources, fldPath)
+	if !configChanged {
+		// Only a change of spec.resources can break a reference of an unchanged configuration,
+		// and only references broken by this change are the user's to fix now.
+		refErrs = newErrors(refErrs, referenceErrors(oldExt.ProviderConfig, oldShoot.Spec.Resources, fldPath))
+	}
+	for _, err := range refErrs {
+		errs = append(errs, err)
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// findExtension returns the enabled shoot-flux entry of spec.extensions and its index; nil if
+// there is none. gardener rejects Shoots with two entries of the same type.
+func findExtension(shoot *gardencorev1beta1.Shoot) (int, *gardencorev1beta1.Extension) {
+	idx := slices.IndexFunc(shoot.Spec.Extensions, func(e gardencorev1beta1.Extension) bool {
+		return e.Type == constants.ExtensionType
+	})
+	if idx < 0 {
+		return -1, nil
+	}
+	ext := &shoot.Spec.Extensions[idx]
+	if ext.Disabled != nil && *ext.Disabled {
+		return -1, nil
+	}
+	return idx, ext
+}
+
+// sameProviderConfig compares two providerConfigs by content, so that a different serialisation
+// of the same document does not count as a change.
+func sameProviderConfig(a, b *runtime.RawExtension) bool {
+	rawA, rawB := rawBytes(a), rawBytes(b)
+	if bytes.Equal(rawA, rawB) {
+		return true
+	}
+	var objA, objB any
+	if yaml.Unmarshal(rawA, &objA) != nil || yaml.Unmarshal(rawB, &objB) != nil {
+		return false
+	}
+	return reflect.DeepEqual(objA, objB)
+}
+
+func rawBytes(raw *runtime.RawExtension) []byte {
+	if raw == nil {
+		return nil
+	}
+	return bytes.TrimSpace(raw.Raw)
+}
+
+// providerConfigErrors runs the extension controller's validation of a providerConfig on its own
+// and places each problem under the providerConfig's field path in the Shoot.
+func providerConfigErrors(raw *runtime.RawExtension, supported validation.SupportedVersions, fldPath *field.Path) []error {
+	err := fluxconfig.ValidateProviderConfig(raw, supported)
+	if err == nil {
+		return nil
+	}
+	var cfgErr *fluxconfig.ConfigurationError
+	if !errors.As(err, &cfgErr) {
+		return []error{fmt.Errorf("%s: %w", fldPath, err)}
+	}
+	errs := make([]error, 0, len(cfgErr.Problems))
+	for _, problem := range cfgErr.Problems {
+		problem = strings.TrimPrefix(problem, providerConfigOrigin)
+		if relativeFieldError.MatchString(problem) {
+			errs = append(errs, errors.New(fldPath.String()+"."+problem))
+		} else {
+			errs = append(errs, errors.New(fldPath.String()+": "+problem))
+		}
+	}
+	return errs
+}
+
+// referenceErrors checks that every Shoot resource the providerConfig names is an entry of
+// spec.resources that references a v1 Secret, which is what the extension controller reads. A
+// providerConfig that cannot be decoded has no references to check; providerConfigErrors reports it.
+func referenceErrors(raw *runtime.RawExtension, resources []gardencorev1beta1.NamedResourceReference, fldPath *field.Path) field.ErrorList {
+	data := rawBytes(raw)
+	if len(data) == 0 {
+		return nil
+	}
+	cfg := &fluxv1alpha1.FluxConfig{}
+	if err := yaml.Unmarshal(data, cfg); err != nil {
+		return nil
+	}
+
+	allErrs := field.ErrorList{}
+	check := func(path *field.Path, name string) {
+		if name == "" {
+			// Empty names are the field validation's to report.
+			return
+		}
+		idx := slices.IndexFunc(resources, func(r gardencorev1beta1.NamedResourceReference) bool { return r.Name == name })
+		if idx < 0 {
+			allErrs = append(allErrs, field.Invalid(path, name, "must name an entry of spec.resources"))
+			return
+		}
+		if ref := resources[idx].ResourceRef; ref.APIVersion != "v1" || ref.Kind != "Secret" {
+			allErrs = append(allErrs, field.Invalid(path, name,
+				fmt.Sprintf("spec.resources[%d] references %s %s, but the resource must be a v1 Secret", idx, ref.APIVersion, ref.Kind)))
+		}
+	}
+
+	if cfg.Source != nil && cfg.Source.SecretResourceName != nil {
+		check(fldPath.Child("source", "secretResourceName"), *cfg.Source.SecretResourceName)
+	}
+	if b := cfg.Bootstrap; b != nil && b.Kluctl != nil && b.Kluctl.Decryption != nil {
+		check(fldPath.Child("bootstrap", "kluctl", "decryption", "secretResourceName"), b.Kluctl.Decryption.SecretResourceName)
+	}
+	for i, r := range cfg.AdditionalSecretResources {
+		check(fldPath.Child("additionalSecretResources").Index(i).Child("name"), r.Name)
+	}
+	return allErrs
+}
+
+// newErrors returns the errors of current that are not in previous.
+func newErrors(current, previous field.ErrorList) field.ErrorList {
+	seen := make(map[string]bool, len(previous))
+	for _, err := range previous {
+		seen[err.Error()] = true
+	}
+	var out field.ErrorList
+	for _, err := range current {
+		if !seen[err.Error()] {
+			out = append(out, err)
+		}
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package charts_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+
+	corevalidation "github.com/gardener/gardener/pkg/api/core/validation"
+	operatorvalidation "github.com/gardener/gardener/pkg/api/operator/v1alpha1/validation"
+	"github.com/gardener/gardener/pkg/apis/core"
+	"github.com/gardener/gardener/pkg/apis/core/install"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
+	"github.com/gardener/gardener/pkg/apiserver/features"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+)
+
+// exampleObjects decodes an example file.
+func exampleObjects(path string) []*unstructured.Unstructured {
+	GinkgoHelper()
+	objs, err := decodeObjects(readRepoFile(path))
+	Expect(err).NotTo(HaveOccurred())
+	return objs
+}
+
+// fluxDefaults are the lowest configuration layer of a controller with the default configuration.
+func fluxDefaults() (fluxconfig.Defaults, validation.SupportedVersions) {
+	GinkgoHelper()
+	cfg, err := loader.Defaults()
+	Expect(err).NotTo(HaveOccurred())
+	return fluxconfig.Defaults{FluxVersion: cfg.DefaultFluxVersion, KluctlVersion: cfg.DefaultKluctlVersion},
+		validation.SupportedVersions{Flux: manifests.FluxVersions(), Kluctl: manifests.KluctlVersions()}
+}
+
+var _ = Describe("examples", func() {
+	It("operator Extension (kustomize overlay) passes gardener-operator's validation and the CRD", func(ctx SpecContext) {
+		resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot, "example", "extension"))
+		Expect(err).NotTo(HaveOccurred())
+		out, err := resMap.AsYaml()
+		Expect(err).NotTo(HaveOccurred())
+		objs, err := decodeObjects(out)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(objs).To(HaveLen(1))
+
+		ext := typed[operatorv1alpha1.Extension](objs[0])
+		Expect(noFieldErrors(operatorvalidation.ValidateExtension(ext))).To(Succeed())
+		Expect(ext.Spec.Resources).To(ConsistOf(gardencorev1beta1.ControllerResource{Kind: extensionsv1alpha1.ExtensionResource, Type: constants.ExtensionType}))
+		Expect(ext.Spec.Deployment.ExtensionDeployment.InjectGardenKubeconfig).To(HaveValue(BeTrue()))
+		version := strings.TrimSpace(string(readRepoFile("VERSION")))
+		Expect(*ext.Spec.Deployment.ExtensionDeployment.Helm.OCIRepository.Ref).To(HaveSuffix(":"+version), "example/extension/base is stale: run `go generate ./example`")
+
+		Expect(dryRunApply(ctx, objs[0])).To(Succeed())
+	})
+
+	It("Shoot: the providerConfig is a valid FluxConfig whose credentials are among the Shoot's resources", func() {
+		objs := exampleObjects("example/shoot.yaml")
+		secret := typed[corev1.Secret](find(objs, "Secret", "fleet-git-credentials"))
+		shoot := typed[gardencorev1beta1.Shoot](find(objs, "Shoot", "local"))
+		Expect(secret.Namespace).To(Equal(shoot.Namespace))
+
+		Expect(shoot.Spec.Extensions).To(HaveLen(1))
+		ext := shoot.Spec.Extensions[0]
+		Expect(ext.Type).To(Equal(constants.ExtensionType))
+		defaults, supported := fluxDefaults()
+		Expect(fluxconfig.ValidateProviderConfig(ext.ProviderConfig, supported)).To(Succeed())
+		cfg, err := fluxconfig.Resolve(defaults, supported, nil, ext.ProviderConfig)
+		Expect(err).NotTo(HaveOccurred())
+
+		Expect(cfg.Source).NotTo(BeNil())
+		Expect(cfg.Source.SecretResourceName).NotTo(BeEmpty())
+		var ref *gardencorev1beta1.NamedResourceReference
+		for i, r := range shoot.Spec.Resources {
+			if r.Name == cfg.Source.SecretResourceName {
+				ref = &shoot.Spec.Resources[i]
+			}
+		}
+		Expect(ref).NotTo(BeNil(), "source.secretResourceName names no Shoot spec.resources entry")
+		Expect(ref.ResourceRef.Kind).To(Equal("Secret"))
+		Expect(ref.ResourceRef.Name).To(Equal(secret.Name))
+		Expect(secret.StringData).To(HaveKey(constants.SecretKeyUsername))
+		Expect(secret.StringData).To(HaveKey(constants.SecretKeyPassword))
+	})
+
+	It("Shoot: passes gardener-apiserver's validation after the defaults its admission takes from the CloudProfile", func() {
+		features.RegisterFeatureGates()
+		scheme := runtime.NewScheme()
+		install.Install(scheme)
+		data, err := find(exampleObjects("example/shoot.yaml"), "Shoot", "local").MarshalJSON()
+		Expect(err).NotTo(HaveOccurred())
+		obj, _, err := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDecoder().Decode(data, nil, nil)
+		Expect(err).NotTo(HaveOccurred())
+		shoot := obj.(*core.Shoot)
+
+		shoot.Spec.CloudProfile.Kind = "CloudProfile"
+		shoot.Spec.Kubernetes.Version = "1.36.0"
+		for i := range shoot.Spec.Provider.Workers {
+			shoot.Spec.Provider.Workers[i].Machine.Image = &core.ShootMachineImage{Name: "local", Version: "1.0.0"}
+		}
+		Expect(noFieldErrors(corevalidation.ValidateShoot(shoot))).To(Succeed())
+	})
+
+	It("project ConfigMap: legacy keys and config.yaml are accepted", func() {
+		objs := exampleObjects("example/project-configmap.yaml")
+		Expect(objs).To(HaveLen(1))
+		cm := typed[corev1.ConfigMap](objs[0])
+		Expect(cm.Name).To(Equal(constants.ProjectConfigMapName))
+		Expect(cm.Data).To(HaveKey(constants.ConfigMapKeyConfig))
+		Expect(cm.Data).To(HaveKey(constants.ConfigMapKeyFluxVersion))
+		Expect(cm.Data).To(HaveKey(constants.ConfigMapKeyRepositoryURL))
+		Expect(cm.Data).To(HaveKey(constants.ConfigMapKeyRepositoryBranch))
+		Expect(cm.Data).To(HaveKey(constants.ConfigMapKeyRepositoryType))
+
+		defaults, supported := fluxDefaults()
+		Expect(fluxconfig.ValidateConfigMap(cm, supported)).To(Succeed())
+		cfg, err := fluxconfig.Resolve(defaults, supported, cm, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Source).NotTo(BeNil())
+	})
+
+	Describe("garden RBAC", func() {
+		var clusterRole *rbacv1.ClusterRole
+
+		BeforeEach(func() {
+			objs := exampleObjects("example/garden-rbac.yaml")
+			Expect(objs).To(HaveLen(1))
+			clusterRole = typed[rbacv1.ClusterRole](objs[0])
+		})
+
+		It("is a custom extension permission that selects the chart's dedicated garden ServiceAccount", func() {
+			Expect(clusterRole.Labels).To(HaveKeyWithValue(v1beta1constants.LabelAuthorizationCustomExtensionsPermissions, "true"))
+			selector := &metav1.LabelSelector{}
+			Expect(json.Unmarshal([]byte(clusterRole.Annotations[v1beta1constants.LabelAuthorizationExtensionsServiceAccountSelector]), selector)).To(Succeed())
+			s, err := metav1.LabelSelectorAsSelector(selector)
+			Expect(err).NotTo(HaveOccurred())
+
+			secret := typed[corev1.Secret](find(mustRender(namespace, gardenletValues()), "Secret", "garden-access-shoot-flux"))
+			var saLabels map[string]string
+			Expect(json.Unmarshal([]byte(secret.Annotations["serviceaccount.resources.gardener.cloud/labels"]), &saLabels)).To(Succeed())
+			Expect(s.Matches(labels.Set(saLabels))).To(BeTrue())
+			// gardenlet's injected identity carries only the registration label: it must not match,
+			// or it would get these permissions without needing them.
+			Expect(s.Matches(labels.Set{v1beta1constants.LabelControllerRegistrationName: "shoot-flux"})).To(BeFalse())
+		})
+
+		It("grants reading ConfigMaps and writing, but not listing, Secrets", func() {
+			Expect(clusterRole.Rules).To(ConsistOf(
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "patch", "delete"}},
+			))
+		})
+	})
+})

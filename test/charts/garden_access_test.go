@@ -1,0 +1,132 @@
+package charts_test
+
+import (
+	"os"
+	"path/filepath"
+
+	seedidentity "github.com/gardener/gardener/pkg/admissioncontroller/gardenletidentity/seed"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
+	"github.com/gardener/gardener/pkg/controllermanager/controller/controllerregistration/extensionclusterrole"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+)
+
+// The chain from the chart's garden access Secret to the extension's permissions in the garden,
+// run with gardener's own controllers against one API server that plays seed and garden:
+// gardenlet's token requestor creates the ServiceAccount and its token, gardener-controller-manager's
+// extension ClusterRole reconciler binds example/garden-rbac.yaml to it, and the extension's
+// kubeconfig loader reads the token like from gardenlet's generic kubeconfig.
+var _ = Describe("dedicated garden access", Ordered, func() {
+	const seedNamespace = "seed-local"
+
+	var (
+		garden      client.Client
+		clusterRole *rbacv1.ClusterRole
+		projectNS   string
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		extensionNS := createNamespace(ctx, "extension-shoot-flux")
+		projectNS = createNamespace(ctx, "garden-local")
+		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: seedNamespace}})).To(Succeed())
+
+		objs := exampleObjects("example/garden-rbac.yaml")
+		clusterRole = typed[rbacv1.ClusterRole](objs[0])
+		Expect(k8s.Create(ctx, clusterRole)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(k8s.Delete(ctx, clusterRole)).To(Succeed()) })
+
+		accessSecret := typed[corev1.Secret](find(mustRender(extensionNS, gardenletValues()), "Secret", "garden-access-shoot-flux"))
+		Expect(k8s.Create(ctx, accessSecret)).To(Succeed())
+
+		// gardenlet's token requestor for the garden class, targeting the seed's namespace.
+		requestor := &tokenrequestor.Reconciler{
+			SourceClient:    k8s,
+			TargetClient:    k8s,
+			Clock:           clock.RealClock{},
+			JitterFunc:      wait.Jitter,
+			Class:           ptr.To(resourcesv1alpha1.ResourceManagerClassGarden),
+			TargetNamespace: seedNamespace,
+		}
+		_, err := requestor.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(accessSecret)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(accessSecret), accessSecret)).To(Succeed())
+		token := accessSecret.Data[resourcesv1alpha1.DataKeyToken]
+		Expect(token).NotTo(BeEmpty())
+
+		// gardener-controller-manager's reconciler for ClusterRoles with custom extension permissions.
+		_, err = (&extensionclusterrole.Reconciler{Client: k8s}).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: clusterRole.Name}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: clusterRole.Name}}))).To(Succeed())
+		})
+
+		// The generic kubeconfig gardenlet writes: server and CA of the garden, the token as file
+		// next to it (the projected volume of the chart).
+		dir := GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(dir, "token"), token, 0o600)).To(Succeed())
+		kubeconfig, err := clientcmd.Write(clientcmdapi.Config{
+			Clusters:       map[string]*clientcmdapi.Cluster{"garden": {Server: restCfg.Host, CertificateAuthorityData: restCfg.CAData}},
+			AuthInfos:      map[string]*clientcmdapi.AuthInfo{"extension": {TokenFile: filepath.Join(dir, "token")}},
+			Contexts:       map[string]*clientcmdapi.Context{"garden": {Cluster: "garden", AuthInfo: "extension"}},
+			CurrentContext: "garden",
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(dir, "kubeconfig"), kubeconfig, 0o600)).To(Succeed())
+		cfg, err := fluxcmd.RESTConfigFromKubeconfig(filepath.Join(dir, "kubeconfig"))
+		Expect(err).NotTo(HaveOccurred())
+		garden, err = client.New(cfg, client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("binds the example ClusterRole to the ServiceAccount the chart asks for", func(ctx SpecContext) {
+		sa := &corev1.ServiceAccount{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: "shoot-flux"}, sa)).To(Succeed())
+		binding := &rbacv1.ClusterRoleBinding{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: clusterRole.Name}, binding)).To(Succeed())
+		Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: seedNamespace}))
+	})
+
+	It("is not the seed identity that gardener's SeedRestriction admission confines", func(ctx SpecContext) {
+		review := &authenticationv1.SelfSubjectReview{}
+		Expect(garden.Create(ctx, review)).To(Succeed())
+		Expect(review.Status.UserInfo.Username).To(Equal("system:serviceaccount:" + seedNamespace + ":shoot-flux"))
+		_, isSeed, _ := seedidentity.FromAuthenticationV1UserInfo(review.Status.UserInfo)
+		Expect(isSeed).To(BeFalse())
+	})
+
+	It("keeps deploy key Secrets in project namespaces", func(ctx SpecContext) {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: constants.DeployKeySecretPrefix, Namespace: projectNS}}
+		Expect(garden.Create(ctx, secret)).To(Succeed())
+		Expect(garden.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+		secret.Annotations = map[string]string{constants.AnnotationRotate: "true"}
+		Expect(garden.Update(ctx, secret)).To(Succeed())
+		Expect(garden.Delete(ctx, secret)).To(Succeed())
+	})
+
+	It("reads project ConfigMaps across namespaces but changes none", func(ctx SpecContext) {
+		Expect(garden.List(ctx, &corev1.ConfigMapList{})).To(Succeed())
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: constants.ProjectConfigMapName, Namespace: projectNS}}
+		Expect(garden.Create(ctx, cm)).To(Satisfy(apierrors.IsForbidden))
+	})
+
+	It("cannot list Secrets", func(ctx SpecContext) {
+		Expect(garden.List(ctx, &corev1.SecretList{}, client.InNamespace(projectNS))).To(Satisfy(apierrors.IsForbidden))
+	})
+})
