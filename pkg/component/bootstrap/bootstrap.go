@@ -131,8 +131,10 @@ func Data(v Values) (map[string][]byte, error) {
 		return nil, fmt.Errorf("failed serializing bootstrap secrets: %w", err)
 	}
 
-	docs := kluctlObjects(v, namespace)
-	if cfg.Bootstrap.Mode == fluxapi.BootstrapModeFlux {
+	var docs map[string]any
+	if cfg.Bootstrap.Mode == fluxapi.BootstrapModeKluctl {
+		docs = kluctlObjects(v, namespace)
+	} else {
 		var err error
 		if docs, err = fluxObjects(v, namespace); err != nil {
 			return nil, err

@@ -1,0 +1,77 @@
+package cmd_test
+
+import (
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/spf13/pflag"
+
+	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
+)
+
+var _ = Describe("Options", func() {
+	Describe("GardenOptions", func() {
+		It("keeps the token file of gardenlet's injected kubeconfig instead of caching the token", func() {
+			dir := GinkgoT().TempDir()
+			tokenFile := filepath.Join(dir, "token")
+			Expect(os.WriteFile(tokenFile, []byte("first"), 0o600)).To(Succeed())
+			kubeconfig := filepath.Join(dir, "kubeconfig")
+			Expect(os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: garden
+  cluster:
+    server: https://garden.example.com
+contexts:
+- name: garden
+  context: {cluster: garden, user: extension}
+current-context: garden
+users:
+- name: extension
+  user:
+    tokenFile: `+tokenFile+`
+`), 0o600)).To(Succeed())
+
+			opts := &GardenOptions{}
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			opts.AddFlags(fs)
+			Expect(fs.Parse([]string{"--garden-kubeconfig=" + kubeconfig})).To(Succeed())
+			Expect(opts.Complete()).To(Succeed())
+
+			cfg := opts.Completed()
+			Expect(cfg.Host).To(Equal("https://garden.example.com"))
+			// client-go re-reads BearerTokenFile (cached for a minute) on requests, so the renewed
+			// token is picked up; a config with only BearerToken would keep the first token forever.
+			Expect(cfg.BearerTokenFile).To(Equal(tokenFile))
+		})
+
+		It("defaults to $GARDEN_KUBECONFIG", func() {
+			GinkgoT().Setenv(EnvGardenKubeconfig, "/var/run/secrets/gardener.cloud/garden/generic-kubeconfig/kubeconfig")
+			opts := &GardenOptions{}
+			opts.AddFlags(pflag.NewFlagSet("test", pflag.ContinueOnError))
+			Expect(opts.Kubeconfig).To(Equal("/var/run/secrets/gardener.cloud/garden/generic-kubeconfig/kubeconfig"))
+		})
+
+		It("requires a garden kubeconfig", func() {
+			GinkgoT().Setenv(EnvGardenKubeconfig, "")
+			opts := &GardenOptions{}
+			opts.AddFlags(pflag.NewFlagSet("test", pflag.ContinueOnError))
+			Expect(opts.Complete()).To(MatchError(ContainSubstring("--garden-kubeconfig or $GARDEN_KUBECONFIG is required")))
+		})
+	})
+
+	Describe("ConfigOptions", func() {
+		It("uses the defaults without a file and rejects an invalid file", func() {
+			opts := &ConfigOptions{}
+			Expect(opts.Complete()).To(Succeed())
+			Expect(opts.Completed().DefaultFluxVersion).To(Equal("v2.9.5"))
+
+			file := filepath.Join(GinkgoT().TempDir(), "config.yaml")
+			Expect(os.WriteFile(file, []byte("apiVersion: shoot-flux.extensions.config.gardener.cloud/v1alpha1\nkind: ControllerConfiguration\nsshKey:\n  algorithm: dsa\n"), 0o600)).To(Succeed())
+			opts = &ConfigOptions{ConfigLocation: file}
+			Expect(opts.Complete()).To(MatchError(ContainSubstring("sshKey.algorithm")))
+		})
+	})
+})

@@ -1,0 +1,125 @@
+package bootstrap_test
+
+import (
+	"strings"
+	"time"
+
+	testutils "github.com/gardener/gardener/pkg/utils/test"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
+)
+
+func config(mode fluxapi.BootstrapMode) *fluxapi.FluxConfig {
+	return &fluxapi.FluxConfig{
+		Flux:   fluxapi.Flux{Version: "v2.9.5", Components: []string{"source-controller", "kustomize-controller"}, Namespace: "flux-system"},
+		Kluctl: fluxapi.Kluctl{Enabled: true, Version: "v2.28.2", Namespace: "kluctl-system"},
+		Source: &fluxapi.Source{URL: "git@git.example.com:org/repo", Ref: fluxapi.GitRef{Tag: "v1.0.0"}, Path: "deploy", Type: fluxapi.RepositoryTypePrivate},
+		Bootstrap: fluxapi.Bootstrap{
+			Mode: mode,
+			Kluctl: fluxapi.KluctlBootstrap{
+				Target: "prod", Context: "default", Args: &runtime.RawExtension{Raw: []byte(`{"env":"prod","replicas":3}`)},
+				Prune: true, Interval: metav1.Duration{Duration: 5 * time.Minute}, Timeout: &metav1.Duration{Duration: 10 * time.Minute},
+			},
+			Flux: fluxapi.FluxBootstrap{Path: "deploy", Prune: true, Interval: metav1.Duration{Duration: 10 * time.Minute}},
+		},
+	}
+}
+
+func objects(v Values) map[string]map[string]any {
+	data, err := Data(v)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	docs, err := testutils.ExtractManifestsFromManagedResourceData(data)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	out := map[string]map[string]any{}
+	for _, doc := range docs {
+		obj := map[string]any{}
+		ExpectWithOffset(1, yaml.Unmarshal([]byte(doc), &obj)).To(Succeed())
+		meta := obj["metadata"].(map[string]any)
+		out[obj["kind"].(string)+"/"+meta["namespace"].(string)+"/"+meta["name"].(string)] = obj
+	}
+	return out
+}
+
+var _ = Describe("Data", func() {
+	credentials := &Credentials{Host: "git.example.com", Data: map[string][]byte{"identity": []byte("KEY"), "known_hosts": []byte("git.example.com ssh-ed25519 AAAA\n")}}
+
+	It("renders the KluctlDeployment with credentials, ref, args and timeouts", func() {
+		objs := objects(Values{Config: config(fluxapi.BootstrapModeKluctl), URL: "ssh://git@git.example.com/org/repo", Credentials: credentials})
+		Expect(objs).To(HaveKey("Secret/kluctl-system/shoot-flux-git-credentials"))
+		kd := objs["KluctlDeployment/kluctl-system/shoot-flux-bootstrap"]
+		Expect(kd).NotTo(BeNil())
+		Expect(kd["apiVersion"]).To(Equal("gitops.kluctl.io/v1beta1"))
+		spec := kd["spec"].(map[string]any)
+		Expect(spec["source"]).To(Equal(map[string]any{"git": map[string]any{"url": "ssh://git@git.example.com/org/repo", "path": "deploy", "ref": map[string]any{"tag": "v1.0.0"}}}))
+		Expect(spec["credentials"]).To(Equal(map[string]any{"git": []any{map[string]any{"host": "git.example.com", "secretRef": map[string]any{"name": "shoot-flux-git-credentials"}}}}))
+		Expect(spec["args"]).To(Equal(map[string]any{"env": "prod", "replicas": float64(3)}))
+		Expect(spec).To(HaveKeyWithValue("interval", "5m0s"))
+		Expect(spec).To(HaveKeyWithValue("timeout", "10m0s"))
+		Expect(spec).To(HaveKeyWithValue("target", "prod"))
+		Expect(spec).To(HaveKeyWithValue("context", "default"))
+		Expect(spec).To(HaveKeyWithValue("prune", true))
+		Expect(spec).To(HaveKeyWithValue("delete", false))
+		Expect(spec).NotTo(HaveKey("retryInterval"))
+		Expect(spec).NotTo(HaveKey("decryption"))
+	})
+
+	It("adds SOPS decryption and additional secrets", func() {
+		objs := objects(Values{
+			Config: config(fluxapi.BootstrapModeKluctl), URL: "https://git.example.com/org/repo",
+			Decryption:        map[string][]byte{"sops.asc": []byte("PGP")},
+			AdditionalSecrets: []Secret{{Name: "db", Namespace: "apps", Data: map[string][]byte{"password": []byte("x")}}},
+		})
+		Expect(objs).To(HaveKey("Secret/kluctl-system/" + DecryptionSecretName))
+		Expect(objs).To(HaveKey("Secret/apps/db"))
+		spec := objs["KluctlDeployment/kluctl-system/shoot-flux-bootstrap"]["spec"].(map[string]any)
+		Expect(spec["decryption"]).To(Equal(map[string]any{"provider": "sops", "secretRef": map[string]any{"name": DecryptionSecretName}}))
+		Expect(spec).NotTo(HaveKey("credentials"))
+	})
+
+	It("renders a GitRepository and an orphaning Kustomization in flux mode", func() {
+		objs := objects(Values{Config: config(fluxapi.BootstrapModeFlux), URL: "ssh://git@git.example.com/org/repo", Credentials: credentials})
+		Expect(objs).To(HaveKey("Secret/flux-system/shoot-flux-git-credentials"))
+		repo := objs["GitRepository/flux-system/shoot-flux-bootstrap"]
+		Expect(repo).NotTo(BeNil())
+		Expect(repo).NotTo(HaveKey("status"))
+		spec := repo["spec"].(map[string]any)
+		Expect(spec).To(HaveKeyWithValue("url", "ssh://git@git.example.com/org/repo"))
+		Expect(spec["ref"]).To(Equal(map[string]any{"tag": "v1.0.0"}))
+		Expect(spec["secretRef"]).To(Equal(map[string]any{"name": "shoot-flux-git-credentials"}))
+		ks := objs["Kustomization/flux-system/shoot-flux-bootstrap"]["spec"].(map[string]any)
+		Expect(ks).To(HaveKeyWithValue("deletionPolicy", "Orphan"))
+		Expect(ks).To(HaveKeyWithValue("path", "deploy"))
+		Expect(ks).To(HaveKeyWithValue("prune", true))
+		Expect(objs).NotTo(HaveKey(HavePrefix("KluctlDeployment/")))
+	})
+
+	It("refuses configurations without bootstrap", func() {
+		cfg := config(fluxapi.BootstrapModeNone)
+		_, err := Data(Values{Config: cfg, URL: "https://x/y"})
+		Expect(err).To(MatchError(ContainSubstring(`bootstrap mode "none"`)))
+		cfg.Source = nil
+		_, err = Data(Values{Config: cfg})
+		Expect(err).To(MatchError("bootstrap needs a configured source"))
+	})
+
+	It("is deterministic", func() {
+		v := Values{Config: config(fluxapi.BootstrapModeKluctl), URL: "ssh://git@git.example.com/org/repo", Credentials: credentials,
+			AdditionalSecrets: []Secret{{Name: "a", Namespace: "x", Data: map[string][]byte{"k": []byte("v")}}, {Name: "b", Namespace: "x"}}}
+		first, err := Data(v)
+		Expect(err).NotTo(HaveOccurred())
+		for range 5 {
+			again, err := Data(v)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(again).To(Equal(first))
+		}
+		docs, err := testutils.ExtractManifestsFromManagedResourceData(first)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.Join(docs, "")).NotTo(ContainSubstring("creationTimestamp"))
+	})
+})

@@ -1,0 +1,67 @@
+package controllers_test
+
+import (
+	"strings"
+
+	testutils "github.com/gardener/gardener/pkg/utils/test"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/controllers"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+)
+
+var _ = Describe("Data", func() {
+	values := func() Values {
+		return Values{
+			Flux:   manifests.FluxOptions{Version: manifests.DefaultFluxVersion, Components: []string{"source-controller"}, Namespace: "flux-system"},
+			Kluctl: &manifests.KluctlOptions{Version: manifests.DefaultKluctlVersion, Namespace: "kluctl-system"},
+		}
+	}
+	manifestsOf := func(v Values) string {
+		data, err := Data(v)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		docs, err := testutils.ExtractManifestsFromManagedResourceData(data)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		return strings.Join(docs, "---\n")
+	}
+
+	It("contains Flux and the kluctl controller", func() {
+		m := manifestsOf(values())
+		Expect(m).To(ContainSubstring("name: source-controller"))
+		Expect(m).To(ContainSubstring("kluctldeployments.gitops.kluctl.io"))
+		Expect(m).NotTo(ContainSubstring(EnvDisableStrictHostKeyChecking))
+	})
+
+	It("leaves out the kluctl controller when disabled", func() {
+		v := values()
+		v.Kluctl = nil
+		Expect(manifestsOf(v)).NotTo(ContainSubstring("kluctl"))
+	})
+
+	It("disables strict host key checking of the kluctl controller only", func() {
+		v := values()
+		v.DisableStrictHostKeyChecking = true
+		m := manifestsOf(v)
+		Expect(strings.Count(m, EnvDisableStrictHostKeyChecking)).To(Equal(1))
+		Expect(manifestsOf(values())).NotTo(ContainSubstring(EnvDisableStrictHostKeyChecking), "the cached default must not be modified")
+	})
+
+	It("caches per value set, independent of the component order", func() {
+		v := values()
+		v.Flux.Components = []string{"kustomize-controller", "source-controller"}
+		first, err := Data(v)
+		Expect(err).NotTo(HaveOccurred())
+		v.Flux.Components = []string{"source-controller", "kustomize-controller"}
+		second, err := Data(v)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(&second["data.yaml.br"][0]).To(BeIdenticalTo(&first["data.yaml.br"][0]))
+	})
+
+	It("fails for an unsupported version", func() {
+		v := values()
+		v.Flux.Version = "v0.29.5"
+		_, err := Data(v)
+		Expect(err).To(MatchError(ContainSubstring(`unsupported flux version "v0.29.5"`)))
+	})
+})
