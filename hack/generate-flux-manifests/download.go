@@ -43,7 +43,7 @@ func (d *GoModDownloader) Download(ctx context.Context, module, version string) 
 	if err != nil {
 		return "", fmt.Errorf("creating working directory for go mod download: %w", err)
 	}
-	defer os.RemoveAll(workDir)
+	defer func() { _ = os.RemoveAll(workDir) }()
 
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, goBin, "mod", "download", "-json", module+"@"+version)

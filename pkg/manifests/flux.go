@@ -106,7 +106,7 @@ func (r *renderer) buildFlux(version string, components []string, namespace, reg
 	if err != nil {
 		return nil, fmt.Errorf("creating directory for the flux manifests: %w", err)
 	}
-	defer os.RemoveAll(base)
+	defer func() { _ = os.RemoveAll(base) }()
 	for _, name := range append(slices.Clone(components), "rbac", "policies") {
 		data, err := embedded.ReadFile(path.Join("flux", version, name+".yaml"))
 		if err != nil {

@@ -223,8 +223,8 @@ func (a *actuator) kluctlOptions(cfg *fluxapi.FluxConfig) *manifests.KluctlOptio
 }
 
 func (a *actuator) updateStatus(ctx context.Context, ex *extensionsv1alpha1.Extension, status *fluxv1alpha1.FluxStatus) error {
-	status.TypeMeta.APIVersion = fluxv1alpha1.SchemeGroupVersion.String()
-	status.TypeMeta.Kind = "FluxStatus"
+	status.APIVersion = fluxv1alpha1.SchemeGroupVersion.String()
+	status.Kind = "FluxStatus"
 	raw, err := json.Marshal(status)
 	if err != nil {
 		return fmt.Errorf("failed encoding provider status: %w", err)
