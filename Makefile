@@ -20,7 +20,7 @@ DLV_VERSION           ?= v1.27.2
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
 DLV           := $(TOOLS_BIN)/dlv
 
-LD_FLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(VERSION) -X k8s.io/component-base/version/verflag.programName=$(EXTENSION_NAME)
+LD_FLAGS = -s -w -X k8s.io/component-base/version.gitVersion=$(VERSION) -X k8s.io/component-base/version/verflag.programName=$(1)
 
 # Real API servers and the Flux source-controller for integration tests, built from the Go module
 # proxy into a cache outside the repository (see hack/build-envtest.sh).
@@ -38,15 +38,18 @@ all: check test build
 
 .PHONY: build
 build:
-	$(GO) build -trimpath -ldflags "$(LD_FLAGS)" -o bin/$(EXTENSION_NAME) ./cmd/$(EXTENSION_NAME)
+	$(GO) build -trimpath -ldflags "$(call LD_FLAGS,$(EXTENSION_NAME))" -o bin/$(EXTENSION_NAME) ./cmd/$(EXTENSION_NAME)
+	$(GO) build -trimpath -ldflags "$(call LD_FLAGS,$(ADMISSION_NAME))" -o bin/$(ADMISSION_NAME) ./cmd/$(ADMISSION_NAME)
 
 .PHONY: install
 install:
-	$(GO) install -trimpath -ldflags "$(LD_FLAGS)" ./cmd/...
+	$(GO) install -trimpath -ldflags "$(call LD_FLAGS,$(EXTENSION_NAME))" ./cmd/$(EXTENSION_NAME)
+	$(GO) install -trimpath -ldflags "$(call LD_FLAGS,$(ADMISSION_NAME))" ./cmd/$(ADMISSION_NAME)
 
 .PHONY: docker-images
 docker-images:
 	docker build --build-arg EFFECTIVE_VERSION=$(VERSION) -t $(REGISTRY)/$(EXTENSION_NAME):$(IMAGE_TAG) --target $(EXTENSION_NAME) .
+	docker build --build-arg EFFECTIVE_VERSION=$(VERSION) -t $(REGISTRY)/$(ADMISSION_NAME):$(IMAGE_TAG) --target $(ADMISSION_NAME) .
 
 .PHONY: vendor
 vendor:
@@ -126,7 +129,7 @@ START_ARGS = --leader-election=false --ignore-operation-annotation=true \
 
 .PHONY: start
 start:
-	$(GO) run -ldflags "$(LD_FLAGS)" ./cmd/$(EXTENSION_NAME) $(START_ARGS)
+	$(GO) run -ldflags "$(call LD_FLAGS,$(EXTENSION_NAME))" ./cmd/$(EXTENSION_NAME) $(START_ARGS)
 
 .PHONY: debug
 debug: $(DLV)

@@ -14,8 +14,8 @@ const (
 	UmbrellaChartPath = "."
 )
 
-// FS holds the charts. "all:" keeps files starting with "." or "_" (_helpers.tpl), which plain
-// go:embed patterns drop.
+// FS holds the charts. "all:" keeps files starting with "." or "_" (_helpers.tpl), which
+// embed patterns without it drop.
 //
 //go:embed Chart.yaml values.yaml all:charts
 var FS embed.FS

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/charts"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/cmd/gardener-extension-shoot-flux/app"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
@@ -189,6 +190,19 @@ var _ = Describe("extension chart", func() {
 			volumes := deploymentOf(objs).Spec.Template.Spec.Volumes
 			Expect(volumes).To(ContainElement(HaveField("ConfigMap.Name", deploymentName+"-config")))
 			Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "config", MountPath: "/etc/shoot-flux", ReadOnly: true}))
+		})
+
+		It("passes only flags the controller binary knows", func() {
+			for _, values := range []map[string]any{gardenletValues(), merge(gardenletValues(), customValues())} {
+				args := containerOf(mustRender(namespace, values)).Args
+				cmd := app.NewControllerCommand()
+				Expect(cmd.Flags().Parse(args)).To(Succeed(), "%v", args)
+				Expect(cmd.Flags().Args()).To(BeEmpty())
+				for _, arg := range args {
+					name, value, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+					Expect(cmd.Flags().Lookup(name).Value.String()).To(Or(Equal(value), Equal("["+value+"]")), "--%s", name)
+				}
+			}
 		})
 
 		It("probes the health server and runs unprivileged", func() {
@@ -532,4 +546,3 @@ var _ = Describe("extension chart", func() {
 			}),
 	)
 })
-

@@ -56,7 +56,8 @@ func (o *Options) run(ctx context.Context) error {
 	mgrOpts.Scheme = scheme
 
 	// The webhooks validate the objects of the request only. The manager needs a REST config to
-	// be created but never calls the API server.
+	// be created but never calls the API server, unless leader election is switched on, which the
+	// webhooks do not need.
 	mgr, err := manager.New(o.restOptions.Completed().Config, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("could not instantiate manager: %w", err)

@@ -66,7 +66,7 @@ var _ = Describe("ConfigMap validator", func() {
 				`ConfigMap garden-dev/flux-config: config.yaml: `),
 			Entry("config.yaml with an unknown field",
 				map[string]string{"config.yaml": "source:\n  urll: ssh://git@github.com/owner/repo\n"},
-				`config.yaml: strict decoding error: unknown field "source.urll"`),
+				`ConfigMap garden-dev/flux-config: config.yaml: source.urll: Forbidden: unknown field`),
 			Entry("config.yaml with an invalid field",
 				map[string]string{"config.yaml": "bootstrap:\n  mode: helm\n"},
 				`config.yaml: bootstrap.mode: Unsupported value: "helm"`),

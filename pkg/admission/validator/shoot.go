@@ -24,10 +24,16 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 )
 
-// providerConfigOrigin is how fluxconfig names the providerConfig layer at the start of each
-// problem. The webhook replaces it with the field path of the providerConfig in the Shoot, which
-// is what the user edits.
-const providerConfigOrigin = "Extension providerConfig: "
+const (
+	// providerConfigOrigin is how fluxconfig names the providerConfig layer at the start of each
+	// problem. The webhook replaces it with the field path of the providerConfig in the Shoot,
+	// which is what the user edits.
+	providerConfigOrigin = "Extension providerConfig: "
+	// extensionProviderConfigField is the path fluxconfig blames problems of the document as a
+	// whole on: the providerConfig of the Extension resource, which is the Shoot's
+	// spec.extensions[i].providerConfig.
+	extensionProviderConfigField = "spec.providerConfig"
+)
 
 // relativeFieldError matches a problem that is a field error relative to the providerConfig, e.g.
 // `source.url: Invalid value: ...`, so that its path can be joined to the providerConfig's path.
@@ -155,14 +161,21 @@ func providerConfigErrors(raw *runtime.RawExtension, supported validation.Suppor
 	}
 	errs := make([]error, 0, len(cfgErr.Problems))
 	for _, problem := range cfgErr.Problems {
-		problem = strings.TrimPrefix(problem, providerConfigOrigin)
-		if relativeFieldError.MatchString(problem) {
-			errs = append(errs, errors.New(fldPath.String()+"."+problem))
-		} else {
-			errs = append(errs, errors.New(fldPath.String()+": "+problem))
-		}
+		errs = append(errs, errors.New(rootProblem(problem, fldPath)))
 	}
 	return errs
+}
+
+// rootProblem places a problem of fluxconfig under the providerConfig's path in the Shoot.
+func rootProblem(problem string, fldPath *field.Path) string {
+	problem = strings.TrimPrefix(problem, providerConfigOrigin)
+	if rest, ok := strings.CutPrefix(problem, extensionProviderConfigField); ok && strings.IndexAny(rest, ":.[") == 0 {
+		return fldPath.String() + rest
+	}
+	if relativeFieldError.MatchString(problem) {
+		return fldPath.String() + "." + problem
+	}
+	return fldPath.String() + ": " + problem
 }
 
 // referenceErrors checks that every Shoot resource the providerConfig names is an entry of

@@ -85,7 +85,7 @@ var _ = Describe("Shoot validator", func() {
 			},
 			Entry("unknown field",
 				`{"source": {"url": "ssh://git@github.com/owner/repo", "branch": "main"}}`,
-				`spec.extensions[1].providerConfig: `, `unknown field "source.branch"`),
+				`spec.extensions[1].providerConfig.source.branch: Forbidden: unknown field`),
 			Entry("bad URL",
 				`{"source": {"url": "ftp://example.com/repo"}}`,
 				`spec.extensions[1].providerConfig.source.url: Invalid value: "ftp://example.com/repo"`),
@@ -104,9 +104,6 @@ var _ = Describe("Shoot validator", func() {
 			Entry("wrong kind",
 				`{"apiVersion": "v1", "kind": "ConfigMap"}`,
 				`spec.extensions[1].providerConfig: apiVersion and kind must be shoot-flux.extensions.gardener.cloud/v1alpha1 FluxConfig`),
-			Entry("a document that is no object",
-				`"ssh://git@github.com/owner/repo"`,
-				`spec.extensions[1].providerConfig: must be a FluxConfig object`),
 			Entry("several problems at once",
 				`{"flux": {"version": "v2.0.0"}, "source": {"url": "ftp://example.com/repo"}}`,
 				`spec.extensions[1].providerConfig.flux.version: Unsupported value`, `spec.extensions[1].providerConfig.source.url: Invalid value`),
@@ -134,6 +131,11 @@ var _ = Describe("Shoot validator", func() {
 				},
 				`spec.extensions[1].providerConfig.additionalSecretResources[0].name: Invalid value: "app-secret": spec.resources[2] references example.com/v1 Secret`),
 		)
+
+		It("reports a document that is no object on the providerConfig", func() {
+			err := validator.Validate(ctx, newShoot(`"ssh://git@github.com/owner/repo"`), nil)
+			Expect(err).To(MatchError(`spec.extensions[1].providerConfig: must be a FluxConfig object`))
+		})
 
 		It("reports an empty secretResourceName once, as a field error", func() {
 			err := validator.Validate(ctx, newShoot(`{"source": {"url": "ssh://git@github.com/owner/repo", "secretResourceName": ""}}`), nil)
