@@ -61,6 +61,8 @@ vendor:
 
 .PHONY: generate
 generate:
+	hack/update-codegen.sh
+	hack/generate-api-reference.sh
 	$(GO) generate ./...
 
 .PHONY: check-generate
