@@ -84,11 +84,13 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(git.Close)
 
+	// The extension is driven by gardenlet's operation annotations, as in production: with
+	// IgnoreOperationAnnotation gardener's extension library drops Cluster changes and
+	// migrate/restore requests (see the sandbox package documentation).
 	sb, err = sandbox.Start(ctx, sandbox.Options{
-		SourceControllerBinary:    sourceController,
-		IgnoreOperationAnnotation: true,
-		MaxConcurrentReconciles:   5,
-		Log:                       log,
+		SourceControllerBinary:  sourceController,
+		MaxConcurrentReconciles: 5,
+		Log:                     log,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(sb.Stop)

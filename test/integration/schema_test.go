@@ -37,9 +37,12 @@ var _ = Describe("Rendered KluctlDeployment", Ordered, func() {
 	})
 
 	// dryRunCreate creates obj in the shoot as a server-side dry run with strict field validation,
-	// so that unknown fields fail instead of being pruned.
+	// so that unknown fields fail instead of being pruned. The name differs from the delivered
+	// object's, which exists.
 	dryRunCreate := func(ctx SpecContext, obj *unstructured.Unstructured) error {
-		return h.Shoot.Client.Create(ctx, obj.DeepCopy(), client.DryRunAll, client.FieldValidation("Strict"))
+		obj = obj.DeepCopy()
+		obj.SetName("dry-run")
+		return h.Shoot.Client.Create(ctx, obj, client.DryRunAll, client.FieldValidation("Strict"))
 	}
 
 	DescribeTable("is accepted by the CRD schema",

@@ -13,6 +13,7 @@ import (
 // runner runs a controller manager in the background until it is stopped.
 type runner struct {
 	name   string
+	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -20,15 +21,29 @@ type runner struct {
 	err error
 }
 
+// newRunner returns a runner whose context outlives the caller's context (often a single test
+// step): only stop ends it. Controllers that keep a context for their lifetime get runner.ctx.
+func newRunner(ctx context.Context, name string) *runner {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return &runner{name: name, ctx: runCtx, cancel: cancel, done: make(chan struct{})}
+}
+
 // startManager starts mgr and waits until its caches are synced, so that callers can rely on the
 // controllers seeing every object created afterwards.
 func startManager(ctx context.Context, log logr.Logger, name string, mgr manager.Manager) (*runner, error) {
-	// The manager outlives the caller's context (often a single test step); only stop ends it.
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &runner{name: name, cancel: cancel, done: make(chan struct{})}
+	r := newRunner(ctx, name)
+	if err := r.start(ctx, log, mgr); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// start starts mgr with the runner's context and waits for the cache sync.
+func (r *runner) start(ctx context.Context, log logr.Logger, mgr manager.Manager) error {
+	name := r.name
 	go func() {
 		defer close(r.done)
-		if err := mgr.Start(runCtx); err != nil {
+		if err := mgr.Start(r.ctx); err != nil {
 			log.Error(err, "Manager stopped with error", "manager", name)
 			r.mu.Lock()
 			r.err = err
@@ -43,12 +58,12 @@ func startManager(ctx context.Context, log logr.Logger, name string, mgr manager
 	select {
 	case ok := <-synced:
 		if ok {
-			return r, nil
+			return nil
 		}
 	case <-r.done:
 	}
 	stopErr := r.stop()
-	return nil, errors.Join(fmt.Errorf("manager %s did not start within %s", name, CacheSyncTimeout), stopErr)
+	return errors.Join(fmt.Errorf("manager %s did not start within %s", name, CacheSyncTimeout), stopErr)
 }
 
 // stop cancels the manager and waits until all its runnables returned.

@@ -72,8 +72,12 @@ type Options struct {
 	// ExtensionConfig is the extension's component configuration; nil uses the defaults of
 	// loader.Defaults.
 	ExtensionConfig *config.ControllerConfiguration
-	// IgnoreOperationAnnotation makes the extension reconcile on every Extension spec and Cluster
-	// change instead of waiting for gardenlet's operation annotation.
+	// IgnoreOperationAnnotation is the extension's --ignore-operation-annotation: it reconciles on
+	// every Extension spec change instead of waiting for gardenlet's operation annotation. Note that
+	// gardener's extension library then also ignores the migrate, restore and reconcile
+	// annotations, and that Cluster changes trigger nothing either: its Cluster mapper evaluates
+	// the shoot-not-failed predicate for a generic event, which that predicate always rejects. The
+	// ShootHandle operations other than UpdateProviderConfig and Delete need it false.
 	IgnoreOperationAnnotation bool
 	// MaxConcurrentReconciles of the extension controller; zero means 5.
 	MaxConcurrentReconciles int
@@ -199,18 +203,19 @@ func (s *Sandbox) StartExtension(ctx context.Context) error {
 	if err := mgr.Add(garden); err != nil {
 		return fmt.Errorf("failed adding garden cluster to extension manager: %w", err)
 	}
-	if err := extension.AddToManagerWithOptions(ctx, mgr, extension.AddOptions{
+	// The controller's predicates keep the context they are added with for the manager's lifetime.
+	r := newRunner(ctx, "extension")
+	if err := extension.AddToManagerWithOptions(r.ctx, mgr, extension.AddOptions{
 		ControllerOptions:         controller.Options{MaxConcurrentReconciles: s.opts.MaxConcurrentReconciles},
 		IgnoreOperationAnnotation: s.opts.IgnoreOperationAnnotation,
 		Config:                    *s.config.DeepCopy(),
 		GardenCluster:             garden,
 		Resync:                    extension.DefaultAddOptions.Resync,
 	}); err != nil {
+		r.cancel()
 		return fmt.Errorf("failed adding extension controller: %w", err)
 	}
-
-	r, err := startManager(ctx, log, "extension", mgr)
-	if err != nil {
+	if err := r.start(ctx, log, mgr); err != nil {
 		return err
 	}
 	s.extension, s.extCache = r, mgr.GetClient()

@@ -68,6 +68,10 @@ func startSourceController(ctx context.Context, bin, dir string, shoot *Cluster)
 		return nil, err
 	}
 	storage := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	storagePath := filepath.Join(dir, "storage")
+	if err := os.Mkdir(storagePath, 0o700); err != nil {
+		return nil, fmt.Errorf("failed creating source-controller storage: %w", err)
+	}
 	sc := &SourceController{StorageAddress: storage, dir: dir, logPath: filepath.Join(dir, "source-controller.log"), done: make(chan struct{})}
 	if sc.logFile, err = os.Create(sc.logPath); err != nil {
 		return nil, fmt.Errorf("failed creating source-controller log: %w", err)
@@ -75,7 +79,7 @@ func startSourceController(ctx context.Context, bin, dir string, shoot *Cluster)
 
 	// The process must outlive the caller's context; Stop ends it.
 	sc.cmd = exec.CommandContext(context.WithoutCancel(ctx), bin,
-		"--storage-path="+filepath.Join(dir, "storage"),
+		"--storage-path="+storagePath,
 		"--storage-addr="+storage,
 		"--storage-adv-addr="+storage,
 		"--metrics-addr=0",
