@@ -153,7 +153,7 @@ func readyCondition(g Gomega, ctx context.Context, h *sandbox.ShootHandle, names
 func expectFetched(ctx context.Context, h *sandbox.ShootHandle, sc *sandbox.SourceController, namespace, name string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
-		g.Expect(sc.Exited()).To(BeFalse(), "source-controller exited")
+		g.Expect(sc.Exited()).To(BeFalse(), "source-controller exited: %v", sc.ExitErr())
 		ready := readyCondition(g, ctx, h, namespace, name)
 		g.Expect(ready["status"]).To(Equal("True"), "Ready condition: %v", ready)
 		repo, err := shootObject(ctx, h, gitRepositoryGVK, namespace, name)

@@ -35,6 +35,8 @@ var (
 	deleteTimeout = 3 * time.Minute
 	// gitopsTimeout bounds the wait for the source-controller to fetch a repository.
 	gitopsTimeout = 3 * time.Minute
+	// healthTimeout bounds the wait for the health check to report a state; it runs every 5s.
+	healthTimeout = time.Minute
 	// consistentlyDuration is how long a state is watched for not changing.
 	consistentlyDuration = 3 * time.Second
 	// pollInterval is the polling interval of Eventually and Consistently.
@@ -90,6 +92,7 @@ var _ = BeforeSuite(func() {
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		SourceControllerBinary:  sourceController,
 		MaxConcurrentReconciles: 5,
+		HealthCheck:             true,
 		Log:                     log,
 	})
 	Expect(err).NotTo(HaveOccurred())

@@ -36,6 +36,7 @@ import (
 	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
 	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 )
 
 var (
@@ -57,6 +58,9 @@ var (
 	// ResourceManagerDeletionRequeue is how soon gardener-resource-manager checks a pending deletion
 	// again; gardener's default of 5s would dominate the time of deletion scenarios.
 	ResourceManagerDeletionRequeue = time.Second
+	// HealthCheckSyncPeriod is how often the in-process health check controller checks a shoot; the
+	// binary's minute would make scenarios wait long for a condition.
+	HealthCheckSyncPeriod = 5 * time.Second
 	// NamespaceFinalizerRequeue is how soon a terminating shoot namespace is checked again.
 	NamespaceFinalizerRequeue = 250 * time.Millisecond
 )
@@ -81,6 +85,8 @@ type Options struct {
 	IgnoreOperationAnnotation bool
 	// MaxConcurrentReconciles of the extension controller; zero means 5.
 	MaxConcurrentReconciles int
+	// HealthCheck also runs the extension's health check controller, as the extension binary does.
+	HealthCheck bool
 	// WithoutExtension starts only the clusters and resource managers, e.g. to run the extension
 	// binary against the sandbox.
 	WithoutExtension bool
@@ -214,6 +220,14 @@ func (s *Sandbox) StartExtension(ctx context.Context) error {
 	}); err != nil {
 		r.cancel()
 		return fmt.Errorf("failed adding extension controller: %w", err)
+	}
+	if s.opts.HealthCheck {
+		opts := healthcheck.DefaultAddOptions
+		opts.HealthCheckConfig.SyncPeriod = metav1.Duration{Duration: HealthCheckSyncPeriod}
+		if err := healthcheck.AddToManagerWithOptions(mgr, opts); err != nil {
+			r.cancel()
+			return fmt.Errorf("failed adding health check controller: %w", err)
+		}
 	}
 	if err := r.start(ctx, log, mgr); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/gardener/gardener/pkg/utils/secrets"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -142,6 +143,9 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 	s.shoots = append(s.shoots, h)
 	s.mu.Unlock()
 
+	if err := h.createShootAccess(ctx); err != nil {
+		return h, err
+	}
 	if err := h.copyReferencedResources(ctx, spec.Resources); err != nil {
 		return h, err
 	}
@@ -274,6 +278,26 @@ func (h *ShootHandle) Stop(ctx context.Context) error {
 	h.sandbox.mu.Unlock()
 	errs = append(errs, h.stopControlPlane())
 	return errors.Join(errs...)
+}
+
+// createShootAccess writes the kubeconfig Secrets through which gardener's extension library
+// (e.g. the health check controller) reaches the shoot, as gardenlet does in the seed namespace.
+func (h *ShootHandle) createShootAccess(ctx context.Context) error {
+	kubeconfig, err := h.Shoot.Kubeconfig()
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{v1beta1constants.SecretNameGardener, v1beta1constants.SecretNameGardenerInternal} {
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: h.SeedNamespace, Name: name},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{secrets.DataKeyKubeconfig: kubeconfig},
+		}
+		if err := h.sandbox.Seed.Client.Create(ctx, secret); err != nil {
+			return fmt.Errorf("failed creating shoot access Secret %s/%s: %w", h.SeedNamespace, name, err)
+		}
+	}
+	return nil
 }
 
 func providerConfig(data []byte) (*runtime.RawExtension, error) {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -34,6 +35,9 @@ type SourceController struct {
 	logFile *os.File
 	done    chan struct{}
 	waitErr error
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // StartSourceController runs Options.SourceControllerBinary against the shoot until Stop or the
@@ -113,6 +117,14 @@ func (sc *SourceController) Exited() bool {
 	}
 }
 
+// ExitErr returns how the process ended; nil while it runs or after a clean exit.
+func (sc *SourceController) ExitErr() error {
+	if !sc.Exited() {
+		return nil
+	}
+	return sc.waitErr
+}
+
 // Logs returns the end of the controller's log.
 func (sc *SourceController) Logs() string {
 	data, err := os.ReadFile(sc.logPath)
@@ -129,17 +141,21 @@ func (sc *SourceController) Logs() string {
 }
 
 // Stop terminates the process, killing it if it does not stop in time, and removes its files.
+// Later calls return the result of the first.
 func (sc *SourceController) Stop() error {
-	if !sc.Exited() {
-		_ = sc.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-sc.done:
-		case <-time.After(SourceControllerStopTimeout):
-			_ = sc.cmd.Process.Kill()
-			<-sc.done
+	sc.stopOnce.Do(func() {
+		if !sc.Exited() {
+			_ = sc.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-sc.done:
+			case <-time.After(SourceControllerStopTimeout):
+				_ = sc.cmd.Process.Kill()
+				<-sc.done
+			}
 		}
-	}
-	return errors.Join(sc.logFile.Close(), os.RemoveAll(sc.dir))
+		sc.stopErr = errors.Join(sc.logFile.Close(), os.RemoveAll(sc.dir))
+	})
+	return sc.stopErr
 }
 
 func freePort() (int, error) {
@@ -147,6 +163,9 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("failed finding a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, fmt.Errorf("failed releasing port %d: %w", port, err)
+	}
+	return port, nil
 }

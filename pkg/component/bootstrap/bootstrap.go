@@ -70,6 +70,8 @@ type bootstrap struct {
 	namespace string
 	values    Values
 	timeouts  mrutil.Timeouts
+	// secretName is the ManagedResource Secret written by the last Deploy.
+	secretName string
 }
 
 // New returns a component for the bootstrap ManagedResource in the given seed namespace. reader
@@ -83,6 +85,8 @@ func (b *bootstrap) Deploy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The same unique name CreateForShoot gives the Secret; Wait looks for it.
+	b.secretName, _ = managedresources.NewSecret(b.client, b.namespace, constants.ManagedResourceBootstrap, data, true)
 	return managedresources.CreateForShoot(ctx, b.client, b.namespace, constants.ManagedResourceBootstrap, constants.Origin, false, data)
 }
 
@@ -91,7 +95,7 @@ func (b *bootstrap) Destroy(ctx context.Context) error {
 }
 
 func (b *bootstrap) Wait(ctx context.Context) error {
-	return mrutil.WaitUntilApplied(ctx, b.reader, b.namespace, constants.ManagedResourceBootstrap, b.timeouts.Applied)
+	return mrutil.WaitUntilApplied(ctx, b.reader, b.namespace, constants.ManagedResourceBootstrap, b.secretName, b.timeouts.Applied)
 }
 
 func (b *bootstrap) WaitCleanup(ctx context.Context) error {

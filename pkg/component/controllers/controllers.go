@@ -51,6 +51,8 @@ type controllers struct {
 	namespace string
 	values    Values
 	timeouts  mrutil.Timeouts
+	// secretName is the ManagedResource Secret written by the last Deploy.
+	secretName string
 }
 
 // New returns a component for the controllers ManagedResource in the given seed namespace. reader
@@ -64,6 +66,8 @@ func (c *controllers) Deploy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The same unique name CreateForShoot gives the Secret; Wait looks for it.
+	c.secretName, _ = managedresources.NewSecret(c.client, c.namespace, constants.ManagedResourceControllers, data, true)
 	return managedresources.CreateForShoot(ctx, c.client, c.namespace, constants.ManagedResourceControllers, constants.Origin, false, data)
 }
 
@@ -72,7 +76,7 @@ func (c *controllers) Destroy(ctx context.Context) error {
 }
 
 func (c *controllers) Wait(ctx context.Context) error {
-	return mrutil.WaitUntilApplied(ctx, c.reader, c.namespace, constants.ManagedResourceControllers, c.timeouts.Applied)
+	return mrutil.WaitUntilApplied(ctx, c.reader, c.namespace, constants.ManagedResourceControllers, c.secretName, c.timeouts.Applied)
 }
 
 func (c *controllers) WaitCleanup(ctx context.Context) error {

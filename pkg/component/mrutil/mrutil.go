@@ -4,10 +4,12 @@ package mrutil
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/utils/kubernetes/health"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,13 +40,21 @@ var PollInterval = 250 * time.Millisecond
 // WaitUntilApplied waits until gardener-resource-manager has applied the current generation of the
 // ManagedResource. It deliberately does not wait for the objects to become healthy: health is
 // reported asynchronously and must not block a reconcile for minutes.
-func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name string, timeout time.Duration) error {
+//
+// secretName, if set, is the Secret the caller just wrote into the ManagedResource: a cached reader
+// may still return the previous, applied generation right after the write, so only a
+// ManagedResource that references the new Secret counts.
+func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name, secretName string, timeout time.Duration) error {
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		mr := &resourcesv1alpha1.ManagedResource{}
 		if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr); err != nil {
 			lastErr = err
 			return false, client.IgnoreNotFound(err)
+		}
+		if secretName != "" && !slices.ContainsFunc(mr.Spec.SecretRefs, func(ref corev1.LocalObjectReference) bool { return ref.Name == secretName }) {
+			lastErr = fmt.Errorf("the ManagedResource does not reference Secret %s yet", secretName)
+			return false, nil
 		}
 		if err := health.CheckManagedResourceApplied(mr); err != nil {
 			lastErr = err

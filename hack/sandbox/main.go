@@ -1,0 +1,272 @@
+// Command sandbox runs the shoot-flux extension against local API servers (see package
+// test/sandbox). KUBEBUILDER_ASSETS must point at kube-apiserver and etcd, which
+// hack/build-envtest.sh builds; the Makefile sets it.
+//
+//	sandbox demo   runs the extension for a demo shoot, prints what it delivered and exits
+//	sandbox up     runs the clusters for `make start` until interrupted
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+)
+
+const (
+	project   = "demo"
+	shootName = "local"
+	repoName  = "fleet"
+)
+
+var (
+	// demoTimeout bounds the whole demo.
+	demoTimeout = 5 * time.Minute
+	// reconcileTimeout bounds the wait for the demo shoot's Extension.
+	reconcileTimeout = 3 * time.Minute
+	// setupTimeout bounds the start of the sandbox in up mode.
+	setupTimeout = 3 * time.Minute
+)
+
+func main() {
+	fs := flag.NewFlagSet("sandbox", flag.ExitOnError)
+	dir := fs.String("dir", "dev", "directory for kubeconfigs (up) and the controller log")
+	fs.Usage = func() {
+		_, _ = fmt.Fprintf(fs.Output(), "usage: %s [-dir dev] demo|up\n", os.Args[0])
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() != 1 {
+		fs.Usage()
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var err error
+	switch fs.Arg(0) {
+	case "demo":
+		err = demo(ctx, *dir)
+	case "up":
+		err = up(ctx, *dir)
+	default:
+		fs.Usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// env is what both modes set up: the sandbox with the demo project and shoot, and the git server
+// with the demo repository.
+type env struct {
+	sandbox *sandbox.Sandbox
+	git     *gitserver.Server
+	shoot   *sandbox.ShootHandle
+	logPath string
+	cleanup []func() error
+}
+
+func (e *env) close() error {
+	var errs []error
+	for i := len(e.cleanup) - 1; i >= 0; i-- {
+		errs = append(errs, e.cleanup[i]())
+	}
+	return errors.Join(errs...)
+}
+
+func step(format string, args ...any) {
+	fmt.Printf("==> "+format+"\n", args...)
+}
+
+// setup starts everything; the controllers' logs go to a file in dir, the terminal shows progress.
+func setup(ctx context.Context, dir string, withExtension bool) (*env, error) {
+	e := &env{}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return e, fmt.Errorf("failed creating %s: %w", dir, err)
+	}
+	e.logPath = filepath.Join(dir, "sandbox.log")
+	logFile, err := os.Create(e.logPath)
+	if err != nil {
+		return e, fmt.Errorf("failed creating log file: %w", err)
+	}
+	e.cleanup = append(e.cleanup, logFile.Close)
+	log := logzap.New(logzap.WriteTo(logFile))
+	logf.SetLogger(log)
+	step("controller logs go to %s", e.logPath)
+
+	repoRoot, err := os.MkdirTemp("", "shoot-flux-sandbox-git-")
+	if err != nil {
+		return e, fmt.Errorf("failed creating git directory: %w", err)
+	}
+	e.cleanup = append(e.cleanup, func() error { return os.RemoveAll(repoRoot) })
+	commit, err := gitserver.NewKluctlProjectRepo(filepath.Join(repoRoot, repoName))
+	if err != nil {
+		return e, err
+	}
+	if e.git, err = gitserver.Start(gitserver.Options{RepoRoot: repoRoot}); err != nil {
+		return e, err
+	}
+	e.cleanup = append(e.cleanup, e.git.Close)
+	step("git server serves %s (commit %s)", e.git.URL(repoName), commit[:12])
+
+	start := time.Now()
+	if withExtension {
+		step("starting garden and seed API servers and the extension")
+	} else {
+		step("starting garden and seed API servers")
+	}
+	e.sandbox, err = sandbox.Start(ctx, sandbox.Options{WithoutExtension: !withExtension, Log: log.WithName("sandbox")})
+	if err != nil {
+		return e, err
+	}
+	e.cleanup = append(e.cleanup, e.sandbox.Stop)
+	step("sandbox up in %s", time.Since(start).Round(100*time.Millisecond))
+
+	if err := createDemoShoot(ctx, e); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+func createDemoShoot(ctx context.Context, e *env) error {
+	namespace, err := e.sandbox.CreateProject(ctx, project)
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: constants.ProjectConfigMapName},
+		Data: map[string]string{
+			constants.ConfigMapKeyFluxVersion:      "2.9.5",
+			constants.ConfigMapKeyRepositoryURL:    e.git.URL(repoName),
+			constants.ConfigMapKeyRepositoryBranch: gitserver.Branch,
+			constants.ConfigMapKeyRepositoryType:   "private",
+		},
+	}
+	if err := e.sandbox.Garden.Client.Create(ctx, cm); err != nil {
+		return fmt.Errorf("failed creating project ConfigMap: %w", err)
+	}
+	step("project %s: ConfigMap %s/%s (legacy keys, private repository)", project, namespace, cm.Name)
+
+	start := time.Now()
+	e.shoot, err = e.sandbox.CreateShoot(ctx, sandbox.ShootSpec{Project: project, Name: shootName})
+	if err != nil {
+		return err
+	}
+	step("shoot %s/%s: seed namespace %s, Cluster and Extension created in %s", project, shootName, e.shoot.SeedNamespace, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+func demo(ctx context.Context, dir string) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
+	defer cancel()
+	started := time.Now()
+
+	e, err := setup(ctx, dir, true)
+	defer func() {
+		step("stopping")
+		err = errors.Join(err, e.close())
+		if err == nil {
+			step("done in %s", time.Since(started).Round(100*time.Millisecond))
+		}
+	}()
+	if err != nil {
+		return err
+	}
+
+	start := time.Now()
+	step("waiting for the Extension to succeed")
+	if _, err := e.shoot.WaitSucceeded(ctx, reconcileTimeout); err != nil {
+		return fmt.Errorf("%w (see %s)", err, e.logPath)
+	}
+	step("Extension succeeded in %s", time.Since(start).Round(100*time.Millisecond))
+	return report(ctx, e.shoot)
+}
+
+func up(ctx context.Context, dir string) (err error) {
+	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	e, err := setup(setupCtx, dir, false)
+	defer func() {
+		step("stopping")
+		err = errors.Join(err, e.close())
+	}()
+	if err != nil {
+		return err
+	}
+	if err := e.sandbox.WriteKubeconfigs(dir); err != nil {
+		return err
+	}
+
+	fmt.Printf(`
+The sandbox is up. The extension does not run: start it in another terminal with
+
+    make start        # or: make debug
+
+It uses %[1]s/seed.kubeconfig and %[1]s/garden.kubeconfig and reconciles the Extension of shoot
+%[2]s/%[3]s, whose repository is served by the sandbox's git server. Inspect the clusters with
+
+    KUBECONFIG=%[1]s/seed.kubeconfig   kubectl -n %[4]s get extensions,managedresources
+    KUBECONFIG=%[1]s/garden.kubeconfig kubectl -n garden-%[2]s get configmaps,secrets
+    KUBECONFIG=%[1]s/shoot.kubeconfig  kubectl get namespaces,deployments -A
+
+Press Ctrl-C to stop.
+`, dir, project, shootName, e.shoot.SeedNamespace)
+
+	<-ctx.Done()
+	fmt.Println()
+	return nil
+}
+
+// report prints what the extension delivered into the demo shoot.
+func report(ctx context.Context, h *sandbox.ShootHandle) error {
+	c := h.Shoot.Client
+
+	namespaces := &corev1.NamespaceList{}
+	if err := c.List(ctx, namespaces); err != nil {
+		return fmt.Errorf("failed listing shoot namespaces: %w", err)
+	}
+	fmt.Println("\nShoot namespaces:")
+	for _, ns := range namespaces.Items {
+		fmt.Printf("  %s\n", ns.Name)
+	}
+
+	if err := printDeployments(ctx, c); err != nil {
+		return err
+	}
+	if err := printKluctlDeployment(ctx, c); err != nil {
+		return err
+	}
+
+	status, err := h.ProviderStatus(ctx)
+	if err != nil {
+		return err
+	}
+	if status == nil {
+		return fmt.Errorf("the Extension has no providerStatus")
+	}
+	fmt.Printf("\nRegister this deploy key (read-only) at the git host of %s:\n  %s\n  fingerprint %s, stored in garden Secret %s\n",
+		status.Repository, strings.TrimSpace(status.PublicKey), status.Fingerprint, status.DeployKeySecret)
+	for _, w := range status.Warnings {
+		fmt.Printf("  warning: %s\n", w)
+	}
+	fmt.Println()
+	return nil
+}

@@ -1,0 +1,13 @@
+package mrutil_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestMRUtil(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "ManagedResource Util Suite")
+}
