@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,7 +78,7 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		Name:                      ControllerName,
 		FinalizerSuffix:           FinalizerSuffix,
 		Resync:                    opts.Resync,
-		Predicates:                extension.DefaultPredicates(ctx, mgr, opts.IgnoreOperationAnnotation),
+		Predicates:                predicates(ctx, mgr, opts.IgnoreOperationAnnotation),
 		Type:                      constants.ExtensionType,
 		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation,
 		ExtensionClasses:          opts.ExtensionClasses,
@@ -93,6 +94,23 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		},
 	})
 }
+
+// predicates select the Extension events to reconcile. Without the operation annotation (local
+// development), gardener's defaults fall short: they only admit generation changes, and their
+// shoot-not-failed precondition rejects the generic events of the library's Cluster watch, so
+// hibernation, migrate/restore/reconcile annotations and Cluster changes would go unnoticed. The
+// reconciler skips failed shoots itself, so the precondition is not needed there.
+func predicates(ctx context.Context, mgr manager.Manager, ignoreOperationAnnotation bool) []predicate.Predicate {
+	if !ignoreOperationAnnotation {
+		return extension.DefaultPredicates(ctx, mgr, false)
+	}
+	return []predicate.Predicate{predicate.Or(predicate.GenerationChangedPredicate{}, hasOperationAnnotation)}
+}
+
+var hasOperationAnnotation = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	_, ok := o.GetAnnotations()[v1beta1constants.GardenerOperation]
+	return ok
+})
 
 // SupportedVersions are the Flux and kluctl versions whose manifests are embedded.
 func SupportedVersions() validation.SupportedVersions {
