@@ -12,6 +12,8 @@
 package fluxconfig
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -120,4 +122,44 @@ func ValidateProviderConfig(raw *runtime.RawExtension, supported validation.Supp
 	p := &problems{}
 	providerConfigLayer(raw, supported, p)
 	return p.err()
+}
+
+// ProviderConfigFieldErrors validates a providerConfig like ValidateProviderConfig and returns
+// every problem as a field error below fldPath, the providerConfig's path in the object that
+// embeds it (e.g. a Shoot's spec.extensions[0].providerConfig). A document that cannot be decoded
+// is blamed on fldPath itself.
+func ProviderConfigFieldErrors(raw *runtime.RawExtension, supported validation.SupportedVersions, fldPath *field.Path) field.ErrorList {
+	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
+		return nil
+	}
+	cfg, err := decodeFluxConfig(raw.Raw)
+	if err != nil {
+		var errs fieldErrors
+		if errors.As(err, &errs) {
+			return reroot(field.ErrorList(errs), fldPath)
+		}
+		return field.ErrorList{field.Invalid(fldPath, field.OmitValueType{}, err.Error())}
+	}
+	if cfg == nil {
+		return nil
+	}
+	return reroot(validateLayer(cfg, supported), fldPath)
+}
+
+// reroot places field errors with paths relative to a document below the document's path.
+func reroot(errs field.ErrorList, fldPath *field.Path) field.ErrorList {
+	out := make(field.ErrorList, 0, len(errs))
+	for _, e := range errs {
+		rerooted := *e
+		switch {
+		case e.Field == "":
+			rerooted.Field = fldPath.String()
+		case strings.HasPrefix(e.Field, "["):
+			rerooted.Field = fldPath.String() + e.Field
+		default:
+			rerooted.Field = fldPath.String() + "." + e.Field
+		}
+		out = append(out, &rerooted)
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
@@ -538,5 +539,40 @@ var _ = Describe("ValidateProviderConfig", func() {
 
 	It("rejects invalid values", func() {
 		Expect(ValidateProviderConfig(raw(`{"flux":{"namespace":"Flux"}}`), supported)).To(MatchError(`Extension providerConfig: flux.namespace: Invalid value: "Flux": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`))
+	})
+})
+
+var _ = Describe("ProviderConfigFieldErrors", func() {
+	fldPath := field.NewPath("spec", "extensions").Index(2).Child("providerConfig")
+	errorStrings := func(errs field.ErrorList) []string {
+		out := make([]string, 0, len(errs))
+		for _, e := range errs {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+
+	It("accepts an empty or valid providerConfig", func() {
+		Expect(ProviderConfigFieldErrors(nil, supported, fldPath)).To(BeEmpty())
+		Expect(ProviderConfigFieldErrors(raw(`{"source":{"url":"ssh://git@host/r"}}`), supported, fldPath)).To(BeEmpty())
+	})
+
+	It("places field errors below the providerConfig's path", func() {
+		Expect(errorStrings(ProviderConfigFieldErrors(raw(`{"source":{"url":"http://h/r"},"additionalSecretResources":[{"name":""}]}`), supported, fldPath))).To(ConsistOf(
+			HavePrefix("spec.extensions[2].providerConfig.source.url: Invalid value"),
+			HavePrefix("spec.extensions[2].providerConfig.additionalSecretResources[0].name: Required value"),
+		))
+	})
+
+	It("places unknown fields below the providerConfig's path", func() {
+		Expect(errorStrings(ProviderConfigFieldErrors(raw(`{"source":{"uri":"x"}}`), supported, fldPath))).To(ConsistOf(
+			"spec.extensions[2].providerConfig.source.uri: Forbidden: unknown field",
+		))
+	})
+
+	It("blames a document that cannot be decoded on the providerConfig itself", func() {
+		Expect(errorStrings(ProviderConfigFieldErrors(raw(`[1]`), supported, fldPath))).To(ConsistOf(
+			"spec.extensions[2].providerConfig: Invalid value: must be a FluxConfig object",
+		))
 	})
 })

@@ -3,17 +3,13 @@ package validator
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
-	"strings"
 
 	extensionswebhook "github.com/gardener/gardener/extensions/pkg/webhook"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -23,35 +19,6 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 )
-
-const (
-	// providerConfigOrigin is how fluxconfig names the providerConfig layer at the start of each
-	// problem. The webhook replaces it with the field path of the providerConfig in the Shoot,
-	// which is what the user edits.
-	providerConfigOrigin = "Extension providerConfig: "
-	// extensionProviderConfigField is the path fluxconfig blames problems of the document as a
-	// whole on: the providerConfig of the Extension resource, which is the Shoot's
-	// spec.extensions[i].providerConfig.
-	extensionProviderConfigField = "spec.providerConfig"
-)
-
-// relativeFieldError matches a problem that is a field error relative to the providerConfig, e.g.
-// `source.url: Invalid value: ...`, so that its path can be joined to the providerConfig's path.
-// Other problems, e.g. decoding errors, are reported on the providerConfig itself.
-var relativeFieldError = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*(\[[^\]]*\]|\.[A-Za-z][A-Za-z0-9]*)*: (` + strings.Join(fieldErrorTypes(), "|") + `)`)
-
-func fieldErrorTypes() []string {
-	types := []field.ErrorType{
-		field.ErrorTypeNotFound, field.ErrorTypeRequired, field.ErrorTypeDuplicate, field.ErrorTypeInvalid,
-		field.ErrorTypeNotSupported, field.ErrorTypeForbidden, field.ErrorTypeTooLong, field.ErrorTypeTooMany,
-		field.ErrorTypeInternal, field.ErrorTypeTypeInvalid,
-	}
-	out := make([]string, 0, len(types))
-	for _, t := range types {
-		out = append(out, regexp.QuoteMeta(t.String()))
-	}
-	return out
-}
 
 // shoot validates the shoot-flux extension of Shoots.
 type shoot struct {
@@ -93,10 +60,10 @@ func (s *shoot) Validate(_ context.Context, newObj, oldObj client.Object) error 
 		_, oldExt = findExtension(oldShoot)
 	}
 
-	var errs []error
+	var errs field.ErrorList
 	configChanged := oldExt == nil || !sameProviderConfig(oldExt.ProviderConfig, ext.ProviderConfig)
 	if configChanged {
-		errs = append(errs, providerConfigErrors(ext.ProviderConfig, s.supported, fldPath)...)
+		errs = append(errs, fluxconfig.ProviderConfigFieldErrors(ext.ProviderConfig, s.supported, fldPath)...)
 	}
 
 	refErrs := referenceErrors(ext.ProviderConfig, newShoot.Spec.Resources, fldPath)
@@ -105,10 +72,8 @@ func (s *shoot) Validate(_ context.Context, newObj, oldObj client.Object) error 
 		// and only references broken by this change are the user's to fix now.
 		refErrs = newErrors(refErrs, referenceErrors(oldExt.ProviderConfig, oldShoot.Spec.Resources, fldPath))
 	}
-	for _, err := range refErrs {
-		errs = append(errs, err)
-	}
-	return utilerrors.NewAggregate(errs)
+	errs = append(errs, refErrs...)
+	return errs.ToAggregate()
 }
 
 // findExtension returns the enabled shoot-flux entry of spec.extensions and its index; nil if
@@ -146,36 +111,6 @@ func rawBytes(raw *runtime.RawExtension) []byte {
 		return nil
 	}
 	return bytes.TrimSpace(raw.Raw)
-}
-
-// providerConfigErrors runs the extension controller's validation of a providerConfig on its own
-// and places each problem under the providerConfig's field path in the Shoot.
-func providerConfigErrors(raw *runtime.RawExtension, supported validation.SupportedVersions, fldPath *field.Path) []error {
-	err := fluxconfig.ValidateProviderConfig(raw, supported)
-	if err == nil {
-		return nil
-	}
-	var cfgErr *fluxconfig.ConfigurationError
-	if !errors.As(err, &cfgErr) {
-		return []error{fmt.Errorf("%s: %w", fldPath, err)}
-	}
-	errs := make([]error, 0, len(cfgErr.Problems))
-	for _, problem := range cfgErr.Problems {
-		errs = append(errs, errors.New(rootProblem(problem, fldPath)))
-	}
-	return errs
-}
-
-// rootProblem places a problem of fluxconfig under the providerConfig's path in the Shoot.
-func rootProblem(problem string, fldPath *field.Path) string {
-	problem = strings.TrimPrefix(problem, providerConfigOrigin)
-	if rest, ok := strings.CutPrefix(problem, extensionProviderConfigField); ok && strings.IndexAny(rest, ":.[") == 0 {
-		return fldPath.String() + rest
-	}
-	if relativeFieldError.MatchString(problem) {
-		return fldPath.String() + "." + problem
-	}
-	return fldPath.String() + ": " + problem
 }
 
 // referenceErrors checks that every Shoot resource the providerConfig names is an entry of

@@ -103,7 +103,7 @@ var _ = Describe("Shoot validator", func() {
 				`spec.extensions[1].providerConfig.additionalSecretResources[1].name: Duplicate value: "git-creds"`),
 			Entry("wrong kind",
 				`{"apiVersion": "v1", "kind": "ConfigMap"}`,
-				`spec.extensions[1].providerConfig: apiVersion and kind must be shoot-flux.extensions.gardener.cloud/v1alpha1 FluxConfig`),
+				`spec.extensions[1].providerConfig: Invalid value: apiVersion and kind must be shoot-flux.extensions.gardener.cloud/v1alpha1 FluxConfig`),
 			Entry("several problems at once",
 				`{"flux": {"version": "v2.0.0"}, "source": {"url": "ftp://example.com/repo"}}`,
 				`spec.extensions[1].providerConfig.flux.version: Unsupported value`, `spec.extensions[1].providerConfig.source.url: Invalid value`),
@@ -134,7 +134,7 @@ var _ = Describe("Shoot validator", func() {
 
 		It("reports a document that is no object on the providerConfig", func() {
 			err := validator.Validate(ctx, newShoot(`"ssh://git@github.com/owner/repo"`), nil)
-			Expect(err).To(MatchError(`spec.extensions[1].providerConfig: must be a FluxConfig object`))
+			Expect(err).To(MatchError(`spec.extensions[1].providerConfig: Invalid value: must be a FluxConfig object`))
 		})
 
 		It("reports an empty secretResourceName once, as a field error", func() {
