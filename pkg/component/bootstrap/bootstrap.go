@@ -4,7 +4,6 @@
 package bootstrap
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -64,42 +63,17 @@ type Values struct {
 	AdditionalSecrets []Secret
 }
 
-type bootstrap struct {
-	client    client.Client
-	reader    client.Reader
-	namespace string
-	values    Values
-	timeouts  mrutil.Timeouts
-	// secretName is the ManagedResource Secret written by the last Deploy.
-	secretName string
-}
-
 // New returns a component for the bootstrap ManagedResource in the given seed namespace. reader
 // is used while waiting and should be a cached client; zero timeouts use the package defaults.
 func New(c client.Client, reader client.Reader, namespace string, values Values, timeouts mrutil.Timeouts) component.DeployWaiter {
-	return &bootstrap{client: c, reader: reader, namespace: namespace, values: values, timeouts: timeouts.Or(TimeoutApplied, TimeoutDeleted)}
-}
-
-func (b *bootstrap) Deploy(ctx context.Context) error {
-	data, err := Data(b.values)
-	if err != nil {
-		return err
+	return &mrutil.ShootManagedResource{
+		Client:    c,
+		Reader:    reader,
+		Namespace: namespace,
+		Name:      constants.ManagedResourceBootstrap,
+		Data:      func() (map[string][]byte, error) { return Data(values) },
+		Timeouts:  timeouts.Or(TimeoutApplied, TimeoutDeleted),
 	}
-	// The same unique name CreateForShoot gives the Secret; Wait looks for it.
-	b.secretName, _ = managedresources.NewSecret(b.client, b.namespace, constants.ManagedResourceBootstrap, data, true)
-	return managedresources.CreateForShoot(ctx, b.client, b.namespace, constants.ManagedResourceBootstrap, constants.Origin, false, data)
-}
-
-func (b *bootstrap) Destroy(ctx context.Context) error {
-	return managedresources.Delete(ctx, b.client, b.namespace, constants.ManagedResourceBootstrap, true)
-}
-
-func (b *bootstrap) Wait(ctx context.Context) error {
-	return mrutil.WaitUntilApplied(ctx, b.reader, b.namespace, constants.ManagedResourceBootstrap, b.secretName, b.timeouts.Applied)
-}
-
-func (b *bootstrap) WaitCleanup(ctx context.Context) error {
-	return mrutil.WaitUntilDeleted(ctx, b.reader, b.namespace, constants.ManagedResourceBootstrap, b.timeouts.Deleted)
 }
 
 // Data returns the brotli-compressed ManagedResource secret data for the given values.

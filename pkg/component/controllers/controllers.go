@@ -4,7 +4,6 @@ package controllers
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,42 +44,17 @@ type Values struct {
 	DisableStrictHostKeyChecking bool
 }
 
-type controllers struct {
-	client    client.Client
-	reader    client.Reader
-	namespace string
-	values    Values
-	timeouts  mrutil.Timeouts
-	// secretName is the ManagedResource Secret written by the last Deploy.
-	secretName string
-}
-
 // New returns a component for the controllers ManagedResource in the given seed namespace. reader
 // is used while waiting and should be a cached client; zero timeouts use the package defaults.
 func New(c client.Client, reader client.Reader, namespace string, values Values, timeouts mrutil.Timeouts) component.DeployWaiter {
-	return &controllers{client: c, reader: reader, namespace: namespace, values: values, timeouts: timeouts.Or(TimeoutApplied, TimeoutDeleted)}
-}
-
-func (c *controllers) Deploy(ctx context.Context) error {
-	data, err := Data(c.values)
-	if err != nil {
-		return err
+	return &mrutil.ShootManagedResource{
+		Client:    c,
+		Reader:    reader,
+		Namespace: namespace,
+		Name:      constants.ManagedResourceControllers,
+		Data:      func() (map[string][]byte, error) { return Data(values) },
+		Timeouts:  timeouts.Or(TimeoutApplied, TimeoutDeleted),
 	}
-	// The same unique name CreateForShoot gives the Secret; Wait looks for it.
-	c.secretName, _ = managedresources.NewSecret(c.client, c.namespace, constants.ManagedResourceControllers, data, true)
-	return managedresources.CreateForShoot(ctx, c.client, c.namespace, constants.ManagedResourceControllers, constants.Origin, false, data)
-}
-
-func (c *controllers) Destroy(ctx context.Context) error {
-	return managedresources.Delete(ctx, c.client, c.namespace, constants.ManagedResourceControllers, true)
-}
-
-func (c *controllers) Wait(ctx context.Context) error {
-	return mrutil.WaitUntilApplied(ctx, c.reader, c.namespace, constants.ManagedResourceControllers, c.secretName, c.timeouts.Applied)
-}
-
-func (c *controllers) WaitCleanup(ctx context.Context) error {
-	return mrutil.WaitUntilDeleted(ctx, c.reader, c.namespace, constants.ManagedResourceControllers, c.timeouts.Deleted)
 }
 
 // The compressed data only depends on the values, and hundreds of shoots on a seed share a few

@@ -8,11 +8,15 @@ import (
 	"time"
 
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/component"
 	"github.com/gardener/gardener/pkg/utils/kubernetes/health"
+	"github.com/gardener/gardener/pkg/utils/managedresources"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
 // Timeouts bound the waits of a ManagedResource component; zero values fall back to the
@@ -99,4 +103,50 @@ func deletionMessage(mr *resourcesv1alpha1.ManagedResource) string {
 		}
 	}
 	return ""
+}
+
+// ShootManagedResource is a component that deploys one ManagedResource for the shoot's
+// gardener-resource-manager, with the extension's origin.
+type ShootManagedResource struct {
+	// Client writes the ManagedResource and its Secret.
+	Client client.Client
+	// Reader is used while waiting and should be a cached client.
+	Reader client.Reader
+	// Namespace is the shoot's seed namespace; Name the ManagedResource's name.
+	Namespace, Name string
+	// Data computes the Secret data; only Deploy calls it.
+	Data func() (map[string][]byte, error)
+	// Timeouts bound Wait and WaitCleanup.
+	Timeouts Timeouts
+
+	// secretName is the ManagedResource Secret written by the last Deploy.
+	secretName string
+}
+
+var _ component.DeployWaiter = (*ShootManagedResource)(nil)
+
+// Deploy writes the Secret and the ManagedResource.
+func (m *ShootManagedResource) Deploy(ctx context.Context) error {
+	data, err := m.Data()
+	if err != nil {
+		return err
+	}
+	// The same unique name CreateForShoot gives the Secret; Wait looks for it.
+	m.secretName, _ = managedresources.NewSecret(m.Client, m.Namespace, m.Name, data, true)
+	return managedresources.CreateForShoot(ctx, m.Client, m.Namespace, m.Name, constants.Origin, false, data)
+}
+
+// Destroy deletes the ManagedResource and its Secrets.
+func (m *ShootManagedResource) Destroy(ctx context.Context) error {
+	return managedresources.Delete(ctx, m.Client, m.Namespace, m.Name, true)
+}
+
+// Wait waits until the resource manager applied what the last Deploy wrote.
+func (m *ShootManagedResource) Wait(ctx context.Context) error {
+	return WaitUntilApplied(ctx, m.Reader, m.Namespace, m.Name, m.secretName, m.Timeouts.Applied)
+}
+
+// WaitCleanup waits until the ManagedResource is gone.
+func (m *ShootManagedResource) WaitCleanup(ctx context.Context) error {
+	return WaitUntilDeleted(ctx, m.Reader, m.Namespace, m.Name, m.Timeouts.Deleted)
 }
