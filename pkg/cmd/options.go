@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	extensionsheartbeatcontroller "github.com/gardener/gardener/extensions/pkg/controller/heartbeat"
 	controllercmd "github.com/gardener/gardener/extensions/pkg/controller/cmd"
+	extensionsheartbeatcontroller "github.com/gardener/gardener/extensions/pkg/controller/heartbeat"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -92,7 +92,29 @@ func RESTConfigFromKubeconfig(path string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed loading kubeconfig %q: %w", path, err)
 	}
-	return cfg, nil
+	return WithClientRateLimits(cfg), nil
+}
+
+var (
+	// ClientQPS is the rate of requests per second the extension's clients allow themselves to
+	// the seed and the garden, per resource type.
+	ClientQPS float32 = 100
+	// ClientBurst is the number of requests above ClientQPS a client may send at once.
+	ClientBurst = 130
+)
+
+// WithClientRateLimits sets ClientQPS and ClientBurst in cfg unless it has limits already. A
+// kubeconfig cannot set them, and client-go's default of 5 requests per second (per resource
+// type) would let a seed with hundreds of shoots take minutes for work its API server serves in
+// seconds. The values are gardener-resource-manager's defaults for its clients.
+func WithClientRateLimits(cfg *rest.Config) *rest.Config {
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS = ClientQPS
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = ClientBurst
+	}
+	return cfg
 }
 
 // ControllerSwitches are the controllers that can be switched on and off.

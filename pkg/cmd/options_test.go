@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 )
@@ -42,6 +44,9 @@ users:
 
 			cfg := opts.Completed()
 			Expect(cfg.Host).To(Equal("https://garden.example.com"))
+			// client-go's default of 5 requests per second would throttle a seed with many shoots.
+			Expect(cfg.QPS).To(Equal(ClientQPS))
+			Expect(cfg.Burst).To(Equal(ClientBurst))
 			// client-go re-reads BearerTokenFile (cached for a minute) on requests, so the renewed
 			// token is picked up; a config with only BearerToken would keep the first token forever.
 			Expect(cfg.BearerTokenFile).To(Equal(tokenFile))
@@ -59,6 +64,25 @@ users:
 			opts := &GardenOptions{}
 			opts.AddFlags(pflag.NewFlagSet("test", pflag.ContinueOnError))
 			Expect(opts.Complete()).To(MatchError(ContainSubstring("--garden-kubeconfig or $GARDEN_KUBECONFIG is required")))
+		})
+	})
+
+	Describe("WithClientRateLimits", func() {
+		It("raises client-go's default limits", func() {
+			cfg := WithClientRateLimits(&rest.Config{})
+			Expect(cfg.QPS).To(BeNumerically(">=", 100))
+			Expect(cfg.Burst).To(BeNumerically(">=", 130))
+		})
+
+		It("keeps limits that are set", func() {
+			cfg := WithClientRateLimits(&rest.Config{QPS: 7, Burst: 9})
+			Expect(cfg.QPS).To(BeEquivalentTo(7))
+			Expect(cfg.Burst).To(Equal(9))
+
+			limiter := flowcontrol.NewFakeAlwaysRateLimiter()
+			cfg = WithClientRateLimits(&rest.Config{RateLimiter: limiter})
+			Expect(cfg.QPS).To(BeZero())
+			Expect(cfg.RateLimiter).To(BeIdenticalTo(limiter))
 		})
 	})
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"

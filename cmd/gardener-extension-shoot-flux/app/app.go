@@ -9,14 +9,14 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/heartbeat"
 	gardenerhealthz "github.com/gardener/gardener/pkg/healthz"
 	"github.com/spf13/cobra"
-	"k8s.io/component-base/version/verflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/version/verflag"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
+	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
@@ -54,7 +54,7 @@ func (o *Options) run(ctx context.Context) error {
 	// Secrets are read rarely and a seed has many of them; caching them all would dominate memory.
 	mgrOpts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 
-	mgr, err := manager.New(o.restOptions.Completed().Config, mgrOpts)
+	mgr, err := manager.New(fluxcmd.WithClientRateLimits(o.restOptions.Completed().Config), mgrOpts)
 	if err != nil {
 		return fmt.Errorf("could not instantiate controller-manager: %w", err)
 	}
@@ -103,4 +103,3 @@ func (o *Options) run(ctx context.Context) error {
 	}
 	return nil
 }
-
