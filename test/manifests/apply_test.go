@@ -54,7 +54,7 @@ func apply(ctx context.Context, objs []*unstructured.Unstructured) {
 		return rank(a) - rank(b)
 	})
 	for _, obj := range objs {
-		ExpectWithOffset(1, k8s.Patch(ctx, obj, client.Apply, client.FieldOwner("shoot-flux-test"), client.ForceOwnership, client.FieldValidation("Strict"))).
+		ExpectWithOffset(1, k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("shoot-flux-test"), client.ForceOwnership)).
 			To(Succeed(), "applying %s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
 		if obj.GetKind() == "CustomResourceDefinition" {
 			EventuallyWithOffset(1, func(g Gomega) {
@@ -86,6 +86,19 @@ func componentSets() [][]string {
 }
 
 var _ = Describe("Embedded manifests on a real API server", func() {
+	It("rejects what the API server would not accept", func(ctx SpecContext) {
+		stream, err := manifests.RenderFlux(manifests.FluxOptions{Version: manifests.DefaultFluxVersion, Components: []string{manifests.SourceController}, Namespace: "strict-check"})
+		Expect(err).NotTo(HaveOccurred())
+		objs := decode(stream)
+		idx := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" })
+		Expect(idx).To(BeNumerically(">=", 0))
+		deployment := objs[idx].DeepCopy()
+		Expect(unstructured.SetNestedField(deployment.Object, "x", "spec", "bogus")).To(Succeed())
+		apply(ctx, slices.DeleteFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" }))
+		Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(deployment), client.FieldOwner("shoot-flux-test"))).
+			To(MatchError(ContainSubstring(".spec.bogus: field not declared in schema")))
+	})
+
 	It("covers all eight component sets", func() {
 		Expect(componentSets()).To(HaveLen(8))
 	})

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -29,6 +30,8 @@ var _ = BeforeSuite(func() {
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(testEnv.Stop)
-	k8s, err = client.New(cfg, client.Options{})
+	c, err := client.New(cfg, client.Options{})
 	Expect(err).NotTo(HaveOccurred())
+	// Unknown or duplicate fields must fail the apply rather than be dropped with a warning.
+	k8s = client.WithFieldValidation(c, metav1.FieldValidationStrict)
 })
