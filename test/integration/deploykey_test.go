@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"slices"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -91,49 +93,74 @@ var _ = Describe("Deploy keys", func() {
 		}).Should(Succeed())
 	})
 
-	It("ends with the first key when the extension restarts in the middle of the first reconcile", func(ctx SpecContext) {
-		project := "restart"
-		projectNamespace := newProject(ctx, project)
-		setProjectConfig(ctx, projectNamespace, legacyConfig(git.URL(repoName), "main", "private"))
-		h := createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "one", DeferExtension: true})
-
-		By("letting the first reconcile wait for the resource manager, which is down")
-		Expect(h.StopResourceManager()).To(Succeed())
-		Expect(h.CreateExtension(ctx)).To(Succeed())
-		var firstKey []corev1.Secret
-		Eventually(func(g Gomega) {
-			_, err := h.ManagedResource(ctx, constants.ManagedResourceControllers)
-			g.Expect(err).NotTo(HaveOccurred())
-			firstKey = deployKeySecrets(ctx, projectNamespace)
-			g.Expect(firstKey).To(HaveLen(1))
-		}).WithTimeout(reconcileTimeout).Should(Succeed())
-
-		By("restarting the extension")
-		Expect(sb.StopExtension()).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) error {
-			// Later scenarios need the extension even if this one fails half-way.
-			if sb.ExtensionRunning() {
-				return nil
+	DescribeTable("ends with the first key per scope when the extension restarts in the middle of the first reconciles",
+		func(ctx SpecContext, scope config.KeyScope) {
+			project := "restart-" + string(scope)
+			projectNamespace := newProject(ctx, project)
+			setProjectConfig(ctx, projectNamespace, legacyConfig(git.URL(repoName), "main", "private"))
+			cfg := sb.ExtensionConfig()
+			cfg.SSHKey.Scope = scope
+			settings := sandbox.ExtensionSettings{Config: &cfg}
+			restartExtension(ctx, settings)
+			shoots := []*sandbox.ShootHandle{
+				createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "one", DeferExtension: true}),
+				createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "two", DeferExtension: true}),
 			}
-			return sb.StartExtension(ctx)
-		})
-		ex, err := h.Extension(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(lastOperation(ex)).To(Equal("Create/Processing"), "the reconcile should have been interrupted")
+			wantKeys := 1
+			if scope == config.KeyScopeShoot {
+				wantKeys = len(shoots)
+			}
 
-		Expect(h.StartResourceManager(ctx)).To(Succeed())
-		Expect(h.Checkpoint(ctx)).To(Succeed())
-		Expect(sb.StartExtension(ctx)).To(Succeed())
-		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
-		Expect(err).NotTo(HaveOccurred())
+			By("letting the first reconciles wait for the resource managers, which are down")
+			for _, h := range shoots {
+				Expect(h.StopResourceManager()).To(Succeed())
+				Expect(h.CreateExtension(ctx)).To(Succeed())
+			}
+			var firstKeys []corev1.Secret
+			Eventually(func(g Gomega) {
+				for _, h := range shoots {
+					_, err := h.ManagedResource(ctx, constants.ManagedResourceControllers)
+					g.Expect(err).NotTo(HaveOccurred())
+				}
+				firstKeys = deployKeySecrets(ctx, projectNamespace)
+				g.Expect(firstKeys).To(HaveLen(wantKeys))
+			}).WithTimeout(reconcileTimeout).Should(Succeed())
 
-		keys := deployKeySecrets(ctx, projectNamespace)
-		Expect(keys).To(HaveLen(1))
-		Expect(keys[0].UID).To(Equal(firstKey[0].UID))
-		Expect(keys[0].Data).To(Equal(firstKey[0].Data))
-		expectControllers(ctx, h, true)
-		secret, err := credentials(ctx, h, kluctlNamespace)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(firstKey[0].Data[constants.SecretKeyIdentity]))
-	})
+			By("restarting the extension")
+			Expect(sb.StopExtension()).To(Succeed())
+			for _, h := range shoots {
+				ex, err := h.Extension(ctx)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(lastOperation(ex)).To(Equal("Create/Processing"), "the reconcile of %s should have been interrupted", h.Name)
+				Expect(h.StartResourceManager(ctx)).To(Succeed())
+				Expect(h.Checkpoint(ctx)).To(Succeed())
+			}
+			Expect(sb.StartExtensionWith(ctx, settings)).To(Succeed())
+			for _, h := range shoots {
+				_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+				Expect(err).NotTo(HaveOccurred())
+			}
+
+			keys := deployKeySecrets(ctx, projectNamespace)
+			Expect(keys).To(HaveLen(wantKeys))
+			for i := range keys {
+				Expect(keys[i].UID).To(Equal(firstKeys[i].UID))
+				Expect(keys[i].Data).To(Equal(firstKeys[i].Data))
+			}
+			for _, h := range shoots {
+				key := keys[0]
+				if scope == config.KeyScopeShoot {
+					idx := slices.IndexFunc(keys, func(s corev1.Secret) bool { return s.Name == constants.DeployKeySecretPrefix+"-"+h.Name })
+					Expect(idx).NotTo(BeNumerically("<", 0), "no key of shoot %s", h.Name)
+					key = keys[idx]
+				}
+				expectControllers(ctx, h, true)
+				secret, err := credentials(ctx, h, kluctlNamespace)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(key.Data[constants.SecretKeyIdentity]), "shoot %s", h.Name)
+			}
+		},
+		Entry("project-scoped keys", config.KeyScopeProject),
+		Entry("shoot-scoped keys", config.KeyScopeShoot),
+	)
 })

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -210,4 +212,52 @@ func lastOperation(ex *extensionsv1alpha1.Extension) string {
 		return ""
 	}
 	return fmt.Sprintf("%s/%s", ex.Status.LastOperation.Type, ex.Status.LastOperation.State)
+}
+
+// restartExtension restarts the in-process extension with some settings replaced until the
+// scenario ends.
+func restartExtension(ctx context.Context, settings sandbox.ExtensionSettings) {
+	GinkgoHelper()
+	Expect(sb.StopExtension()).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) error {
+		if err := sb.StopExtension(); err != nil {
+			return err
+		}
+		return sb.StartExtension(ctx)
+	})
+	Expect(sb.StartExtensionWith(ctx, settings)).To(Succeed())
+}
+
+// inParallel runs fn for 0..n-1 at the same time and returns the first error.
+func inParallel(n int, fn func(i int) error) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for i := range n {
+		wg.Go(func() {
+			if err := fn(i); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -5,18 +5,22 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/leak"
 )
 
 // Timeouts of the scenarios. A reconcile in the sandbox takes a few seconds; the bounds leave room
@@ -41,11 +45,15 @@ var (
 	consistentlyDuration = 3 * time.Second
 	// pollInterval is the polling interval of Eventually and Consistently.
 	pollInterval = 250 * time.Millisecond
+	// leakSettle is how long the leak check waits for the last events and status changes to reach
+	// the recorder.
+	leakSettle = 2 * time.Second
 )
 
 var (
 	suiteCtx    context.Context
 	sb          *sandbox.Sandbox
+	leaks       *leak.Recorder
 	git         *gitserver.Server
 	gitRepoRoot string
 	gitCommit   string
@@ -65,7 +73,10 @@ var _ = BeforeSuite(func() {
 	SetDefaultConsistentlyDuration(consistentlyDuration)
 	SetDefaultConsistentlyPollingInterval(pollInterval)
 
-	log := logzap.New(logzap.WriteTo(GinkgoWriter), logzap.UseDevMode(true))
+	// Every log line of the sandbox's controllers, the extension's among them, is recorded for the
+	// leak check at the end of the suite.
+	leaks = leak.NewRecorder()
+	log := logr.New(leaks.LogSink(logzap.New(logzap.WriteTo(GinkgoWriter), logzap.UseDevMode(true)).GetSink()))
 	logf.SetLogger(log)
 
 	// make test-integration provides both; a missing one is a broken setup, not a reason to skip.
@@ -97,4 +108,39 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(sb.Stop)
+
+	recordCtx, stopRecording := context.WithCancel(suiteCtx)
+	DeferCleanup(stopRecording)
+	Expect(leaks.WatchGarden(recordCtx, sb.Garden.Config, sb.Garden.Client.Scheme())).To(Succeed())
+	Expect(leaks.WatchSeed(recordCtx, sb.Seed.Config, sb.Seed.Client.Scheme())).To(Succeed())
+})
+
+// The scenarios create deploy keys and user credentials; none of them may show up in a log line,
+// an event or an Extension status of any scenario. The sandbox is still up here: BeforeSuite's
+// cleanups run after AfterSuite.
+var _ = AfterSuite(func(ctx SpecContext) {
+	if leaks == nil {
+		return
+	}
+	time.Sleep(leakSettle)
+	texts, keys := leaks.Counts()
+	// Every event still stored must have reached the recorder.
+	for _, c := range []struct {
+		cluster *sandbox.Cluster
+		source  string
+	}{{sb.Seed, leak.SourceSeedEvent}, {sb.Garden, leak.SourceGardenEvent}} {
+		events := &corev1.EventList{}
+		Expect(c.cluster.Client.List(ctx, events)).To(Succeed())
+		Expect(texts[c.source]).To(BeNumerically(">=", len(events.Items)), "events of the %s were not recorded", c.cluster.Name)
+	}
+	By(fmt.Sprintf("scanning %v recorded texts for %d private keys", texts, keys))
+	findings := leaks.Scan()
+	Expect(findings).To(BeEmpty(), "private key material leaked")
+	// A scan of nothing proves nothing: a full run records keys, logs and statuses. A focused run
+	// may have run no scenario with a private key.
+	if cfg, _ := GinkgoConfiguration(); len(cfg.FocusStrings)+len(cfg.FocusFiles)+len(cfg.SkipStrings)+len(cfg.SkipFiles) == 0 && cfg.LabelFilter == "" {
+		Expect(keys).To(BeNumerically(">", 0), "no private keys were recorded")
+		Expect(texts[leak.SourceLog]).To(BeNumerically(">", 0), "no log lines were recorded")
+		Expect(texts[leak.SourceExtensionStatus]).To(BeNumerically(">", 0), "no Extension statuses were recorded")
+	}
 })

@@ -1,13 +1,21 @@
 package sandbox
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -21,16 +29,53 @@ type Cluster struct {
 	Name string
 	// Env is the running envtest environment.
 	Env *envtest.Environment
-	// Config is an admin REST config for the API server.
+	// Config is an admin REST config for the API server. It stays valid across StopAPIServer and
+	// StartAPIServer.
 	Config *rest.Config
 	// Client is an uncached admin client; unstructured objects are supported.
 	Client client.WithWatch
+	// AuditLogPath is the kube-apiserver's audit log, if the cluster was started with one.
+	AuditLogPath string
+
+	// certDir holds kube-apiserver's serving certificates. The cluster owns it rather than envtest,
+	// which would replace the certificates on a restart and so invalidate every client's CA.
+	certDir string
+
+	mu        sync.Mutex
+	apiServer bool
 
 	stopOnce sync.Once
 	stopErr  error
 }
 
-func startCluster(name string, scheme *runtime.Scheme, crdPaths []string) (*Cluster, error) {
+// clusterOptions are the optional settings of startCluster.
+type clusterOptions struct {
+	// auditDir, if set, makes kube-apiserver write an audit log <name>-audit.log there (see
+	// auditPolicy).
+	auditDir string
+}
+
+// auditPolicy records every request at metadata level, and Extension requests with their bodies,
+// so that a benchmark can tell the generic reconciler's lastOperation updates from the
+// extension's own status writes. Secret bodies never reach the log.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["create", "update", "patch"]
+  resources:
+  - group: extensions.gardener.cloud
+    resources: ["extensions", "extensions/status"]
+- level: Metadata
+`
+
+func startCluster(name string, scheme *runtime.Scheme, crdPaths []string, opts clusterOptions) (*Cluster, error) {
+	certDir, err := os.MkdirTemp("", "shoot-flux-sandbox-"+fileName(name)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("failed creating certificate directory of %s: %w", name, err)
+	}
+	c := &Cluster{Name: name, certDir: certDir}
 	env := &envtest.Environment{
 		Scheme:                   scheme,
 		CRDDirectoryPaths:        crdPaths,
@@ -38,26 +83,127 @@ func startCluster(name string, scheme *runtime.Scheme, crdPaths []string) (*Clus
 		ControlPlaneStartTimeout: ControlPlaneStartTimeout,
 		ControlPlaneStopTimeout:  ControlPlaneStopTimeout,
 	}
+	apiServer := &envtest.APIServer{CertDir: certDir}
+	if opts.auditDir != "" {
+		policy := filepath.Join(certDir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return nil, errors.Join(fmt.Errorf("failed writing audit policy of %s: %w", name, err), os.RemoveAll(certDir))
+		}
+		c.AuditLogPath = filepath.Join(opts.auditDir, fileName(name)+"-audit.log")
+		apiServer.Configure().
+			Set("audit-policy-file", policy).
+			Set("audit-log-path", c.AuditLogPath).
+			Set("audit-log-format", "json")
+	}
+	env.ControlPlane.APIServer = apiServer
+	c.Env = env
+
 	cfg, err := env.Start()
 	if err != nil {
 		// A half-started control plane still owns processes and a data directory.
-		_ = env.Stop()
-		return nil, fmt.Errorf("failed starting %s API server: %w", name, err)
+		return nil, errors.Join(fmt.Errorf("failed starting %s API server: %w", name, err), env.Stop(), os.RemoveAll(certDir))
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		_ = env.Stop()
-		return nil, fmt.Errorf("failed creating %s client: %w", name, err)
+		return nil, errors.Join(fmt.Errorf("failed creating %s client: %w", name, err), env.Stop(), os.RemoveAll(certDir))
 	}
-	return &Cluster{Name: name, Env: env, Config: cfg, Client: c}, nil
+	c.Config, c.Client, c.apiServer = cfg, cl, true
+	return c, nil
+}
+
+func fileName(name string) string {
+	return strings.NewReplacer("/", "-", ":", "-").Replace(name)
+}
+
+// StopAPIServer kills kube-apiserver and keeps etcd running, as in a crash of the API server:
+// clients get connection errors until StartAPIServer. A graceful stop would take up to a minute
+// while clients hold watches open.
+func (c *Cluster) StopAPIServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.apiServer {
+		return nil
+	}
+	pid, err := c.apiServerPID()
+	if err != nil {
+		return err
+	}
+	// kube-apiserver runs in a process group of its own (envtest starts it that way).
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("failed killing %s API server: %w", c.Name, err)
+	}
+	// envtest reaps the process; until then it still owns the port.
+	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, ControlPlaneStopTimeout, true, func(context.Context) (bool, error) {
+		_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+		return os.IsNotExist(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s API server did not end within %s: %w", c.Name, ControlPlaneStopTimeout, err)
+	}
+	c.apiServer = false
+	return nil
+}
+
+// apiServerPID finds the kube-apiserver process by its certificate directory, which belongs to
+// this cluster alone.
+func (c *Cluster) apiServerPID() (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("failed listing processes: %w", err)
+	}
+	arg := []byte("--cert-dir=" + c.certDir + "\x00")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if bytes.HasPrefix(cmdline, []byte(c.Env.ControlPlane.APIServer.Path)) && bytes.Contains(cmdline, arg) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no kube-apiserver process of %s found", c.Name)
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the same address, with the
+// same certificates and on the same etcd, so existing clients and REST configs keep working.
+func (c *Cluster) StartAPIServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.apiServer {
+		return nil
+	}
+	if err := c.Env.ControlPlane.APIServer.Start(); err != nil {
+		return fmt.Errorf("failed starting %s API server again: %w", c.Name, err)
+	}
+	c.apiServer = true
+	return nil
+}
+
+// APIServerRunning tells whether kube-apiserver runs.
+func (c *Cluster) APIServerRunning() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.apiServer
 }
 
 // stop stops the API server once; later calls return the first result.
 func (c *Cluster) stop() error {
 	c.stopOnce.Do(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		var errs []error
 		if err := c.Env.Stop(); err != nil {
-			c.stopErr = fmt.Errorf("failed stopping %s API server: %w", c.Name, err)
+			errs = append(errs, fmt.Errorf("failed stopping %s API server: %w", c.Name, err))
 		}
+		c.apiServer = false
+		if err := os.RemoveAll(c.certDir); err != nil {
+			errs = append(errs, fmt.Errorf("failed removing certificate directory of %s: %w", c.Name, err))
+		}
+		c.stopErr = errors.Join(errs...)
 	})
 	return c.stopErr
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"time"
 
 	resourcemanagerconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	resourcemanagerclient "github.com/gardener/gardener/pkg/resourcemanager/client"
@@ -11,8 +12,11 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,24 +27,30 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
+// resourceManagerOptions say which ManagedResources a resource manager applies, and how.
+type resourceManagerOptions struct {
+	// name identifies the resource manager in logs and errors.
+	name string
+	// namespace restricts the source cache to one seed namespace, as in a shoot's control plane.
+	namespace string
+	// accept, if namespace is empty, selects the seed namespaces whose ManagedResources are
+	// applied; the source cache then holds all namespaces.
+	accept func(namespace string) bool
+	// concurrentSyncs is the number of workers.
+	concurrentSyncs int
+	// syncPeriod is how often a ManagedResource is applied again.
+	syncPeriod time.Duration
+}
+
 // startResourceManager runs gardener-resource-manager's ManagedResource controller the way a
-// shoot's resource manager runs in its control plane: its source cache only sees the shoot's seed
-// namespace and it applies into the shoot's API server. Class filter "" is gardener's default
+// shoot's resource manager runs in its control plane: it applies the ManagedResources of the
+// shoot's seed namespace into the shoot's API server. Class filter "" is gardener's default
 // class, which also takes ManagedResources without a class, as managedresources.CreateForShoot
 // writes them.
-func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config, namespace string, shoot *Cluster) (*runner, error) {
-	mgr, err := manager.New(seed, manager.Options{
-		Scheme:                 resourcemanagerclient.SourceScheme,
-		Logger:                 log,
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Every shoot has a resource manager with the same controller name in this process.
-		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
-	})
+func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config, shoot *Cluster, opts resourceManagerOptions) (*runner, error) {
+	mgr, err := manager.New(seed, sourceManagerOptions(log, opts))
 	if err != nil {
-		return nil, fmt.Errorf("failed creating resource manager for %s: %w", namespace, err)
+		return nil, fmt.Errorf("failed creating resource manager %s: %w", opts.name, err)
 	}
 
 	target, err := cluster.New(shoot.Config, func(o *cluster.Options) {
@@ -52,16 +62,16 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 		o.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{&corev1.Event{}, &eventsv1.Event{}}}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("failed creating target cluster of resource manager for %s: %w", namespace, err)
+		return nil, fmt.Errorf("failed creating target cluster of resource manager %s: %w", opts.name, err)
 	}
 	if err := mgr.Add(target); err != nil {
-		return nil, fmt.Errorf("failed adding target cluster to resource manager for %s: %w", namespace, err)
+		return nil, fmt.Errorf("failed adding target cluster to resource manager %s: %w", opts.name, err)
 	}
 
 	reconciler := &managedresource.Reconciler{
 		Config: resourcemanagerconfigv1alpha1.ManagedResourceControllerConfig{
-			ConcurrentSyncs:     ptr.To(ResourceManagerConcurrentSyncs),
-			SyncPeriod:          &metav1.Duration{Duration: ResourceManagerSyncPeriod},
+			ConcurrentSyncs:     ptr.To(opts.concurrentSyncs),
+			SyncPeriod:          &metav1.Duration{Duration: opts.syncPeriod},
 			AlwaysUpdate:        ptr.To(false),
 			ManagedByLabelValue: ptr.To("gardener"),
 		},
@@ -69,7 +79,107 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 		RequeueAfterOnDeletionPending: ptr.To(ResourceManagerDeletionRequeue),
 	}
 	if err := reconciler.AddToManager(mgr, mgr, target); err != nil {
-		return nil, fmt.Errorf("failed adding managedresource controller for %s: %w", namespace, err)
+		return nil, fmt.Errorf("failed adding managedresource controller to resource manager %s: %w", opts.name, err)
 	}
-	return startManager(ctx, log, "resource-manager "+namespace, mgr)
+	return startManager(ctx, log, "resource-manager "+opts.name, mgr)
+}
+
+// sourceManagerOptions are the options of a controller manager that watches the seed
+// namespace(s) of a resource manager.
+func sourceManagerOptions(log logr.Logger, opts resourceManagerOptions) manager.Options {
+	mgrOpts := manager.Options{
+		Scheme:                 resourcemanagerclient.SourceScheme,
+		Logger:                 log,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Every shoot has a resource manager with the same controller name in this process.
+		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
+	}
+	if opts.namespace != "" {
+		mgrOpts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.namespace: {}}}
+	} else {
+		// The namespaces of shoots sharing a control plane come and go while the resource manager
+		// runs, which a cache's namespace list cannot follow: the events of other namespaces are
+		// dropped instead, so that the resource managers of other shoots alone handle theirs.
+		mgrOpts.NewCache = func(config *rest.Config, cacheOpts cache.Options) (cache.Cache, error) {
+			c, err := cache.New(config, cacheOpts)
+			if err != nil {
+				return nil, err
+			}
+			return &namespaceFilteredCache{Cache: c, accept: opts.accept}, nil
+		}
+	}
+	return mgrOpts
+}
+
+// namespaceFilteredCache hands out informers that deliver events only for objects in accepted
+// namespaces. Reads are not filtered.
+type namespaceFilteredCache struct {
+	cache.Cache
+	accept func(namespace string) bool
+}
+
+func (c *namespaceFilteredCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	i, err := c.Cache.GetInformer(ctx, obj, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &namespaceFilteredInformer{Informer: i, accept: c.accept}, nil
+}
+
+func (c *namespaceFilteredCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	i, err := c.Cache.GetInformerForKind(ctx, gvk, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &namespaceFilteredInformer{Informer: i, accept: c.accept}, nil
+}
+
+type namespaceFilteredInformer struct {
+	cache.Informer
+	accept func(namespace string) bool
+}
+
+func (i *namespaceFilteredInformer) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.Informer.AddEventHandler(&namespaceFilteredHandler{next: handler, accept: i.accept})
+}
+
+func (i *namespaceFilteredInformer) AddEventHandlerWithResyncPeriod(handler toolscache.ResourceEventHandler, resyncPeriod time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.Informer.AddEventHandlerWithResyncPeriod(&namespaceFilteredHandler{next: handler, accept: i.accept}, resyncPeriod)
+}
+
+func (i *namespaceFilteredInformer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, options toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.Informer.AddEventHandlerWithOptions(&namespaceFilteredHandler{next: handler, accept: i.accept}, options)
+}
+
+type namespaceFilteredHandler struct {
+	next   toolscache.ResourceEventHandler
+	accept func(namespace string) bool
+}
+
+func (h *namespaceFilteredHandler) accepted(obj any) bool {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	m, err := meta.Accessor(obj)
+	return err == nil && h.accept(m.GetNamespace())
+}
+
+func (h *namespaceFilteredHandler) OnAdd(obj any, isInInitialList bool) {
+	if h.accepted(obj) {
+		h.next.OnAdd(obj, isInInitialList)
+	}
+}
+
+func (h *namespaceFilteredHandler) OnUpdate(oldObj, newObj any) {
+	if h.accepted(newObj) {
+		h.next.OnUpdate(oldObj, newObj)
+	}
+}
+
+func (h *namespaceFilteredHandler) OnDelete(obj any) {
+	if h.accepted(obj) {
+		h.next.OnDelete(obj)
+	}
 }

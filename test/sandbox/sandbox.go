@@ -4,6 +4,11 @@
 // Shoots are set up the way gardenlet sets them up (seed namespace, Cluster, copies of referenced
 // resources, Extension). The API servers are envtest binaries: KUBEBUILDER_ASSETS must point at
 // kube-apiserver and etcd (hack/build-envtest.sh builds them).
+//
+// A shoot API server costs seconds and hundreds of megabytes, so scenarios with many shoots use
+// light shoots (ShootSpec.SharedControlPlane), which share one API server and one resource
+// manager. The API servers can be stopped and started again (Cluster.StopAPIServer) to simulate
+// outages.
 package sandbox
 
 import (
@@ -92,6 +97,16 @@ type Options struct {
 	WithoutExtension bool
 	// Log receives the logs of the sandbox's controllers.
 	Log logr.Logger
+	// MarkSharedApplied replaces the resource manager of the shared control plane (see
+	// ShootSpec.SharedControlPlane) with a stand-in that reports every ManagedResource of a light
+	// shoot as applied at once and applies nothing: to the extension it looks like every shoot
+	// had a resource manager of its own with room to spare, so a benchmark measures the
+	// extension rather than the one shared resource manager.
+	MarkSharedApplied bool
+	// AuditLogDir, if set, makes the garden and seed API servers write audit logs into this
+	// directory (Cluster.AuditLogPath): every request with its user agent, and the bodies of
+	// Extension writes.
+	AuditLogDir string
 }
 
 // Sandbox is a garden, a seed, the shoots created with CreateShoot and, unless
@@ -110,6 +125,9 @@ type Sandbox struct {
 	extension *runner
 	extCache  client.Reader
 	shoots    []*ShootHandle
+	shared    *sharedControlPlane
+
+	sharedStart sync.Mutex
 }
 
 // Start starts the garden and seed API servers and, unless Options.WithoutExtension, the
@@ -149,11 +167,11 @@ func (s *Sandbox) start(ctx context.Context) error {
 		return fmt.Errorf("failed building garden scheme: %w", err)
 	}
 	s.log.Info("Starting garden API server")
-	if s.Garden, err = startCluster("garden", gardenScheme, nil); err != nil {
+	if s.Garden, err = startCluster("garden", gardenScheme, nil, clusterOptions{auditDir: s.opts.AuditLogDir}); err != nil {
 		return err
 	}
 	s.log.Info("Starting seed API server")
-	if s.Seed, err = startCluster("seed", kubernetes.SeedScheme, crds); err != nil {
+	if s.Seed, err = startCluster("seed", kubernetes.SeedScheme, crds, clusterOptions{auditDir: s.opts.AuditLogDir}); err != nil {
 		return err
 	}
 	if err := s.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: GardenNamespace}}); err != nil {
@@ -174,6 +192,31 @@ func (s *Sandbox) ExtensionConfig() config.ControllerConfiguration {
 // StartExtension starts the extension controller in this process, like the extension binary
 // does (cmd/gardener-extension-shoot-flux/app). It fails if it is already running.
 func (s *Sandbox) StartExtension(ctx context.Context) error {
+	return s.StartExtensionWith(ctx, ExtensionSettings{})
+}
+
+// ExtensionSettings override the sandbox's extension settings for one StartExtensionWith, e.g. to
+// run a scenario with shoot-scoped deploy keys or more workers.
+type ExtensionSettings struct {
+	// Config replaces the component configuration; nil keeps the sandbox's.
+	Config *config.ControllerConfiguration
+	// MaxConcurrentReconciles replaces Options.MaxConcurrentReconciles if not zero.
+	MaxConcurrentReconciles int
+}
+
+// StartExtensionWith starts the extension like StartExtension with some settings replaced. The
+// replacements only hold until the extension is stopped: StartExtension uses the sandbox's
+// settings again.
+func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSettings) error {
+	cfg := s.config.DeepCopy()
+	if settings.Config != nil {
+		cfg = settings.Config.DeepCopy()
+	}
+	workers := s.opts.MaxConcurrentReconciles
+	if settings.MaxConcurrentReconciles != 0 {
+		workers = settings.MaxConcurrentReconciles
+	}
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.extension != nil {
@@ -212,9 +255,9 @@ func (s *Sandbox) StartExtension(ctx context.Context) error {
 	// The controller's predicates keep the context they are added with for the manager's lifetime.
 	r := newRunner(ctx, "extension")
 	if err := extension.AddToManagerWithOptions(r.ctx, mgr, extension.AddOptions{
-		ControllerOptions:         controller.Options{MaxConcurrentReconciles: s.opts.MaxConcurrentReconciles},
+		ControllerOptions:         controller.Options{MaxConcurrentReconciles: workers},
 		IgnoreOperationAnnotation: s.opts.IgnoreOperationAnnotation,
-		Config:                    *s.config.DeepCopy(),
+		Config:                    *cfg,
 		GardenCluster:             garden,
 		Resync:                    extension.DefaultAddOptions.Resync,
 	}); err != nil {
@@ -270,6 +313,11 @@ func (s *Sandbox) Stop() error {
 	for _, h := range shoots {
 		errs = append(errs, h.stopControlPlane())
 	}
+	s.mu.Lock()
+	shared := s.shared
+	s.shared = nil
+	s.mu.Unlock()
+	errs = append(errs, shared.stop())
 	for _, c := range []*Cluster{s.Seed, s.Garden} {
 		if c != nil {
 			errs = append(errs, c.stop())
@@ -279,7 +327,8 @@ func (s *Sandbox) Stop() error {
 }
 
 // WriteKubeconfigs writes garden.kubeconfig, seed.kubeconfig and one <seed namespace>.kubeconfig
-// per running shoot into dir; shoot.kubeconfig is the one of the first shoot.
+// per running shoot with its own control plane into dir; shoot.kubeconfig is the one of the first
+// shoot, shared-shoot.kubeconfig the one of the shared control plane if it runs.
 func (s *Sandbox) WriteKubeconfigs(dir string) error {
 	if err := s.Garden.WriteKubeconfig(filepath.Join(dir, "garden.kubeconfig")); err != nil {
 		return err
@@ -289,11 +338,19 @@ func (s *Sandbox) WriteKubeconfigs(dir string) error {
 	}
 	s.mu.Lock()
 	shoots := append([]*ShootHandle(nil), s.shoots...)
+	shared := s.shared
 	s.mu.Unlock()
+	if shared != nil {
+		if err := shared.shoot.WriteKubeconfig(filepath.Join(dir, "shared-shoot.kubeconfig")); err != nil {
+			return err
+		}
+	}
 	sort.SliceStable(shoots, func(i, j int) bool { return shoots[i].created.Before(shoots[j].created) })
 	for i, h := range shoots {
-		if err := h.Shoot.WriteKubeconfig(filepath.Join(dir, h.SeedNamespace+".kubeconfig")); err != nil {
-			return err
+		if h.shared == nil {
+			if err := h.Shoot.WriteKubeconfig(filepath.Join(dir, h.SeedNamespace+".kubeconfig")); err != nil {
+				return err
+			}
 		}
 		if i == 0 {
 			if err := h.Shoot.WriteKubeconfig(filepath.Join(dir, "shoot.kubeconfig")); err != nil {

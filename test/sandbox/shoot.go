@@ -77,12 +77,19 @@ type ShootSpec struct {
 	Resources []gardencorev1beta1.NamedResourceReference
 	// Hibernated creates the shoot hibernated: its resource manager does not run.
 	Hibernated bool
+	// SharedControlPlane makes a light shoot: instead of an API server and a resource manager of
+	// its own, it uses the sandbox's shared control plane (started with the first such shoot),
+	// whose resource manager applies the ManagedResources of all light shoots into one API
+	// server. Objects with equal names of different shoots overwrite each other there, so checks
+	// of the shoot's content are only meaningful for a single light shoot. The shared resource
+	// manager cannot be stopped per shoot: it keeps applying while a light shoot is hibernated.
+	SharedControlPlane bool
 	// DeferExtension sets up everything but the Extension resource; CreateExtension creates it.
 	DeferExtension bool
 }
 
 // ShootHandle is a shoot of the sandbox: its seed namespace, Cluster and Extension, and its own
-// API server with a gardener-resource-manager.
+// API server with a gardener-resource-manager, or the shared ones (ShootSpec.SharedControlPlane).
 type ShootHandle struct {
 	// Project is the project name.
 	Project string
@@ -92,18 +99,21 @@ type ShootHandle struct {
 	ProjectNamespace string
 	// SeedNamespace is the shoot's namespace in the seed and the name of its Cluster.
 	SeedNamespace string
-	// Shoot is the shoot's API server.
+	// Shoot is the shoot's API server; the shared one for a light shoot.
 	Shoot *Cluster
 
 	sandbox *Sandbox
 	log     logr.Logger
 	created time.Time
+	// shared is set for a light shoot (ShootSpec.SharedControlPlane).
+	shared *sharedControlPlane
 
 	mu                sync.Mutex
 	resourceManager   *runner
 	controllerManager *runner
 	sourceControllers []*SourceController
 	since             string
+	sinceTime         time.Time
 	stopped           bool
 }
 
@@ -136,7 +146,15 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 		return nil, fmt.Errorf("failed creating seed namespace %s: %w", ns.Name, err)
 	}
 
-	if err := h.startControlPlane(ctx, !spec.Hibernated); err != nil {
+	if spec.SharedControlPlane {
+		shared, err := s.sharedControlPlane(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// Before anything exists in the namespace that the resource manager could miss.
+		shared.add(h.SeedNamespace)
+		h.shared, h.Shoot = shared, shared.shoot
+	} else if err := h.startControlPlane(ctx, !spec.Hibernated); err != nil {
 		return nil, errors.Join(err, h.stopControlPlane())
 	}
 	s.mu.Lock()
@@ -165,7 +183,7 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 
 func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager bool) error {
 	h.log.Info("Starting shoot API server")
-	shoot, err := startCluster(h.SeedNamespace, kubernetes.ShootScheme, nil)
+	shoot, err := startCluster(h.SeedNamespace, kubernetes.ShootScheme, nil, clusterOptions{})
 	if err != nil {
 		return err
 	}
@@ -184,24 +202,43 @@ func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager
 }
 
 // StartResourceManager starts the shoot's gardener-resource-manager again after
-// StopResourceManager.
+// StopResourceManager. A light shoot has none of its own.
 func (h *ShootHandle) StartResourceManager(ctx context.Context) error {
+	if h.shared != nil {
+		return errSharedResourceManager(h.SeedNamespace)
+	}
 	return h.startResourceManager(ctx)
 }
 
 // StopResourceManager stops the shoot's gardener-resource-manager, as in an outage of the shoot's
-// control plane: ManagedResources are no longer applied or deleted.
+// control plane: ManagedResources are no longer applied or deleted. A light shoot has none of
+// its own.
 func (h *ShootHandle) StopResourceManager() error {
+	if h.shared != nil {
+		return errSharedResourceManager(h.SeedNamespace)
+	}
 	return h.stopResourceManager()
 }
 
+func errSharedResourceManager(namespace string) error {
+	return fmt.Errorf("shoot %s uses the shared control plane, whose resource manager serves all light shoots", namespace)
+}
+
 func (h *ShootHandle) startResourceManager(ctx context.Context) error {
+	if h.shared != nil {
+		return nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.resourceManager != nil {
 		return nil
 	}
-	rm, err := startResourceManager(ctx, h.log.WithName("resource-manager"), h.sandbox.Seed.Config, h.SeedNamespace, h.Shoot)
+	rm, err := startResourceManager(ctx, h.log.WithName("resource-manager"), h.sandbox.Seed.Config, h.Shoot, resourceManagerOptions{
+		name:            h.SeedNamespace,
+		namespace:       h.SeedNamespace,
+		concurrentSyncs: ResourceManagerConcurrentSyncs,
+		syncPeriod:      ResourceManagerSyncPeriod,
+	})
 	if err != nil {
 		return err
 	}
@@ -210,6 +247,9 @@ func (h *ShootHandle) startResourceManager(ctx context.Context) error {
 }
 
 func (h *ShootHandle) stopResourceManager() error {
+	if h.shared != nil {
+		return nil
+	}
 	h.mu.Lock()
 	rm := h.resourceManager
 	h.resourceManager = nil
@@ -218,8 +258,11 @@ func (h *ShootHandle) stopResourceManager() error {
 }
 
 // ResourceManagerRunning tells whether the shoot's gardener-resource-manager runs, i.e. the shoot
-// is not hibernated.
+// is not hibernated. The shared one of a light shoot always runs.
 func (h *ShootHandle) ResourceManagerRunning() bool {
+	if h.shared != nil {
+		return true
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.resourceManager != nil
@@ -239,6 +282,10 @@ func (h *ShootHandle) stopControlPlane() error {
 	var errs []error
 	for _, sc := range scs {
 		errs = append(errs, sc.Stop())
+	}
+	if h.shared != nil {
+		h.shared.remove(h.SeedNamespace)
+		return errors.Join(errs...)
 	}
 	errs = append(errs, h.stopResourceManager())
 	h.mu.Lock()
@@ -604,7 +651,7 @@ func (h *ShootHandle) UpdateProviderConfig(ctx context.Context, data []byte) err
 
 // SetHibernated hibernates or wakes up the shoot. Hibernation records the state in the Cluster and
 // then stops the shoot's resource manager, as the control plane is scaled down; wake-up starts it
-// first.
+// first. The shared resource manager of a light shoot keeps running.
 func (h *ShootHandle) SetHibernated(ctx context.Context, hibernated bool) error {
 	if !hibernated {
 		if err := h.startResourceManager(ctx); err != nil {

@@ -20,6 +20,9 @@ import (
 // answered. The waits therefore follow a watch from a checkpoint (a resourceVersion of the
 // Extension taken before the trigger) and accept a result only after they saw the operation start
 // (state Processing) behind it. The helpers that trigger operations set the checkpoint themselves.
+// A restarted API server has forgotten old resourceVersions; the waits then read the Extension
+// again and take an operation whose lastUpdateTime is after the second of the checkpoint as
+// started.
 
 // Checkpoint makes the next wait consider only what happens to the Extension from now on. Call it
 // before changing something the extension reacts to that is not changed through the handle, e.g.
@@ -37,12 +40,21 @@ func (h *ShootHandle) setSince(rv string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.since = rv
+	// lastUpdateTime has a resolution of seconds.
+	h.sinceTime = time.Now().Truncate(time.Second)
 }
 
-func (h *ShootHandle) getSince() string {
+func (h *ShootHandle) getSince() (string, time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.since
+	return h.since, h.sinceTime
+}
+
+// startedSince tells whether an operation seen only after a re-read started after the checkpoint.
+// An operation in the second of the checkpoint is not taken: waiting for the next one is better
+// than accepting the result of an earlier one.
+func startedSince(op *gardencorev1beta1.LastOperation, since time.Time) bool {
+	return op != nil && op.LastUpdateTime.After(since)
 }
 
 // WaitSucceeded waits until an operation started after the checkpoint succeeded for the current
@@ -58,13 +70,16 @@ func (h *ShootHandle) wait(ctx context.Context, timeout time.Duration, opType ga
 		result  *extensionsv1alpha1.Extension
 		lastErr *gardencorev1beta1.LastError
 	)
-	err := h.watchExtension(ctx, timeout, func(ex *extensionsv1alpha1.Extension) (bool, error) {
+	err := h.watchExtension(ctx, timeout, func(ex *extensionsv1alpha1.Extension, reread bool, since time.Time) (bool, error) {
 		op := ex.Status.LastOperation
 		if ex.Status.LastError != nil {
 			lastErr = ex.Status.LastError
 		}
 		if op == nil || (opType != "" && op.Type != opType) {
 			return false, nil
+		}
+		if reread && startedSince(op, since) {
+			started = true
 		}
 		switch op.State {
 		case gardencorev1beta1.LastOperationStateProcessing:
@@ -98,10 +113,13 @@ func (h *ShootHandle) WaitError(ctx context.Context, timeout time.Duration) (*ga
 		started bool
 		result  *gardencorev1beta1.LastError
 	)
-	err := h.watchExtension(ctx, timeout, func(ex *extensionsv1alpha1.Extension) (bool, error) {
+	err := h.watchExtension(ctx, timeout, func(ex *extensionsv1alpha1.Extension, reread bool, since time.Time) (bool, error) {
 		op := ex.Status.LastOperation
 		if op == nil {
 			return false, nil
+		}
+		if reread && startedSince(op, since) {
+			started = true
 		}
 		switch op.State {
 		case gardencorev1beta1.LastOperationStateProcessing:
@@ -125,32 +143,54 @@ func (h *ShootHandle) WaitError(ctx context.Context, timeout time.Duration) (*ga
 }
 
 // watchExtension calls fn for every state of the Extension after the checkpoint until fn is done,
-// fails, the Extension is deleted or the timeout expires.
-func (h *ShootHandle) watchExtension(ctx context.Context, timeout time.Duration, fn func(*extensionsv1alpha1.Extension) (bool, error)) error {
+// fails, the Extension is deleted or the timeout expires. reread tells fn that the state was read
+// after the watch lost track of the checkpoint, so that states in between may be missing.
+func (h *ShootHandle) watchExtension(ctx context.Context, timeout time.Duration, fn func(ex *extensionsv1alpha1.Extension, reread bool, since time.Time) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	rv := h.getSince()
-	for {
+	rv, since := h.getSince()
+	// The API server ends watches after a while, and the loop resumes them. A failed attempt
+	// waits PollInterval, so the count bounds the loop as well as the timeout does.
+	for range int(timeout/PollInterval) + maxQuickWatchEnds {
 		w, err := h.sandbox.Seed.Client.Watch(ctx, &extensionsv1alpha1.ExtensionList{}, &client.ListOptions{
 			Namespace:     h.SeedNamespace,
 			FieldSelector: fields.OneTermEqualSelector("metadata.name", ExtensionName),
 			Raw:           &metav1.ListOptions{ResourceVersion: rv},
 		})
 		if err != nil {
-			return fmt.Errorf("failed watching extension: %w", err)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// An API server that is not reachable yet, e.g. right after a restart.
+			if sleepErr := sleepCtx(ctx, PollInterval); sleepErr != nil {
+				return fmt.Errorf("failed watching extension: %w", err)
+			}
+			continue
 		}
-		done, err := consume(w, fn, &rv)
+		done, err := consume(w, func(ex *extensionsv1alpha1.Extension) (bool, error) { return fn(ex, false, since) }, &rv)
 		w.Stop()
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			ex, getErr := h.Extension(ctx)
+			if getErr != nil {
+				return getErr
+			}
+			rv = ex.ResourceVersion
+			done, err = fn(ex, true, since)
+		}
 		if done || err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		// The API server ends watches after a while; resume where this one stopped.
 	}
+	return fmt.Errorf("gave up watching the extension of %s: too many watches ended", h.SeedNamespace)
 }
+
+// maxQuickWatchEnds bounds how often a watch may end without a failure before the wait gives up;
+// the API server ends a watch after minutes.
+const maxQuickWatchEnds = 100
 
 func consume(w watch.Interface, fn func(*extensionsv1alpha1.Extension) (bool, error), rv *string) (bool, error) {
 	for ev := range w.ResultChan() {
@@ -173,6 +213,17 @@ func consume(w watch.Interface, fn func(*extensionsv1alpha1.Extension) (bool, er
 		}
 	}
 	return false, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func describe(lastErr *gardencorev1beta1.LastError) string {

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+var (
+	// buildTimeout bounds the build of the extension binary.
+	buildTimeout = 5 * time.Minute
+	// readyTimeout bounds the wait for a started extension to report ready (caches synced).
+	readyTimeout = 2 * time.Minute
+	// stopTimeout bounds the graceful stop of the extension before it is killed.
+	stopTimeout = 30 * time.Second
+	// httpTimeout bounds one request to the extension's metrics or health endpoint.
+	httpTimeout = 10 * time.Second
+	// readyPollInterval is how often readiness is checked.
+	readyPollInterval = 100 * time.Millisecond
+)
+
+// buildExtension builds the extension binary like `make build` does, without cgo.
+func buildExtension(ctx context.Context, repoRoot, out string) error {
+	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/gardener-extension-shoot-flux")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("failed building the extension: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// extensionProcess is the extension binary running against the sandbox.
+type extensionProcess struct {
+	cmd         *exec.Cmd
+	metricsAddr string
+	healthAddr  string
+	logFile     *os.File
+	done        chan struct{}
+	waitErr     error
+	started     time.Time
+}
+
+// extensionArgs are the settings the extension runs with.
+type extensionArgs struct {
+	binary                  string
+	seedKubeconfig          string
+	gardenKubeconfig        string
+	maxConcurrentReconciles int
+	logPath                 string
+	// env is added to the benchmark's environment, e.g. GOMEMLIMIT=100MiB.
+	env []string
+}
+
+// startExtension starts the binary; the caller waits for readiness with waitReady.
+func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, error) {
+	metricsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	healthPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("failed opening extension log: %w", err)
+	}
+	p := &extensionProcess{
+		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)),
+		healthAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort)),
+		logFile:     logFile,
+		done:        make(chan struct{}),
+	}
+	// The process must outlive the caller's context; stop ends it.
+	p.cmd = exec.CommandContext(context.WithoutCancel(ctx), a.binary,
+		"--kubeconfig="+a.seedKubeconfig,
+		"--garden-kubeconfig="+a.gardenKubeconfig,
+		"--leader-election=false",
+		"--heartbeat-namespace=garden",
+		"--max-concurrent-reconciles="+strconv.Itoa(a.maxConcurrentReconciles),
+		// gardenlet drives the Extensions with the operation annotation; see createExtensions.
+		"--ignore-operation-annotation=false",
+		"--metrics-bind-address="+p.metricsAddr,
+		"--health-bind-address="+p.healthAddr,
+	)
+	p.cmd.Env = append(os.Environ(), a.env...)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	// A separate process group keeps an interrupt of the benchmark from reaching the extension
+	// before the benchmark has stopped it in order.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		return nil, errors.Join(fmt.Errorf("failed starting the extension: %w", err), logFile.Close())
+	}
+	p.started = time.Now()
+	go func() {
+		defer close(p.done)
+		p.waitErr = p.cmd.Wait()
+	}()
+	return p, nil
+}
+
+func (p *extensionProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitReady waits until the extension's readiness checks (its caches are synced) pass and returns
+// how long the start took.
+func (p *extensionProcess) waitReady(ctx context.Context) (time.Duration, error) {
+	client := &http.Client{Timeout: httpTimeout}
+	err := wait.PollUntilContextTimeout(ctx, readyPollInterval, readyTimeout, true, func(ctx context.Context) (bool, error) {
+		if p.exited() {
+			return false, fmt.Errorf("the extension exited: %v", p.waitErr)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.healthAddr+"/readyz", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("the extension did not become ready within %s (log: %s): %w", readyTimeout, p.logFile.Name(), err)
+	}
+	return time.Since(p.started), nil
+}
+
+// scrape reads the extension's Prometheus metrics.
+func (p *extensionProcess) scrape(ctx context.Context) (metrics, error) {
+	client := &http.Client{Timeout: httpTimeout}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("failed scraping the extension's metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping the extension's metrics: status %s", resp.Status)
+	}
+	return parseMetrics(resp.Body)
+}
+
+// memory is the resident memory of a process: anonymous (heap, stacks) and file-backed (mostly
+// the pages of the binary it touched), from /proc/<pid>/status.
+type memory struct {
+	RSS, Anon, File int64
+}
+
+// memory reads the resident memory of the process.
+func (p *extensionProcess) memory() (memory, error) {
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(p.cmd.Process.Pid), "status"))
+	if err != nil {
+		return memory{}, fmt.Errorf("failed reading the extension's memory: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	return parseMemory(f)
+}
+
+// parseMemory reads VmRSS, RssAnon and RssFile from a /proc/<pid>/status file, in bytes.
+func parseMemory(r io.Reader) (memory, error) {
+	var (
+		m     memory
+		found bool
+	)
+	s := bufio.NewScanner(r)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) != 3 || fields[2] != "kB" {
+			continue
+		}
+		var target *int64
+		switch fields[0] {
+		case "VmRSS:":
+			target, found = &m.RSS, true
+		case "RssAnon:":
+			target = &m.Anon
+		case "RssFile:":
+			target = &m.File
+		default:
+			continue
+		}
+		kb, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("invalid %s %q: %w", fields[0], fields[1], err)
+		}
+		*target = kb * 1024
+	}
+	if err := s.Err(); err != nil {
+		return m, err
+	}
+	if !found {
+		return m, errors.New("no VmRSS in process status")
+	}
+	return m, nil
+}
+
+// stop terminates the extension gracefully and kills it if it does not stop in time.
+func (p *extensionProcess) stop() error {
+	if p == nil {
+		return nil
+	}
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(stopTimeout):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	return p.logFile.Close()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("failed finding a free port: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, fmt.Errorf("failed releasing port %d: %w", port, err)
+	}
+	return port, nil
+}

@@ -1,0 +1,170 @@
+// Command bench measures the shoot-flux extension at scale against real API servers: it runs the
+// extension binary as a separate process against a sandbox (test/sandbox) with many light shoots
+// and reports wall times, API requests per reconcile, writes of a forced resync, memory, the
+// propagation of a project ConfigMap change and the size of the ManagedResource data.
+//
+//	KUBEBUILDER_ASSETS=$(hack/build-envtest.sh) go run ./test/bench -shoots 500 -projects 10
+//
+// The shoots share one API server and one gardener-resource-manager (ShootSpec.SharedControlPlane),
+// so the resource manager and that API server are part of what is measured; the report shows
+// when the ManagedResources were written and when they were applied to tell them apart.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+)
+
+type options struct {
+	shoots            int
+	projects          int
+	workers           int
+	timeout           time.Duration
+	out               string
+	logDir            string
+	createParallelism int
+	settle            time.Duration
+	restartSettle     time.Duration
+	repository        string
+	verbose           bool
+	keep              bool
+	rmWorkers         int
+	markApplied       bool
+	extensionEnv      string
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.IntVar(&o.shoots, "shoots", 500, "number of shoots")
+	fs.IntVar(&o.projects, "projects", 10, "number of projects the shoots are spread over")
+	fs.IntVar(&o.workers, "max-concurrent-reconciles", 50, "the extension's --max-concurrent-reconciles")
+	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "bound of the whole benchmark")
+	fs.StringVar(&o.out, "out", "dev/bench-results.txt", "file the report is written to (besides stdout)")
+	fs.StringVar(&o.logDir, "log-dir", "dev/bench", "directory for the extension's and the sandbox's logs")
+	fs.IntVar(&o.createParallelism, "create-parallelism", 20, "concurrent requests when creating shoots and Extensions")
+	fs.DurationVar(&o.settle, "settle", 3*time.Second, "wait after a phase before its requests are counted, for late writes")
+	fs.DurationVar(&o.restartSettle, "restart-settle", 10*time.Second, "how long the restarted extension is watched for reconciles after it is ready")
+	fs.StringVar(&o.repository, "repository", "private", "private: SSH repository with deploy keys (git server on loopback); public: HTTPS URL, no garden Secrets")
+	fs.BoolVar(&o.verbose, "v", false, "log the sandbox's controllers at info level (default: errors only)")
+	fs.IntVar(&o.rmWorkers, "rm-workers", sandbox.SharedResourceManagerConcurrentSyncs, "workers of the shared gardener-resource-manager")
+	fs.BoolVar(&o.markApplied, "mark-applied", false, "replace the shared gardener-resource-manager by a stand-in that marks ManagedResources applied at once, to measure the extension alone")
+	fs.StringVar(&o.extensionEnv, "extension-env", "", "comma-separated KEY=VALUE environment of the extension process, e.g. GOMEMLIMIT=100MiB")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory with the API servers' audit logs and kubeconfigs")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	sandbox.SharedResourceManagerConcurrentSyncs = o.rmWorkers
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func validEnv(env string) bool {
+	for _, kv := range strings.Split(env, ",") {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func (o options) validate() error {
+	switch {
+	case o.shoots < 1:
+		return errors.New("-shoots must be at least 1")
+	case o.projects < 1 || o.projects > o.shoots:
+		return errors.New("-projects must be between 1 and -shoots")
+	case o.workers < 1:
+		return errors.New("-max-concurrent-reconciles must be at least 1")
+	case o.createParallelism < 1:
+		return errors.New("-create-parallelism must be at least 1")
+	case o.rmWorkers < 1:
+		return errors.New("-rm-workers must be at least 1")
+	case o.repository != "private" && o.repository != "public":
+		return errors.New("-repository must be private or public")
+	case o.extensionEnv != "" && !validEnv(o.extensionEnv):
+		return errors.New("-extension-env must be KEY=VALUE pairs separated by commas")
+	case os.Getenv("KUBEBUILDER_ASSETS") == "":
+		return errors.New("KUBEBUILDER_ASSETS is not set: point it at the directory printed by hack/build-envtest.sh")
+	}
+	return nil
+}
+
+func run(ctx context.Context, o options) (err error) {
+	if err := os.MkdirAll(o.logDir, 0o755); err != nil {
+		return fmt.Errorf("failed creating log directory: %w", err)
+	}
+	logFile, err := os.Create(filepath.Join(o.logDir, "sandbox.log"))
+	if err != nil {
+		return fmt.Errorf("failed creating sandbox log: %w", err)
+	}
+	defer func() { err = errors.Join(err, logFile.Close()) }()
+	log := logzap.New(logzap.WriteTo(logFile))
+	if !o.verbose {
+		// The resource manager logs every object it applies; at hundreds of shoots that costs
+		// CPU the benchmark should not spend.
+		log = logr.New(errorsOnly{log.GetSink()})
+	}
+	logf.SetLogger(log)
+
+	b := &bench{opts: o, log: log, out: os.Stdout}
+	defer func() { err = errors.Join(err, b.close()) }()
+	return b.run(ctx)
+}
+
+// step prints progress; the report is printed at the end.
+func step(format string, args ...any) {
+	fmt.Printf("==> "+format+"\n", args...)
+}
+
+// environment describes the machine in the report.
+func environment(o options) string {
+	env := ""
+	if o.extensionEnv != "" {
+		env = ", extension environment " + o.extensionEnv
+	}
+	return fmt.Sprintf("%d shoots in %d projects (%s repositories), --max-concurrent-reconciles=%d%s, %d shared resource manager workers, %s/%s, %d CPUs, %s",
+		o.shoots, o.projects, o.repository, o.workers, env, o.rmWorkers, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+}
+
+// errorsOnly is a log sink that drops info messages.
+type errorsOnly struct {
+	logr.LogSink
+}
+
+func (errorsOnly) Enabled(int) bool { return false }
+
+func (e errorsOnly) WithValues(kv ...any) logr.LogSink {
+	return errorsOnly{e.LogSink.WithValues(kv...)}
+}
+
+func (e errorsOnly) WithName(name string) logr.LogSink {
+	return errorsOnly{e.LogSink.WithName(name)}
+}

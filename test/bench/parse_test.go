@@ -1,0 +1,94 @@
+package main
+
+import (
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("Parsers of the benchmark", func() {
+	Describe("parseMetrics", func() {
+		It("reads samples with escaped labels and splits client requests by API server", func() {
+			m, err := parseMetrics(strings.NewReader(`# HELP rest_client_requests_total Number of HTTP requests
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:1000",method="GET"} 7
+rest_client_requests_total{code="201",host="127.0.0.1:1000",method="POST"} 2
+rest_client_requests_total{code="200",host="127.0.0.1:1000",method="PATCH"} 3
+rest_client_requests_total{code="200",host="127.0.0.1:2000",method="GET"} 5
+rest_client_requests_total{code="409",host="127.0.0.1:2000",method="PUT"} 1
+go_memstats_heap_inuse_bytes 1.5e+07
+odd{l="a \"quoted\", value\\with"} 1 1700000000
+`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(requestCounts(m, "127.0.0.1:1000", "127.0.0.1:2000")).To(Equal(requests{SeedReads: 7, SeedWrites: 5, GardenReads: 5, GardenWrites: 1}))
+			Expect(m.value("go_memstats_heap_inuse_bytes", nil)).To(BeEquivalentTo(15000000))
+			Expect(m.value("odd", func(l map[string]string) bool { return l["l"] == `a "quoted", value\with` })).To(BeEquivalentTo(1))
+		})
+
+		It("rejects malformed lines", func() {
+			_, err := parseMetrics(strings.NewReader(`metric{l="unterminated} 1`))
+			Expect(err).To(HaveOccurred())
+			_, err = parseMetrics(strings.NewReader(`metric notanumber`))
+			Expect(err).To(HaveOccurred())
+		})
+	})
+
+	Describe("classify", func() {
+		event := func(verb, resource, subresource, body string) auditEvent {
+			ev := auditEvent{Stage: "ResponseComplete", Verb: verb, RequestObject: []byte(body)}
+			ev.ObjectRef = &struct {
+				Resource    string `json:"resource"`
+				Subresource string `json:"subresource"`
+				APIGroup    string `json:"apiGroup"`
+			}{Resource: resource, Subresource: subresource}
+			return ev
+		}
+
+		It("tells the generic reconciler's writes from the actuator's and the health check's", func() {
+			b := breakdown([]auditEvent{
+				event("patch", "extensions", "", `{"metadata":{"finalizers":["extensions.gardener.cloud/shoot-flux"]}}`),
+				event("patch", "extensions", "", `{"metadata":{"annotations":{"gardener.cloud/operation":null}}}`),
+				event("patch", "extensions", "status", `{"status":{"lastOperation":{"state":"Processing"}}}`),
+				event("patch", "extensions", "status", `{"status":{"providerStatus":{"kind":"FluxStatus"}}}`),
+				event("update", "extensions", "status", `{"status":{"lastOperation":{},"providerStatus":{},"conditions":[]}}`),
+				event("create", "secrets", "", ""),
+				event("update", "managedresources", "", ""),
+				event("get", "secrets", "", ""),
+			})
+			Expect(b.total).To(Equal(7))
+			Expect(b.byOwner).To(Equal(map[string]int{ownerGeneric: 3, ownerExtension: 3, ownerHealthCheck: 1}))
+		})
+	})
+
+	Describe("parseAudit", func() {
+		It("keeps completed requests of the user agent and leaves an unfinished line for later", func() {
+			log := `{"stage":"ResponseComplete","verb":"get","userAgent":"gardener-extension-shoot-flux/v0.0.0 (linux/amd64)","objectRef":{"resource":"secrets"}}
+{"stage":"ResponseStarted","verb":"watch","userAgent":"gardener-extension-shoot-flux/v0.0.0 (linux/amd64)","objectRef":{"resource":"secrets"}}
+{"stage":"ResponseComplete","verb":"get","userAgent":"bench/v0.0.0","objectRef":{"resource":"secrets"}}
+{"stage":"ResponseComplete","verb":"get","userAgent":"gardener-ext`
+			events, consumed, err := parseAudit(strings.NewReader(log), extensionUserAgent)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(events).To(HaveLen(1))
+			Expect(consumed).To(BeEquivalentTo(strings.LastIndex(log, "\n") + 1))
+		})
+	})
+
+	Describe("process information", func() {
+		It("reads the resident memory", func() {
+			m, err := parseMemory(strings.NewReader("Name:\tgardener-ext\nVmRSS:\t  123456 kB\nRssAnon:\t   100000 kB\nRssFile:\t    23456 kB\nThreads:\t9\n"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(m).To(Equal(memory{RSS: 123456 * 1024, Anon: 100000 * 1024, File: 23456 * 1024}))
+			_, err = parseMemory(strings.NewReader("Name:\tx\n"))
+			Expect(err).To(HaveOccurred())
+		})
+
+		It("reads the parent and the CPU time from a stat line with spaces in the name", func() {
+			p, err := parseStat([]byte("4242 (kube apiserver) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 100 0 0"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(p.ppid).To(Equal(17))
+			Expect(p.cpu).To(Equal(3 * time.Second))
+		})
+	})
+})

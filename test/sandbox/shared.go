@@ -1,0 +1,107 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+)
+
+var (
+	// SharedResourceManagerConcurrentSyncs is the number of workers of the resource manager of
+	// the shared control plane, which serves many shoots.
+	SharedResourceManagerConcurrentSyncs = 10
+	// SharedResourceManagerSyncPeriod is how often the resource manager of the shared control
+	// plane re-applies a ManagedResource. Shoots sharing it overwrite each other's objects, so a
+	// periodic re-apply corrects nothing and would only load the machine.
+	SharedResourceManagerSyncPeriod = time.Hour
+)
+
+// sharedControlPlane is the shoot API server, controller manager and gardener-resource-manager
+// of all shoots created with ShootSpec.SharedControlPlane. The resource manager applies the
+// ManagedResources of all their seed namespaces into the one API server, so objects with equal
+// names overwrite each other there.
+type sharedControlPlane struct {
+	shoot             *Cluster
+	controllerManager *runner
+	resourceManager   *runner
+
+	mu         sync.RWMutex
+	namespaces map[string]bool
+}
+
+// sharedControlPlane returns the shared control plane, starting it on first use.
+func (s *Sandbox) sharedControlPlane(ctx context.Context) (*sharedControlPlane, error) {
+	// Starting takes seconds; concurrent CreateShoot calls wait for one start.
+	s.sharedStart.Lock()
+	defer s.sharedStart.Unlock()
+	s.mu.Lock()
+	shared := s.shared
+	s.mu.Unlock()
+	if shared != nil {
+		return shared, nil
+	}
+
+	log := s.log.WithValues("shoot", "shared")
+	log.Info("Starting shared shoot API server")
+	shoot, err := startCluster("shared-shoot", kubernetes.ShootScheme, nil, clusterOptions{})
+	if err != nil {
+		return nil, err
+	}
+	shared = &sharedControlPlane{shoot: shoot, namespaces: map[string]bool{}}
+	if shared.controllerManager, err = startShootControllerManager(ctx, log.WithName("controller-manager"), shoot); err != nil {
+		return nil, errors.Join(err, shared.stop())
+	}
+	rmOpts := resourceManagerOptions{
+		name:            "shared",
+		accept:          shared.has,
+		concurrentSyncs: SharedResourceManagerConcurrentSyncs,
+		syncPeriod:      SharedResourceManagerSyncPeriod,
+	}
+	if s.opts.MarkSharedApplied {
+		shared.resourceManager, err = startAppliedMarker(ctx, log.WithName("applied-marker"), s.Seed.Config, rmOpts)
+	} else {
+		shared.resourceManager, err = startResourceManager(ctx, log.WithName("resource-manager"), s.Seed.Config, shoot, rmOpts)
+	}
+	if err != nil {
+		return nil, errors.Join(err, shared.stop())
+	}
+	s.mu.Lock()
+	s.shared = shared
+	s.mu.Unlock()
+	return shared, nil
+}
+
+// add makes the resource manager apply the ManagedResources of a seed namespace. It must be
+// called before the first ManagedResource is written there: events of other namespaces are
+// dropped, not remembered.
+func (p *sharedControlPlane) add(namespace string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.namespaces[namespace] = true
+}
+
+func (p *sharedControlPlane) remove(namespace string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.namespaces, namespace)
+}
+
+func (p *sharedControlPlane) has(namespace string) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.namespaces[namespace]
+}
+
+func (p *sharedControlPlane) stop() error {
+	if p == nil {
+		return nil
+	}
+	errs := []error{p.resourceManager.stop(), p.controllerManager.stop()}
+	if p.shoot != nil {
+		errs = append(errs, p.shoot.stop())
+	}
+	return errors.Join(errs...)
+}
