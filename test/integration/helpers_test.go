@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -226,38 +224,4 @@ func restartExtension(ctx context.Context, settings sandbox.ExtensionSettings) {
 		return sb.StartExtension(ctx)
 	})
 	Expect(sb.StartExtensionWith(ctx, settings)).To(Succeed())
-}
-
-// inParallel runs fn for 0..n-1 at the same time and returns the first error.
-func inParallel(n int, fn func(i int) error) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for i := range n {
-		wg.Go(func() {
-			if err := fn(i); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
