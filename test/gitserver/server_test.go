@@ -157,7 +157,7 @@ var _ = Describe("Server", func() {
 
 		BeforeEach(func() {
 			if _, err := exec.LookPath("ssh"); err != nil {
-				Skip("the OpenSSH client is not installed")
+				Fail("the OpenSSH client (Debian openssh-client) is needed for this test")
 			}
 			work = GinkgoT().TempDir()
 			keyFile = filepath.Join(work, "id")

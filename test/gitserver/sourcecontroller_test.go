@@ -43,7 +43,7 @@ var _ = Describe("Server with the Flux source-controller", Ordered, func() {
 	BeforeAll(func() {
 		binary := os.Getenv("SOURCE_CONTROLLER_BIN")
 		if os.Getenv("KUBEBUILDER_ASSETS") == "" || binary == "" {
-			Skip("needs KUBEBUILDER_ASSETS (hack/build-envtest.sh) and SOURCE_CONTROLLER_BIN (hack/build-source-controller.sh)")
+			Fail("needs KUBEBUILDER_ASSETS (hack/build-envtest.sh) and SOURCE_CONTROLLER_BIN (hack/build-source-controller.sh); run it with make test-integration")
 		}
 		ctx = context.Background()
 
