@@ -145,18 +145,23 @@ func (h *ShootHandle) WaitError(ctx context.Context, timeout time.Duration) (*ga
 // watchExtension calls fn for every state of the Extension after the checkpoint until fn is done,
 // fails, the Extension is deleted or the timeout expires. reread tells fn that the state was read
 // after the watch lost track of the checkpoint, so that states in between may be missing.
+//
+// Only the timeout bounds the loop. A watch can end at once many times in a row without anything
+// being wrong: while many other objects change, the resourceVersion of a quiet Extension falls out
+// of the API server's watch cache window, and a restarting API server refuses watches. An earlier
+// version counted watch ends and gave up after a hundred; 50 waits on a busy seed exhausted that.
 func (h *ShootHandle) watchExtension(ctx context.Context, timeout time.Duration, fn func(ex *extensionsv1alpha1.Extension, reread bool, since time.Time) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	rv, since := h.getSince()
-	// The API server ends watches after a while, and the loop resumes them. A failed attempt
-	// waits PollInterval, so the count bounds the loop as well as the timeout does.
-	for range int(timeout/PollInterval) + maxQuickWatchEnds {
+	for {
+		watchStart := time.Now()
 		w, err := h.sandbox.Seed.Client.Watch(ctx, &extensionsv1alpha1.ExtensionList{}, &client.ListOptions{
 			Namespace:     h.SeedNamespace,
 			FieldSelector: fields.OneTermEqualSelector("metadata.name", ExtensionName),
-			Raw:           &metav1.ListOptions{ResourceVersion: rv},
+			// Bookmarks keep rv current while the Extension itself does not change.
+			Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true},
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -170,42 +175,81 @@ func (h *ShootHandle) watchExtension(ctx context.Context, timeout time.Duration,
 		}
 		done, err := consume(w, func(ex *extensionsv1alpha1.Extension) (bool, error) { return fn(ex, false, since) }, &rv)
 		w.Stop()
-		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-			ex, getErr := h.Extension(ctx)
-			if getErr != nil {
-				return getErr
+		if errors.Is(err, errWatchLost) {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			rv = ex.ResourceVersion
+			var ex *extensionsv1alpha1.Extension
+			// Resuming from the list's resourceVersion, not the Extension's: the latter may be
+			// older than anything the watch cache still has.
+			ex, rv, err = h.extensionAndListVersion(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return err
+			}
 			done, err = fn(ex, true, since)
 		}
 		if done || err != nil {
 			return err
 		}
+		if time.Since(watchStart) < PollInterval {
+			if err := sleepCtx(ctx, PollInterval); err != nil {
+				return err
+			}
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
-	return fmt.Errorf("gave up watching the extension of %s: too many watches ended", h.SeedNamespace)
 }
 
-// maxQuickWatchEnds bounds how often a watch may end without a failure before the wait gives up;
-// the API server ends a watch after minutes.
-const maxQuickWatchEnds = 100
+// WatchExtension calls fn for every state of the Extension from the checkpoint on until fn is
+// done or fails, or d has passed; the end of d is not an error. reread tells fn that states in
+// between may be missing.
+func (h *ShootHandle) WatchExtension(ctx context.Context, d time.Duration, fn func(ex *extensionsv1alpha1.Extension, reread bool) (bool, error)) error {
+	err := h.watchExtension(ctx, d, func(ex *extensionsv1alpha1.Extension, reread bool, _ time.Time) (bool, error) {
+		return fn(ex, reread)
+	})
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil
+	}
+	return err
+}
+
+// extensionAndListVersion reads the Extension with a list, whose resourceVersion is the current
+// one of the whole collection.
+func (h *ShootHandle) extensionAndListVersion(ctx context.Context) (*extensionsv1alpha1.Extension, string, error) {
+	list := &extensionsv1alpha1.ExtensionList{}
+	if err := h.sandbox.Seed.Client.List(ctx, list, client.InNamespace(h.SeedNamespace),
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", ExtensionName)}); err != nil {
+		return nil, "", fmt.Errorf("failed reading extension of %s: %w", h.SeedNamespace, err)
+	}
+	if len(list.Items) == 0 {
+		return nil, "", errors.New("the extension was deleted")
+	}
+	return &list.Items[0], list.ResourceVersion, nil
+}
+
+// errWatchLost means the watch can no longer deliver every change from its resourceVersion on,
+// e.g. because the resourceVersion is too old (410 Gone) or the API server restarted.
+var errWatchLost = errors.New("watch lost track of the extension")
 
 func consume(w watch.Interface, fn func(*extensionsv1alpha1.Extension) (bool, error), rv *string) (bool, error) {
 	for ev := range w.ResultChan() {
-		switch ev.Type {
-		case watch.Error:
-			return false, fmt.Errorf("watch failed: %w", apierrors.FromObject(ev.Object))
-		case watch.Bookmark:
-			continue
+		if ev.Type == watch.Error {
+			return false, fmt.Errorf("%w: %w", errWatchLost, apierrors.FromObject(ev.Object))
 		}
 		ex, ok := ev.Object.(*extensionsv1alpha1.Extension)
 		if !ok {
 			return false, fmt.Errorf("unexpected object %T in extension watch", ev.Object)
 		}
 		*rv = ex.ResourceVersion
-		if ev.Type == watch.Deleted {
+		switch ev.Type {
+		case watch.Bookmark:
+			continue
+		case watch.Deleted:
 			return false, errors.New("the extension was deleted")
 		}
 		if done, err := fn(ex); done || err != nil {
