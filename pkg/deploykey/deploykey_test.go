@@ -236,18 +236,7 @@ var _ = Describe("Manager", func() {
 			// All reconciles find no Secret before any of them creates one.
 			m.Client = newClient(barrierOnGet(workers, func(_ client.Object, err error) bool { return apierrors.IsNotFound(err) }))
 			c = m.Client.(client.WithWatch)
-			results := make([]*deploykey.DeployKey, workers)
-			errs := make([]error, workers)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for i := range workers {
-				wg.Go(func() {
-					<-start
-					results[i], errs[i] = m.Ensure(ctx, log, req)
-				})
-			}
-			close(start)
-			wg.Wait()
+			results, errs := ensureConcurrently(ctx, m, req, workers)
 
 			stored := getSecret(c, req.SecretName)
 			created := 0
@@ -373,18 +362,7 @@ var _ = Describe("Manager", func() {
 				return err == nil && obj.GetAnnotations()[constants.AnnotationRotate] == "true"
 			}), getSecret(c, req.SecretName))
 			c = m.Client.(client.WithWatch)
-			results := make([]*deploykey.DeployKey, workers)
-			errs := make([]error, workers)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for i := range workers {
-				wg.Go(func() {
-					<-start
-					results[i], errs[i] = m.Ensure(ctx, log, req)
-				})
-			}
-			close(start)
-			wg.Wait()
+			results, errs := ensureConcurrently(ctx, m, req, workers)
 
 			stored := getSecret(c, req.SecretName)
 			Expect(stored.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
@@ -734,4 +712,21 @@ func damagedKey() []byte {
 	lines := strings.Split(string(pair.PrivateKey), "\n")
 	lines[2] = strings.Repeat("B", len(lines[2]))
 	return []byte(strings.Join(lines, "\n"))
+}
+
+// ensureConcurrently calls Ensure from n goroutines that start together.
+func ensureConcurrently(ctx context.Context, m *deploykey.Manager, req deploykey.Request, n int) ([]*deploykey.DeployKey, []error) {
+	results := make([]*deploykey.DeployKey, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = m.Ensure(ctx, logr.Discard(), req)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return results, errs
 }

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 // Timeouts of the suite. The admission starts in about a second and the API server picks up a
@@ -59,7 +59,7 @@ const (
 var (
 	testEnv  *envtest.Environment
 	k8s      client.Client
-	warnings *warningRecorder
+	warnings *sandbox.WarningRecorder
 	certs    *testCertificates
 )
 
@@ -93,7 +93,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	scheme := runtime.NewScheme()
 	Expect(validator.AddToScheme(scheme)).To(Succeed())
 	// Pod Security warnings for workload templates arrive as HTTP warnings, not errors.
-	warnings = &warningRecorder{}
+	warnings = &sandbox.WarningRecorder{}
 	cfg := rest.CopyConfig(restCfg)
 	cfg.WarningHandler = warnings
 	// gardener's client package registers its types for protobuf, which gardener-apiserver serves
@@ -177,25 +177,4 @@ func createNamespace(ctx context.Context, prefix string, labels map[string]strin
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed())
 	})
 	return ns.Name
-}
-
-// warningRecorder collects the warnings the API server returns.
-type warningRecorder struct {
-	mu       sync.Mutex
-	messages []string
-}
-
-func (w *warningRecorder) HandleWarningHeader(_ int, _ string, message string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.messages = append(w.messages, message)
-}
-
-// take returns and forgets the recorded warnings.
-func (w *warningRecorder) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := w.messages
-	w.messages = nil
-	return m
 }

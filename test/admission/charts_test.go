@@ -284,14 +284,14 @@ var _ = Describe("Admission charts", func() {
 		It("renders a webhook server the runtime cluster accepts", func(ctx SpecContext) {
 			objs := mustRender(admissionchart.RuntimeChartPath, runtimeNamespace, runtimeValues())
 			Expect(kinds(objs)).To(ConsistOf("Deployment", "Service", "ServiceAccount", "Secret", "VerticalPodAutoscaler", "PodDisruptionBudget"))
-			warnings.take()
+			warnings.Take()
 			for _, o := range objs {
 				Expect(o.GetNamespace()).To(Equal(runtimeNamespace))
 				Expect(dryRunApply(ctx, o)).To(Succeed(), "%s/%s", o.GetKind(), o.GetName())
 			}
 			// The namespace enforces the restricted Pod Security Standard; violations of the pod
 			// template are reported as warnings on the Deployment.
-			Expect(warnings.take()).To(BeEmpty())
+			Expect(warnings.Take()).To(BeEmpty())
 		})
 
 		It("runs the admission with flags it has and serves the mounted certificate", func() {

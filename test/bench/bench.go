@@ -615,7 +615,7 @@ func (b *bench) measure(ctx context.Context, fn func(context.Context) error) (*p
 		return nil, err
 	}
 	logOffset := fileSize(b.extArgs.logPath)
-	cpuBefore, err := takeCPUSnapshot(proc.cmd.Process.Pid)
+	cpuBefore, err := takeCPUSnapshot(proc.process.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -624,7 +624,7 @@ func (b *bench) measure(ctx context.Context, fn func(context.Context) error) (*p
 		return nil, err
 	}
 	// CPU use is taken before the settle time, which would dilute it.
-	cpuAfter, err := takeCPUSnapshot(b.ext.cmd.Process.Pid)
+	cpuAfter, err := takeCPUSnapshot(b.ext.process.Pid())
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 var (
@@ -50,12 +52,10 @@ func buildExtension(ctx context.Context, repoRoot, out string) error {
 
 // extensionProcess is the extension binary running against the sandbox.
 type extensionProcess struct {
-	cmd         *exec.Cmd
+	process     *sandbox.Process
 	metricsAddr string
 	healthAddr  string
 	logFile     *os.File
-	done        chan struct{}
-	waitErr     error
 	started     time.Time
 }
 
@@ -72,11 +72,11 @@ type extensionArgs struct {
 
 // startExtension starts the binary; the caller waits for readiness with waitReady.
 func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, error) {
-	metricsPort, err := freePort()
+	metricsPort, err := sandbox.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	healthPort, err := freePort()
+	healthPort, err := sandbox.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +88,9 @@ func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, er
 		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)),
 		healthAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort)),
 		logFile:     logFile,
-		done:        make(chan struct{}),
 	}
 	// The process must outlive the caller's context; stop ends it.
-	p.cmd = exec.CommandContext(context.WithoutCancel(ctx), a.binary,
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), a.binary,
 		"--kubeconfig="+a.seedKubeconfig,
 		"--garden-kubeconfig="+a.gardenKubeconfig,
 		"--leader-election=false",
@@ -102,29 +101,16 @@ func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, er
 		"--metrics-bind-address="+p.metricsAddr,
 		"--health-bind-address="+p.healthAddr,
 	)
-	p.cmd.Env = append(os.Environ(), a.env...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), a.env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// A separate process group keeps an interrupt of the benchmark from reaching the extension
 	// before the benchmark has stopped it in order.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if p.process, err = sandbox.StartProcess(cmd); err != nil {
 		return nil, errors.Join(fmt.Errorf("failed starting the extension: %w", err), logFile.Close())
 	}
 	p.started = time.Now()
-	go func() {
-		defer close(p.done)
-		p.waitErr = p.cmd.Wait()
-	}()
 	return p, nil
-}
-
-func (p *extensionProcess) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // waitReady waits until the extension's readiness checks (its caches are synced) pass and returns
@@ -132,8 +118,8 @@ func (p *extensionProcess) exited() bool {
 func (p *extensionProcess) waitReady(ctx context.Context) (time.Duration, error) {
 	client := &http.Client{Timeout: httpTimeout}
 	err := wait.PollUntilContextTimeout(ctx, readyPollInterval, readyTimeout, true, func(ctx context.Context) (bool, error) {
-		if p.exited() {
-			return false, fmt.Errorf("the extension exited: %v", p.waitErr)
+		if p.process.Exited() {
+			return false, fmt.Errorf("the extension exited: %v", p.process.ExitErr())
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.healthAddr+"/readyz", nil)
 		if err != nil {
@@ -179,7 +165,7 @@ type memory struct {
 
 // memory reads the resident memory of the process.
 func (p *extensionProcess) memory() (memory, error) {
-	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(p.cmd.Process.Pid), "status"))
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(p.process.Pid()), "status"))
 	if err != nil {
 		return memory{}, fmt.Errorf("failed reading the extension's memory: %w", err)
 	}
@@ -230,26 +216,6 @@ func (p *extensionProcess) stop() error {
 	if p == nil {
 		return nil
 	}
-	if !p.exited() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(stopTimeout):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	}
+	p.process.Terminate(stopTimeout)
 	return p.logFile.Close()
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("failed finding a free port: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("failed releasing port %d: %w", port, err)
-	}
-	return port, nil
 }

@@ -499,7 +499,7 @@ var _ = Describe("extension chart", func() {
 		func(ctx SpecContext, values func() map[string]any, mutate func(*appsv1.Deployment)) {
 			ns := createNamespace(ctx, "extension-shoot-flux")
 			objs := mustRender(ns, values())
-			warnings.take()
+			warnings.Take()
 
 			var deployment *appsv1.Deployment
 			for _, o := range objs {
@@ -516,7 +516,7 @@ var _ = Describe("extension chart", func() {
 				}
 				Expect(dryRunApply(ctx, o)).To(Succeed(), "%s/%s", o.GetKind(), o.GetName())
 			}
-			Expect(warnings.take()).To(BeEmpty())
+			Expect(warnings.Take()).To(BeEmpty())
 
 			// Pod Security admission only warns about workload templates; a pod is what it
 			// enforces on. The ServiceAccount admission needs the account to exist.
@@ -533,7 +533,7 @@ var _ = Describe("extension chart", func() {
 				Spec: deployment.Spec.Template.Spec,
 			}
 			Expect(k8s.Create(ctx, pod, client.DryRunAll)).To(Succeed())
-			Expect(warnings.take()).To(BeEmpty())
+			Expect(warnings.Take()).To(BeEmpty())
 		},
 		Entry("gardenlet's values", gardenletValues, nil),
 		Entry("every value set", func() map[string]any { return merge(gardenletValues(), customValues()) }, nil),

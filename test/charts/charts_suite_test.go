@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 func TestCharts(t *testing.T) {
@@ -31,7 +32,7 @@ var (
 	testEnv  *envtest.Environment
 	restCfg  *rest.Config
 	k8s      client.Client
-	warnings *warningRecorder
+	warnings *sandbox.WarningRecorder
 	// gardenerDir is the gardener module that go.mod requires; its CRDs and hack scripts are the
 	// reference for what a landscape of that version accepts.
 	gardenerDir string
@@ -66,7 +67,7 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(testEnv.Stop)
 
 	// Pod Security warnings for workload templates arrive as HTTP warnings, not errors.
-	warnings = &warningRecorder{}
+	warnings = &sandbox.WarningRecorder{}
 	cfg := rest.CopyConfig(restCfg)
 	cfg.WarningHandler = warnings
 	k8s, err = client.New(cfg, client.Options{})
@@ -79,27 +80,6 @@ var _ = BeforeSuite(func() {
 		Value:      999998900,
 	})).To(Succeed())
 })
-
-// warningRecorder collects the warnings the API server returns.
-type warningRecorder struct {
-	mu       sync.Mutex
-	messages []string
-}
-
-func (w *warningRecorder) HandleWarningHeader(_ int, _ string, message string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.messages = append(w.messages, message)
-}
-
-// take returns and forgets the recorded warnings.
-func (w *warningRecorder) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := w.messages
-	w.messages = nil
-	return m
-}
 
 // readRepoFile reads a file relative to the repository root.
 func readRepoFile(path string) []byte {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -29,12 +28,10 @@ type SourceController struct {
 	// StorageAddress is where the controller serves the artifacts it fetched.
 	StorageAddress string
 
-	cmd     *exec.Cmd
+	process *Process
 	dir     string
 	logPath string
 	logFile *os.File
-	done    chan struct{}
-	waitErr error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -67,7 +64,7 @@ func startSourceController(ctx context.Context, bin, dir string, shoot *Cluster)
 	if err := shoot.WriteKubeconfig(kubeconfig); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -76,13 +73,13 @@ func startSourceController(ctx context.Context, bin, dir string, shoot *Cluster)
 	if err := os.Mkdir(storagePath, 0o700); err != nil {
 		return nil, fmt.Errorf("failed creating source-controller storage: %w", err)
 	}
-	sc := &SourceController{StorageAddress: storage, dir: dir, logPath: filepath.Join(dir, "source-controller.log"), done: make(chan struct{})}
+	sc := &SourceController{StorageAddress: storage, dir: dir, logPath: filepath.Join(dir, "source-controller.log")}
 	if sc.logFile, err = os.Create(sc.logPath); err != nil {
 		return nil, fmt.Errorf("failed creating source-controller log: %w", err)
 	}
 
 	// The process must outlive the caller's context; Stop ends it.
-	sc.cmd = exec.CommandContext(context.WithoutCancel(ctx), bin,
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), bin,
 		"--storage-path="+storagePath,
 		"--storage-addr="+storage,
 		"--storage-adv-addr="+storage,
@@ -94,36 +91,19 @@ func startSourceController(ctx context.Context, bin, dir string, shoot *Cluster)
 		"--log-level=debug",
 		"--log-encoding=console",
 	)
-	sc.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE=flux-system")
-	sc.cmd.Stdout, sc.cmd.Stderr = sc.logFile, sc.logFile
-	if err := sc.cmd.Start(); err != nil {
-		_ = sc.logFile.Close()
-		return nil, fmt.Errorf("failed starting %s: %w", bin, err)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE=flux-system")
+	cmd.Stdout, cmd.Stderr = sc.logFile, sc.logFile
+	if sc.process, err = StartProcess(cmd); err != nil {
+		return nil, errors.Join(err, sc.logFile.Close())
 	}
-	go func() {
-		defer close(sc.done)
-		sc.waitErr = sc.cmd.Wait()
-	}()
 	return sc, nil
 }
 
 // Exited tells whether the process has ended.
-func (sc *SourceController) Exited() bool {
-	select {
-	case <-sc.done:
-		return true
-	default:
-		return false
-	}
-}
+func (sc *SourceController) Exited() bool { return sc.process.Exited() }
 
 // ExitErr returns how the process ended; nil while it runs or after a clean exit.
-func (sc *SourceController) ExitErr() error {
-	if !sc.Exited() {
-		return nil
-	}
-	return sc.waitErr
-}
+func (sc *SourceController) ExitErr() error { return sc.process.ExitErr() }
 
 // Logs returns the end of the controller's log.
 func (sc *SourceController) Logs() string {
@@ -144,28 +124,8 @@ func (sc *SourceController) Logs() string {
 // Later calls return the result of the first.
 func (sc *SourceController) Stop() error {
 	sc.stopOnce.Do(func() {
-		if !sc.Exited() {
-			_ = sc.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-sc.done:
-			case <-time.After(SourceControllerStopTimeout):
-				_ = sc.cmd.Process.Kill()
-				<-sc.done
-			}
-		}
+		sc.process.Terminate(SourceControllerStopTimeout)
 		sc.stopErr = errors.Join(sc.logFile.Close(), os.RemoveAll(sc.dir))
 	})
 	return sc.stopErr
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("failed finding a free port: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("failed releasing port %d: %w", port, err)
-	}
-	return port, nil
 }

@@ -1,0 +1,79 @@
+package sandbox
+
+import (
+	"fmt"
+	"net"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Process is a started child process whose end is observed in the background, so that callers
+// can ask whether it is still running without blocking.
+type Process struct {
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+}
+
+// StartProcess starts cmd.
+func StartProcess(cmd *exec.Cmd) (*Process, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("failed starting %s: %w", cmd.Path, err)
+	}
+	p := &Process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.waitErr = cmd.Wait()
+	}()
+	return p, nil
+}
+
+// Pid is the process ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Exited tells whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// ExitErr returns how the process ended; nil while it runs or after a clean exit.
+func (p *Process) ExitErr() error {
+	if !p.Exited() {
+		return nil
+	}
+	return p.waitErr
+}
+
+// Terminate asks the process to stop with SIGTERM and kills it if it has not ended after timeout.
+// It returns when the process has ended.
+func (p *Process) Terminate(timeout time.Duration) {
+	if p.Exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// FreePort returns a TCP port on the loopback interface that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("failed finding a free port: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, fmt.Errorf("failed releasing port %d: %w", port, err)
+	}
+	return port, nil
+}
