@@ -92,28 +92,67 @@ func RESTConfigFromKubeconfig(path string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed loading kubeconfig %q: %w", path, err)
 	}
-	return WithClientRateLimits(cfg), nil
+	return cfg, nil
 }
 
-var (
-	// ClientQPS is the rate of requests per second the extension's clients allow themselves to
-	// the seed and the garden, per resource type.
-	ClientQPS float32 = 100
-	// ClientBurst is the number of requests above ClientQPS a client may send at once.
-	ClientBurst = 130
+const (
+	// DefaultClientQPS is the rate of requests per second the extension's clients allow
+	// themselves to the seed and the garden, per resource type: gardener-resource-manager's default
+	// for its clients. client-go's default of 5 would let a seed with hundreds of shoots take
+	// minutes for work its API server serves in seconds.
+	DefaultClientQPS float32 = 100
+	// DefaultClientBurst is the number of requests above the rate a client may send at once.
+	DefaultClientBurst = 130
 )
 
-// WithClientRateLimits sets ClientQPS and ClientBurst in cfg unless it has limits already. A
-// kubeconfig cannot set them, and client-go's default of 5 requests per second (per resource
-// type) would let a seed with hundreds of shoots take minutes for work its API server serves in
-// seconds. The values are gardener-resource-manager's defaults for its clients.
-func WithClientRateLimits(cfg *rest.Config) *rest.Config {
-	if cfg.QPS == 0 && cfg.RateLimiter == nil {
-		cfg.QPS = ClientQPS
+// ClientOptions set the client-side rate limits of the extension's clients to the seed and the
+// garden. A kubeconfig cannot carry them.
+type ClientOptions struct {
+	// QPS is the sustained rate of requests per second and resource type.
+	QPS float32
+	// Burst is the number of requests above QPS that may be sent at once.
+	Burst int
+
+	config *ClientConfig
+}
+
+// ClientConfig is the completed ClientOptions.
+type ClientConfig struct {
+	QPS   float32
+	Burst int
+}
+
+// NewClientOptions returns ClientOptions with the defaults.
+func NewClientOptions() *ClientOptions {
+	return &ClientOptions{QPS: DefaultClientQPS, Burst: DefaultClientBurst}
+}
+
+// AddFlags implements controllercmd.Flagger.
+func (o *ClientOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.Float32Var(&o.QPS, "client-qps", o.QPS, "Requests per second (per resource type) the extension's clients send to the seed and the garden at most.")
+	fs.IntVar(&o.Burst, "client-burst", o.Burst, "Requests the extension's clients may send at once above --client-qps.")
+}
+
+// Complete implements controllercmd.Completer.
+func (o *ClientOptions) Complete() error {
+	if o.QPS <= 0 {
+		return fmt.Errorf("--client-qps must be positive, got %v", o.QPS)
 	}
-	if cfg.Burst == 0 {
-		cfg.Burst = ClientBurst
+	if o.Burst < 1 {
+		return fmt.Errorf("--client-burst must be at least 1, got %d", o.Burst)
 	}
+	o.config = &ClientConfig{QPS: o.QPS, Burst: o.Burst}
+	return nil
+}
+
+// Completed returns the completed configuration. Only call it after a successful Complete.
+func (o *ClientOptions) Completed() *ClientConfig {
+	return o.config
+}
+
+// Apply sets the rate limits in cfg, replacing client-go's defaults, and returns cfg.
+func (c *ClientConfig) Apply(cfg *rest.Config) *rest.Config {
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = c.QPS, c.Burst, nil
 	return cfg
 }
 

@@ -44,9 +44,6 @@ users:
 
 			cfg := opts.Completed()
 			Expect(cfg.Host).To(Equal("https://garden.example.com"))
-			// client-go's default of 5 requests per second would throttle a seed with many shoots.
-			Expect(cfg.QPS).To(Equal(ClientQPS))
-			Expect(cfg.Burst).To(Equal(ClientBurst))
 			// client-go re-reads BearerTokenFile (cached for a minute) on requests, so the renewed
 			// token is picked up; a config with only BearerToken would keep the first token forever.
 			Expect(cfg.BearerTokenFile).To(Equal(tokenFile))
@@ -67,22 +64,40 @@ users:
 		})
 	})
 
-	Describe("WithClientRateLimits", func() {
-		It("raises client-go's default limits", func() {
-			cfg := WithClientRateLimits(&rest.Config{})
-			Expect(cfg.QPS).To(BeNumerically(">=", 100))
-			Expect(cfg.Burst).To(BeNumerically(">=", 130))
+	Describe("ClientOptions", func() {
+		parse := func(args ...string) (*ClientOptions, error) {
+			opts := NewClientOptions()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			opts.AddFlags(fs)
+			if err := fs.Parse(args); err != nil {
+				return nil, err
+			}
+			return opts, opts.Complete()
+		}
+
+		It("raises client-go's default limits and replaces a rate limiter", func() {
+			opts, err := parse()
+			Expect(err).NotTo(HaveOccurred())
+			// client-go's default of 5 requests per second would throttle a seed with many shoots.
+			cfg := opts.Completed().Apply(&rest.Config{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()})
+			Expect(cfg.QPS).To(Equal(DefaultClientQPS))
+			Expect(cfg.Burst).To(Equal(DefaultClientBurst))
+			Expect(cfg.RateLimiter).To(BeNil())
 		})
 
-		It("keeps limits that are set", func() {
-			cfg := WithClientRateLimits(&rest.Config{QPS: 7, Burst: 9})
-			Expect(cfg.QPS).To(BeEquivalentTo(7))
-			Expect(cfg.Burst).To(Equal(9))
+		It("takes the limits from flags", func() {
+			opts, err := parse("--client-qps=250", "--client-burst=400")
+			Expect(err).NotTo(HaveOccurred())
+			cfg := opts.Completed().Apply(&rest.Config{QPS: 5, Burst: 10})
+			Expect(cfg.QPS).To(BeEquivalentTo(250))
+			Expect(cfg.Burst).To(Equal(400))
+		})
 
-			limiter := flowcontrol.NewFakeAlwaysRateLimiter()
-			cfg = WithClientRateLimits(&rest.Config{RateLimiter: limiter})
-			Expect(cfg.QPS).To(BeZero())
-			Expect(cfg.RateLimiter).To(BeIdenticalTo(limiter))
+		It("rejects limits that would stop all requests", func() {
+			_, err := parse("--client-qps=0")
+			Expect(err).To(MatchError(ContainSubstring("--client-qps must be positive")))
+			_, err = parse("--client-burst=0")
+			Expect(err).To(MatchError(ContainSubstring("--client-burst must be at least 1")))
 		})
 	})
 

@@ -318,9 +318,9 @@ func (b *bench) addLimit(s *phaseStats, result phaseResult) {
 	case !b.opts.markApplied && s.cpu.machine >= saturated && rm > ext:
 		limit = fmt.Sprintf("the shared resource manager and its API server: %.2f cores against %.2f for the extension and the seed API server, "+
 			"a controllers ManagedResource waits %s (p50) to be applied; -mark-applied measures the extension alone", rm, ext, dur(applied))
-	case rate >= 0.8*float64(fluxcmd.ClientQPS):
+	case rate >= 0.8*float64(fluxcmd.DefaultClientQPS):
 		limit = fmt.Sprintf("the extension's client-side rate limit of %.0f requests/s per resource type: it wrote Extensions "+
-			"(its status and gardener's lastOperation, finalizer, annotation and health check updates) %.0f times a second", fluxcmd.ClientQPS, rate)
+			"(its status and gardener's lastOperation, finalizer, annotation and health check updates) %.0f times a second", fluxcmd.DefaultClientQPS, rate)
 	case s.cpu.machine >= saturated:
 		limit = fmt.Sprintf("CPU: the machine is %.0f%% busy, %.2f cores for the extension and the seed API server", 100*s.cpu.machine, ext)
 	default:

@@ -54,7 +54,8 @@ func (o *Options) run(ctx context.Context) error {
 	// Secrets are read rarely and a seed has many of them; caching them all would dominate memory.
 	mgrOpts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 
-	mgr, err := manager.New(fluxcmd.WithClientRateLimits(o.restOptions.Completed().Config), mgrOpts)
+	limits := o.clientOptions.Completed()
+	mgr, err := manager.New(limits.Apply(o.restOptions.Completed().Config), mgrOpts)
 	if err != nil {
 		return fmt.Errorf("could not instantiate controller-manager: %w", err)
 	}
@@ -65,7 +66,7 @@ func (o *Options) run(ctx context.Context) error {
 		return fmt.Errorf("could not update manager scheme: %w", err)
 	}
 
-	gardenCluster, err := fluxcmd.NewGardenCluster(o.gardenOptions.Completed())
+	gardenCluster, err := fluxcmd.NewGardenCluster(limits.Apply(o.gardenOptions.Completed()))
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ type Options struct {
 	generalOptions     *controllercmd.GeneralOptions
 	configOptions      *fluxcmd.ConfigOptions
 	gardenOptions      *fluxcmd.GardenOptions
+	clientOptions      *fluxcmd.ClientOptions
 	restOptions        *controllercmd.RESTOptions
 	managerOptions     *controllercmd.ManagerOptions
 	controllerOptions  *controllercmd.ControllerOptions
@@ -30,6 +31,7 @@ func NewOptions() *Options {
 		generalOptions: &controllercmd.GeneralOptions{},
 		configOptions:  &fluxcmd.ConfigOptions{},
 		gardenOptions:  &fluxcmd.GardenOptions{},
+		clientOptions:  fluxcmd.NewClientOptions(),
 		restOptions:    &controllercmd.RESTOptions{},
 		managerOptions: &controllercmd.ManagerOptions{
 			LeaderElection:          true,
@@ -52,6 +54,7 @@ func NewOptions() *Options {
 		o.generalOptions,
 		o.configOptions,
 		o.gardenOptions,
+		o.clientOptions,
 		o.restOptions,
 		o.managerOptions,
 		o.controllerOptions,
