@@ -17,7 +17,7 @@ import (
 
 // NewGardenCluster returns the garden cluster access of the extension. Its cache only holds the
 // project ConfigMaps named flux-config (a field selector keeps a big garden's ConfigMaps out of
-// memory); Secrets are never cached.
+// memory), without managedFields; Secrets are never cached.
 func NewGardenCluster(cfg *rest.Config) (cluster.Cluster, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -28,6 +28,7 @@ func NewGardenCluster(cfg *rest.Config) (cluster.Cluster, error) {
 		o.Cache.ByObject = map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", constants.ProjectConfigMapName)},
 		}
+		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
 		o.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}
 	})
 	if err != nil {

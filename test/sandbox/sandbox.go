@@ -231,17 +231,18 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		return fmt.Errorf("failed building extension scheme: %w", err)
 	}
 	log := s.log.WithName("extension")
-	mgr, err := manager.New(s.Seed.Config, manager.Options{
+	mgrOpts := manager.Options{
 		Scheme:                 scheme,
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		// Secrets are not cached, as in the extension binary.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		// A restarted extension registers its controller name again in this process.
 		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
-	})
+	}
+	// The cache is set up as in the extension binary.
+	fluxcmd.ApplySeedCacheOptions(&mgrOpts)
+	mgr, err := manager.New(s.Seed.Config, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("failed creating extension manager: %w", err)
 	}

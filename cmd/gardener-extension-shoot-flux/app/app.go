@@ -9,9 +9,7 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/heartbeat"
 	gardenerhealthz "github.com/gardener/gardener/pkg/healthz"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/version/verflag"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -51,8 +49,7 @@ func NewControllerCommand() *cobra.Command {
 
 func (o *Options) run(ctx context.Context) error {
 	mgrOpts := o.managerOptions.Completed().Options()
-	// Secrets are read rarely and a seed has many of them; caching them all would dominate memory.
-	mgrOpts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+	fluxcmd.ApplySeedCacheOptions(&mgrOpts)
 
 	limits := o.clientOptions.Completed()
 	mgr, err := manager.New(limits.Apply(o.restOptions.Completed().Config), mgrOpts)
