@@ -10,6 +10,7 @@ require (
 	github.com/gardener/gardener v1.149.3
 	github.com/gardener/gardener/pkg/apis v1.149.3
 	github.com/go-logr/logr v1.4.3
+	github.com/google/pprof v0.0.0-20260604005048-7023385849c0
 	github.com/kluctl/kluctl/v2 v2.28.2
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
@@ -119,7 +120,6 @@ require (
 	github.com/google/cel-go v0.29.2 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/google/pprof v0.0.0-20260604005048-7023385849c0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect

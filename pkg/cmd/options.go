@@ -3,6 +3,7 @@ package cmd
 
 import (
 	"fmt"
+	"net"
 	"os"
 
 	controllercmd "github.com/gardener/gardener/extensions/pkg/controller/cmd"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
@@ -163,4 +165,32 @@ func ControllerSwitches() *controllercmd.SwitchOptions {
 		controllercmd.Switch(healthcheck.ControllerName, healthcheck.AddToManager),
 		controllercmd.Switch(extensionsheartbeatcontroller.ControllerName, extensionsheartbeatcontroller.AddToManager),
 	)
+}
+
+// ProfilingOptions expose Go's profiling endpoints, e.g. to find out what fills the memory of an
+// extension that serves many shoots.
+type ProfilingOptions struct {
+	// PprofBindAddress is where /debug/pprof is served; empty serves nothing.
+	PprofBindAddress string
+}
+
+// AddFlags implements controllercmd.Flagger.
+func (o *ProfilingOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address to serve Go's /debug/pprof endpoints on, e.g. 127.0.0.1:6060; empty (default) serves nothing. The endpoints are not authenticated.")
+}
+
+// Complete implements controllercmd.Completer.
+func (o *ProfilingOptions) Complete() error {
+	if o.PprofBindAddress == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(o.PprofBindAddress); err != nil {
+		return fmt.Errorf("--pprof-bind-address: %w", err)
+	}
+	return nil
+}
+
+// Apply sets the profiling address in the manager options.
+func (o *ProfilingOptions) Apply(mgrOpts *manager.Options) {
+	mgrOpts.PprofBindAddress = o.PprofBindAddress
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 )
@@ -112,5 +113,28 @@ users:
 			opts = &ConfigOptions{ConfigLocation: file}
 			Expect(opts.Complete()).To(MatchError(ContainSubstring("sshKey.algorithm")))
 		})
+	})
+})
+
+var _ = Describe("ProfilingOptions", func() {
+	It("serves nothing by default and passes an address to the manager", func() {
+		opts := &ProfilingOptions{}
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		opts.AddFlags(fs)
+		Expect(fs.Parse(nil)).To(Succeed())
+		Expect(opts.Complete()).To(Succeed())
+		mgrOpts := manager.Options{PprofBindAddress: "stale"}
+		opts.Apply(&mgrOpts)
+		Expect(mgrOpts.PprofBindAddress).To(BeEmpty())
+
+		Expect(fs.Parse([]string{"--pprof-bind-address=127.0.0.1:6060"})).To(Succeed())
+		Expect(opts.Complete()).To(Succeed())
+		opts.Apply(&mgrOpts)
+		Expect(mgrOpts.PprofBindAddress).To(Equal("127.0.0.1:6060"))
+	})
+
+	It("rejects an address without a port", func() {
+		opts := &ProfilingOptions{PprofBindAddress: "localhost"}
+		Expect(opts.Complete()).To(MatchError(ContainSubstring("--pprof-bind-address")))
 	})
 })

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/go-logr/logr"
+	"github.com/google/pprof/profile"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -292,7 +294,7 @@ func (b *bench) firstReconcile(ctx context.Context) error {
 	}
 	b.addHealthCheckNote(stats, n)
 	b.addLimit(stats, result)
-	return b.addMemory(ctx, stats)
+	return b.addMemory(ctx, stats, "extension-heap-first-reconcile.pprof")
 }
 
 // addLimit says what bounded the first reconcile, from where the CPU went, how long the
@@ -365,7 +367,7 @@ func (b *bench) forcedResync(ctx context.Context) error {
 	b.addRequests(stats, n, "")
 	b.addReconcileStats(stats)
 	b.addHealthCheckNote(stats, n)
-	return b.addMemory(ctx, stats)
+	return b.addMemory(ctx, stats, "")
 }
 
 // addHealthCheckNote explains the health check's status writes, which are neither the actuator's
@@ -428,7 +430,7 @@ func (b *bench) restart(ctx context.Context) error {
 	r.add("writes by gardener's extension reconciler per shoot", perShoot(float64(generic), float64(len(b.shoots))), "", "Processing, Succeeded")
 	b.addRequests(stats, float64(len(b.shoots)), "")
 	b.addReconcileStats(stats)
-	return b.addMemory(ctx, stats)
+	return b.addMemory(ctx, stats, "")
 }
 
 // extensionIdle tells whether the extension's controller has neither queued nor running
@@ -742,7 +744,9 @@ func (b *bench) addApplyLatencies(result phaseResult) {
 	}
 }
 
-func (b *bench) addMemory(_ context.Context, s *phaseStats) error {
+// addMemory reports the extension's memory. With a profile name, it also saves the extension's
+// heap profile under that name in the log directory and names the functions holding most of it.
+func (b *bench) addMemory(ctx context.Context, s *phaseStats, profileName string) error {
 	mem, err := b.ext.memory()
 	if err != nil {
 		return err
@@ -751,7 +755,69 @@ func (b *bench) addMemory(_ context.Context, s *phaseStats) error {
 	b.report.add(fmt.Sprintf("extension memory at %d shoots: RSS (anon + file) / Go heap in use", len(b.shoots)),
 		fmt.Sprintf("%s (%s + %s) / %s", bytesize(int(mem.RSS)), bytesize(int(mem.Anon)), bytesize(int(mem.File)), bytesize(int(heap))),
 		"RSS ≤ 150 MiB", verdict(mem.RSS <= 150<<20))
+	if profileName == "" {
+		return nil
+	}
+	path := filepath.Join(b.opts.logDir, profileName)
+	prof, err := b.ext.heapProfile(ctx, path)
+	if err != nil {
+		return err
+	}
+	top, total := heapTop(prof, heapTopN)
+	var parts []string
+	for _, e := range top {
+		parts = append(parts, fmt.Sprintf("%s %s", e.function, bytesize(int(e.bytes))))
+	}
+	b.report.note("Live heap as of the last GC %s, most of it allocated by (flat): %s. Profile: %s (go tool pprof).",
+		bytesize(int(total)), strings.Join(parts, ", "), path)
 	return nil
+}
+
+// heapTopN is how many functions the report names for the heap.
+const heapTopN = 5
+
+type heapEntry struct {
+	function string
+	bytes    int64
+}
+
+// heapTop sums a heap profile's in-use bytes by the function that allocated them and returns the
+// n largest and the total.
+func heapTop(prof *profile.Profile, n int) ([]heapEntry, int64) {
+	index := -1
+	for i, st := range prof.SampleType {
+		if st.Type == "inuse_space" {
+			index = i
+		}
+	}
+	if index < 0 {
+		return nil, 0
+	}
+	byFunction := map[string]int64{}
+	var total int64
+	for _, sample := range prof.Sample {
+		v := sample.Value[index]
+		total += v
+		name := "(unknown)"
+		if len(sample.Location) > 0 && len(sample.Location[0].Line) > 0 && sample.Location[0].Line[0].Function != nil {
+			name = sample.Location[0].Line[0].Function.Name
+		}
+		byFunction[name] += v
+	}
+	entries := make([]heapEntry, 0, len(byFunction))
+	for f, v := range byFunction {
+		entries = append(entries, heapEntry{function: f, bytes: v})
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		if entries[i].bytes != entries[j].bytes {
+			return entries[i].bytes > entries[j].bytes
+		}
+		return entries[i].function < entries[j].function
+	})
+	if len(entries) > n {
+		entries = entries[:n]
+	}
+	return entries, total
 }
 
 func (b *bench) close() error {

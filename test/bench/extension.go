@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
@@ -55,6 +56,7 @@ type extensionProcess struct {
 	process     *sandbox.Process
 	metricsAddr string
 	healthAddr  string
+	pprofAddr   string
 	logFile     *os.File
 	started     time.Time
 }
@@ -80,6 +82,10 @@ func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, er
 	if err != nil {
 		return nil, err
 	}
+	pprofPort, err := sandbox.FreePort()
+	if err != nil {
+		return nil, err
+	}
 	logFile, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("failed opening extension log: %w", err)
@@ -87,6 +93,7 @@ func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, er
 	p := &extensionProcess{
 		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)),
 		healthAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort)),
+		pprofAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(pprofPort)),
 		logFile:     logFile,
 	}
 	// The process must outlive the caller's context; stop ends it.
@@ -100,6 +107,7 @@ func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, er
 		"--ignore-operation-annotation=false",
 		"--metrics-bind-address="+p.metricsAddr,
 		"--health-bind-address="+p.healthAddr,
+		"--pprof-bind-address="+p.pprofAddr,
 	)
 	cmd.Env = append(os.Environ(), a.env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -155,6 +163,35 @@ func (p *extensionProcess) scrape(ctx context.Context) (metrics, error) {
 		return nil, fmt.Errorf("scraping the extension's metrics: status %s", resp.Status)
 	}
 	return parseMetrics(resp.Body)
+}
+
+// heapProfile fetches the extension's heap profile and writes it to path.
+func (p *extensionProcess) heapProfile(ctx context.Context, path string) (*profile.Profile, error) {
+	client := &http.Client{Timeout: httpTimeout}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.pprofAddr+"/debug/pprof/heap", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("failed fetching the extension's heap profile: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetching the extension's heap profile: status %s", resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("failed reading the extension's heap profile: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return nil, fmt.Errorf("failed writing the heap profile: %w", err)
+	}
+	prof, err := profile.ParseData(data)
+	if err != nil {
+		return nil, fmt.Errorf("failed parsing the heap profile: %w", err)
+	}
+	return prof, nil
 }
 
 // memory is the resident memory of a process: anonymous (heap, stacks) and file-backed (mostly

@@ -4,11 +4,34 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/pprof/profile"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
 
 var _ = Describe("Parsers of the benchmark", func() {
+	Describe("heapTop", func() {
+		It("sums in-use bytes by allocating function, largest first", func() {
+			decode := &profile.Function{ID: 1, Name: "encoding/json.(*decodeState).literalStore"}
+			cache := &profile.Function{ID: 2, Name: "k8s.io/client-go/tools/cache.(*threadSafeMap).Add"}
+			loc := func(id uint64, f *profile.Function) *profile.Location {
+				return &profile.Location{ID: id, Line: []profile.Line{{Function: f}}}
+			}
+			prof := &profile.Profile{
+				SampleType: []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}, {Type: "inuse_space", Unit: "bytes"}},
+				Sample: []*profile.Sample{
+					{Location: []*profile.Location{loc(1, decode)}, Value: []int64{900, 100}},
+					{Location: []*profile.Location{loc(2, cache)}, Value: []int64{10, 300}},
+					{Location: []*profile.Location{loc(3, decode)}, Value: []int64{900, 150}},
+					{Value: []int64{1, 7}},
+				},
+			}
+			top, total := heapTop(prof, 2)
+			Expect(total).To(BeEquivalentTo(557))
+			Expect(top).To(Equal([]heapEntry{{function: cache.Name, bytes: 300}, {function: decode.Name, bytes: 250}}))
+		})
+	})
+
 	Describe("parseMetrics", func() {
 		It("reads samples with escaped labels and splits client requests by API server", func() {
 			m, err := parseMetrics(strings.NewReader(`# HELP rest_client_requests_total Number of HTTP requests

@@ -50,6 +50,7 @@ func NewControllerCommand() *cobra.Command {
 func (o *Options) run(ctx context.Context) error {
 	mgrOpts := o.managerOptions.Completed().Options()
 	fluxcmd.ApplySeedCacheOptions(&mgrOpts)
+	o.profilingOptions.Apply(&mgrOpts)
 
 	limits := o.clientOptions.Completed()
 	mgr, err := manager.New(limits.Apply(o.restOptions.Completed().Config), mgrOpts)

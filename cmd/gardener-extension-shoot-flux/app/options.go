@@ -16,6 +16,7 @@ type Options struct {
 	configOptions      *fluxcmd.ConfigOptions
 	gardenOptions      *fluxcmd.GardenOptions
 	clientOptions      *fluxcmd.ClientOptions
+	profilingOptions   *fluxcmd.ProfilingOptions
 	restOptions        *controllercmd.RESTOptions
 	managerOptions     *controllercmd.ManagerOptions
 	controllerOptions  *controllercmd.ControllerOptions
@@ -28,11 +29,12 @@ type Options struct {
 // NewOptions returns the options with their defaults.
 func NewOptions() *Options {
 	o := &Options{
-		generalOptions: &controllercmd.GeneralOptions{},
-		configOptions:  &fluxcmd.ConfigOptions{},
-		gardenOptions:  &fluxcmd.GardenOptions{},
-		clientOptions:  fluxcmd.NewClientOptions(),
-		restOptions:    &controllercmd.RESTOptions{},
+		generalOptions:   &controllercmd.GeneralOptions{},
+		configOptions:    &fluxcmd.ConfigOptions{},
+		gardenOptions:    &fluxcmd.GardenOptions{},
+		clientOptions:    fluxcmd.NewClientOptions(),
+		profilingOptions: &fluxcmd.ProfilingOptions{},
+		restOptions:      &controllercmd.RESTOptions{},
 		managerOptions: &controllercmd.ManagerOptions{
 			LeaderElection:          true,
 			LeaderElectionID:        controllercmd.LeaderElectionNameID(constants.ExtensionName),
@@ -55,6 +57,7 @@ func NewOptions() *Options {
 		o.configOptions,
 		o.gardenOptions,
 		o.clientOptions,
+		o.profilingOptions,
 		o.restOptions,
 		o.managerOptions,
 		o.controllerOptions,
