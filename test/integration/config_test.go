@@ -2,7 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"time"
 
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +14,10 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
+
+// restartQuietPeriod is how long a shoot whose configuration did not change is watched after a
+// restart of the extension for a reconcile that should not happen.
+var restartQuietPeriod = 5 * time.Second
 
 var _ = Describe("Configuration layers", func() {
 	It("applies the providerConfig over the project ConfigMap", func(ctx SpecContext) {
@@ -112,5 +118,44 @@ source:
 			Expect(ex.Generation).To(Equal(generations[h.SeedNamespace]), "the Extension spec of %s must not change", h.SeedNamespace)
 			Expect(ex.Annotations).NotTo(HaveKey("gardener.cloud/operation"))
 		}
+	})
+
+	It("after a restart, reconciles only the shoots whose project ConfigMap changed while the extension was down", func(ctx SpecContext) {
+		steadyNamespace := newProject(ctx, "restart-steady")
+		setProjectConfig(ctx, steadyNamespace, legacyConfig(publicURL, "main", "public"))
+		changedNamespace := newProject(ctx, "restart-changed")
+		setProjectConfig(ctx, changedNamespace, legacyConfig(publicURL, "main", "public"))
+		steady := createShootSucceeded(ctx, sandbox.ShootSpec{Project: "restart-steady", Name: "one", SharedControlPlane: true})
+		changed := createShootSucceeded(ctx, sandbox.ShootSpec{Project: "restart-changed", Name: "one", SharedControlPlane: true})
+		before, err := steady.Extension(ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("changing one project's ConfigMap while the extension is stopped")
+		Expect(sb.StopExtension()).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) error {
+			if sb.ExtensionRunning() {
+				return nil
+			}
+			return sb.StartExtension(ctx)
+		})
+		Expect(steady.Checkpoint(ctx)).To(Succeed())
+		Expect(changed.Checkpoint(ctx)).To(Succeed())
+		setProjectConfig(ctx, changedNamespace, legacyConfig(publicURL, "next", "public"))
+		Expect(sb.StartExtension(ctx)).To(Succeed())
+
+		By("waiting for the shoot that missed the change")
+		_, err = changed.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		status, err := changed.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.Ref).To(Equal("branch:next"))
+
+		By("checking that the other shoot is left alone")
+		Expect(steady.WatchExtension(ctx, restartQuietPeriod, func(ex *extensionsv1alpha1.Extension, _ bool) (bool, error) {
+			if op := ex.Status.LastOperation; op != nil && !op.LastUpdateTime.Equal(&before.Status.LastOperation.LastUpdateTime) {
+				return false, fmt.Errorf("the extension reconciled the unchanged shoot again: %s %s", op.Type, op.State)
+			}
+			return false, nil
+		})).To(Succeed())
 	})
 })

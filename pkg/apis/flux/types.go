@@ -195,6 +195,9 @@ type FluxStatus struct {
 	Fingerprint string
 	// DeployKeySecret is the garden Secret that holds the deploy key.
 	DeployKeySecret string
+	// ProjectConfigHash identifies the data of the project ConfigMap flux-config this state was
+	// built from; empty when the project has none.
+	ProjectConfigHash string
 	// Warnings are problems that do not stop the reconciliation.
 	Warnings []string
 	// Message summarises the state for humans.

@@ -68,14 +68,15 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return fmt.Errorf("cluster %s has no shoot", ex.Namespace)
 	}
 
-	cfg, err := a.resolveConfig(ctx, cluster.Shoot.Namespace, ex)
+	cfg, configHash, err := a.resolveConfig(ctx, cluster.Shoot.Namespace, ex)
 	if err != nil {
 		return err
 	}
 
 	status := &fluxv1alpha1.FluxStatus{
-		FluxVersion:   cfg.Flux.Version,
-		BootstrapMode: string(cfg.Bootstrap.Mode),
+		FluxVersion:       cfg.Flux.Version,
+		BootstrapMode:     string(cfg.Bootstrap.Mode),
+		ProjectConfigHash: configHash,
 	}
 	if cfg.Kluctl.Enabled {
 		status.KluctlVersion = cfg.Kluctl.Version
@@ -172,11 +173,13 @@ func (a *actuator) Restore(ctx context.Context, log logr.Logger, ex *extensionsv
 	return a.Reconcile(ctx, log, ex)
 }
 
-func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, ex *extensionsv1alpha1.Extension) (*fluxapi.FluxConfig, error) {
+// resolveConfig merges the project ConfigMap and the providerConfig and returns the ConfigMap's
+// hash.
+func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, ex *extensionsv1alpha1.Extension) (*fluxapi.FluxConfig, string, error) {
 	cm := &corev1.ConfigMap{}
 	if err := a.garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.ProjectConfigMapName}, cm); err != nil {
 		if client.IgnoreNotFound(err) != nil {
-			return nil, fmt.Errorf("failed reading ConfigMap %s/%s: %w", projectNamespace, constants.ProjectConfigMapName, err)
+			return nil, "", fmt.Errorf("failed reading ConfigMap %s/%s: %w", projectNamespace, constants.ProjectConfigMapName, err)
 		}
 		cm = nil
 	}
@@ -187,9 +190,9 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 	}, SupportedVersions(), cm, ex.Spec.ProviderConfig)
 	if err != nil {
 		// Resolve returns configuration errors that carry ERR_CONFIGURATION_PROBLEM already.
-		return nil, err
+		return nil, "", err
 	}
-	return cfg, nil
+	return cfg, fluxconfig.ConfigMapHash(cm), nil
 }
 
 func (a *actuator) timeouts() mrutil.Timeouts {

@@ -34,6 +34,7 @@ import (
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -238,6 +239,7 @@ var _ = Describe("Actuator", func() {
 
 			status := providerStatus(ex)
 			Expect(status.Message).To(ContainSubstring("No source configured"))
+			Expect(status.ProjectConfigHash).To(BeEmpty(), "the project has no ConfigMap")
 			Expect(status.FluxVersion).To(Equal(cfg.DefaultFluxVersion))
 			Expect(status.KluctlVersion).To(Equal(cfg.DefaultKluctlVersion))
 		})
@@ -261,6 +263,9 @@ var _ = Describe("Actuator", func() {
 			status := providerStatus(ex)
 			Expect(status.Repository).To(Equal("https://git.example.com/org/repo.git"))
 			Expect(status.Ref).To(Equal("branch:develop"))
+			cm := &corev1.ConfigMap{}
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.ProjectConfigMapName}, cm)).To(Succeed())
+			Expect(status.ProjectConfigHash).To(Equal(fluxconfig.ConfigMapHash(cm)))
 			Expect(status.PublicKey).To(BeEmpty())
 		})
 

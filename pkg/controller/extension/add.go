@@ -11,9 +11,11 @@ import (
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -24,6 +26,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
 
@@ -87,7 +90,7 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 				return c.Watch(source.Kind[client.Object](
 					opts.GardenCluster.GetCache(),
 					&corev1.ConfigMap{},
-					handler.EnqueueRequestsFromMapFunc(mapper.extensionsOfProject),
+					projectConfigHandler(mapper),
 					predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == constants.ProjectConfigMapName }),
 				))
 			},
@@ -139,7 +142,45 @@ type projectMapper struct {
 	client client.Client
 }
 
+// projectConfigHandler enqueues the Extensions of a project when its ConfigMap changes. The initial
+// list after a (re)start only enqueues the Extensions whose providerStatus records other ConfigMap
+// data, i.e. the shoots that missed a change while the extension was down: the others were built
+// from this very data, and reconciling all of them on every restart would only rewrite their
+// lastOperation. Later events enqueue all, as a reconcile with older data may be running.
+func projectConfigHandler(m *projectMapper) handler.EventHandler {
+	all := handler.EnqueueRequestsFromMapFunc(m.extensionsOfProject)
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if !e.IsInInitialList {
+				all.Create(ctx, e, q)
+				return
+			}
+			for _, req := range m.outdatedExtensionsOfProject(ctx, e.Object) {
+				q.Add(req)
+			}
+		},
+		UpdateFunc:  all.Update,
+		DeleteFunc:  all.Delete,
+		GenericFunc: all.Generic,
+	}
+}
+
 func (m *projectMapper) extensionsOfProject(ctx context.Context, o client.Object) []reconcile.Request {
+	return m.requests(ctx, o, func(*extensionsv1alpha1.Extension) bool { return true })
+}
+
+// outdatedExtensionsOfProject returns the Extensions whose providerStatus does not record the
+// ConfigMap's current data.
+func (m *projectMapper) outdatedExtensionsOfProject(ctx context.Context, o client.Object) []reconcile.Request {
+	cm, ok := o.(*corev1.ConfigMap)
+	if !ok {
+		return m.extensionsOfProject(ctx, o)
+	}
+	hash := fluxconfig.ConfigMapHash(cm)
+	return m.requests(ctx, o, func(ex *extensionsv1alpha1.Extension) bool { return recordedConfigHash(ex) != hash })
+}
+
+func (m *projectMapper) requests(ctx context.Context, o client.Object, include func(*extensionsv1alpha1.Extension) bool) []reconcile.Request {
 	clusters := &extensionsv1alpha1.ClusterList{}
 	if err := m.client.List(ctx, clusters, client.MatchingFields{IndexShootNamespace: o.GetNamespace()}); err != nil {
 		logf.FromContext(ctx).Error(err, "Failed listing clusters of project", "namespace", o.GetNamespace())
@@ -152,11 +193,27 @@ func (m *projectMapper) extensionsOfProject(ctx context.Context, o client.Object
 			logf.FromContext(ctx).Error(err, "Failed listing extensions of shoot", "namespace", c.Name)
 			continue
 		}
-		for _, ex := range extensions.Items {
-			if ex.Spec.Type == constants.ExtensionType {
-				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ex)})
+		for i := range extensions.Items {
+			ex := &extensions.Items[i]
+			if ex.Spec.Type == constants.ExtensionType && include(ex) {
+				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ex)})
 			}
 		}
 	}
 	return requests
+}
+
+// recordedConfigHash returns the project ConfigMap hash in the Extension's providerStatus; "" if
+// there is none or it cannot be read, which makes the Extension count as outdated.
+func recordedConfigHash(ex *extensionsv1alpha1.Extension) string {
+	if ex.Status.ProviderStatus == nil || ex.Status.ProviderStatus.Raw == nil {
+		return ""
+	}
+	var status struct {
+		ProjectConfigHash string `json:"projectConfigHash"`
+	}
+	if err := json.Unmarshal(ex.Status.ProviderStatus.Raw, &status); err != nil {
+		return ""
+	}
+	return status.ProjectConfigHash
 }

@@ -7,10 +7,19 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	handlerpkg "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 )
 
 var _ = Describe("predicates without the operation annotation", func() {
@@ -45,5 +54,94 @@ var _ = Describe("predicates without the operation annotation", func() {
 		Expect(update(extension(1, nil), extension(2, nil))).To(BeTrue())
 		Expect(update(extension(1, nil), extension(1, map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationMigrate}))).To(BeTrue())
 		Expect(update(extension(1, nil), extension(1, nil))).To(BeFalse())
+	})
+})
+
+var _ = Describe("projectConfigHandler", func() {
+	var (
+		ctx     context.Context
+		cm      *corev1.ConfigMap
+		handler = func(c client.Client) handlerpkg.EventHandler { return projectConfigHandler(&projectMapper{client: c}) }
+	)
+
+	BeforeEach(func() {
+		ctx = context.Background()
+		cm = legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})
+	})
+
+	// seedWith returns a seed client with a Cluster and a shoot-flux Extension per shoot name;
+	// recorded maps shoot names to the ConfigMap hash in their Extension's providerStatus, with
+	// "-" for no providerStatus at all.
+	seedWith := func(recorded map[string]string) client.Client {
+		scheme := runtime.NewScheme()
+		Expect(extensionsv1alpha1.AddToScheme(scheme)).To(Succeed())
+		b := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&extensionsv1alpha1.Cluster{}, IndexShootNamespace, indexShootNamespace)
+		for name, hash := range recorded {
+			s := shoot()
+			s.Name = name
+			cluster := clusterObject(s)
+			cluster.Name = "shoot--foo--" + name
+			ex := &extensionsv1alpha1.Extension{
+				ObjectMeta: metav1.ObjectMeta{Name: "shoot-flux", Namespace: cluster.Name},
+				Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: constants.ExtensionType}},
+			}
+			if hash != "-" {
+				ex.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"flux.extensions.gardener.cloud/v1alpha1","kind":"FluxStatus","projectConfigHash":"` + hash + `"}`)}
+			}
+			other := &extensionsv1alpha1.Extension{
+				ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: cluster.Name},
+				Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "other"}},
+			}
+			b = b.WithObjects(cluster, ex, other)
+		}
+		return b.Build()
+	}
+
+	queued := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) []string {
+		var names []string
+		for q.Len() > 0 {
+			req, _ := q.Get()
+			names = append(names, req.Namespace)
+			q.Done(req)
+		}
+		return names
+	}
+	newQueue := func() workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	}
+
+	It("enqueues only shoots built from other ConfigMap data on the initial list after a start", func() {
+		h := handler(seedWith(map[string]string{
+			"current":   fluxconfig.ConfigMapHash(cm),
+			"outdated":  fluxconfig.ConfigMapHash(legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/old.git"})),
+			"unknown":   "-",
+			"no-config": "",
+		}))
+		q := newQueue()
+		h.Create(ctx, event.CreateEvent{Object: cm, IsInInitialList: true}, q)
+		Expect(queued(q)).To(ConsistOf("shoot--foo--outdated", "shoot--foo--unknown", "shoot--foo--no-config"))
+	})
+
+	It("enqueues all shoots of the project on later events, as a reconcile with older data may be running", func() {
+		h := handler(seedWith(map[string]string{"a": fluxconfig.ConfigMapHash(cm), "b": "-"}))
+		all := []any{"shoot--foo--a", "shoot--foo--b"}
+
+		q := newQueue()
+		h.Create(ctx, event.CreateEvent{Object: cm}, q)
+		Expect(queued(q)).To(ConsistOf(all...))
+		h.Update(ctx, event.UpdateEvent{ObjectOld: cm, ObjectNew: cm}, q)
+		Expect(queued(q)).To(ConsistOf(all...))
+		h.Delete(ctx, event.DeleteEvent{Object: cm}, q)
+		Expect(queued(q)).To(ConsistOf(all...))
+	})
+
+	It("enqueues nothing for another project", func() {
+		h := handler(seedWith(map[string]string{"a": "-"}))
+		other := cm.DeepCopy()
+		other.Namespace = "garden-other"
+		q := newQueue()
+		h.Create(ctx, event.CreateEvent{Object: other, IsInInitialList: true}, q)
+		h.Update(ctx, event.UpdateEvent{ObjectOld: other, ObjectNew: other}, q)
+		Expect(queued(q)).To(BeEmpty())
 	})
 })

@@ -261,6 +261,11 @@ type FluxStatus struct {
 	// DeployKeySecret is the garden Secret that holds the deploy key.
 	// +optional
 	DeployKeySecret string `json:"deployKeySecret,omitempty"`
+	// ProjectConfigHash identifies the data of the project ConfigMap flux-config this state was
+	// built from; empty when the project has none. After a restart, the extension reconciles only
+	// the shoots whose hash differs from their project's current ConfigMap.
+	// +optional
+	ProjectConfigHash string `json:"projectConfigHash,omitempty"`
 	// Warnings are problems that do not stop the reconciliation.
 	// +optional
 	Warnings []string `json:"warnings,omitempty"`
