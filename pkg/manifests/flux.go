@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/fluxcd/flux2/v2/pkg/manifestgen/install"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
@@ -89,7 +91,17 @@ func validateNamespace(namespace string) error {
 	return nil
 }
 
+// kustomizeMu serialises kustomize runs: kustomize keeps Kubernetes' OpenAPI schema in a global
+// that its readers do not lock, and buildFlux drops it after each run.
+var kustomizeMu sync.Mutex
+
 func (r *renderer) buildFlux(version string, components []string, namespace, registry string) ([]byte, error) {
+	kustomizeMu.Lock()
+	defer kustomizeMu.Unlock()
+	// The schema takes several MiB and is parsed again in a fraction of a second; the extension
+	// renders a handful of times in its life, the results are cached.
+	defer openapi.ResetOpenAPI()
+
 	// Resolved first, so that a broken image vector fails before any kustomize run.
 	images := map[string]string{}
 	for _, c := range components {
