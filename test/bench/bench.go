@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
@@ -125,6 +124,7 @@ func (b *bench) setup(ctx context.Context) error {
 		seedKubeconfig:          filepath.Join(b.tmpDir, "seed.kubeconfig"),
 		gardenKubeconfig:        filepath.Join(b.tmpDir, "garden.kubeconfig"),
 		maxConcurrentReconciles: b.opts.workers,
+		clientQPS:               b.opts.clientQPS,
 		logPath:                 filepath.Join(b.opts.logDir, "extension.log"),
 	}
 	if b.opts.extensionEnv != "" {
@@ -320,9 +320,9 @@ func (b *bench) addLimit(s *phaseStats, result phaseResult) {
 	case !b.opts.markApplied && s.cpu.machine >= saturated && rm > ext:
 		limit = fmt.Sprintf("the shared resource manager and its API server: %.2f cores against %.2f for the extension and the seed API server, "+
 			"a controllers ManagedResource waits %s (p50) to be applied; -mark-applied measures the extension alone", rm, ext, dur(applied))
-	case rate >= 0.8*float64(fluxcmd.DefaultClientQPS):
+	case rate >= 0.8*b.opts.clientQPS:
 		limit = fmt.Sprintf("the extension's client-side rate limit of %.0f requests/s per resource type: it wrote Extensions "+
-			"(its status and gardener's lastOperation, finalizer, annotation and health check updates) %.0f times a second", fluxcmd.DefaultClientQPS, rate)
+			"(its status and gardener's lastOperation, finalizer, annotation and health check updates) %.0f times a second", b.opts.clientQPS, rate)
 	case s.cpu.machine >= saturated:
 		limit = fmt.Sprintf("CPU: the machine is %.0f%% busy, %.2f cores for the extension and the seed API server", 100*s.cpu.machine, ext)
 	default:

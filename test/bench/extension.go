@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -67,6 +68,7 @@ type extensionArgs struct {
 	seedKubeconfig          string
 	gardenKubeconfig        string
 	maxConcurrentReconciles int
+	clientQPS               float64
 	logPath                 string
 	// env is added to the benchmark's environment, e.g. GOMEMLIMIT=100MiB.
 	env []string
@@ -103,6 +105,8 @@ func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, er
 		"--leader-election=false",
 		"--heartbeat-namespace=garden",
 		"--max-concurrent-reconciles="+strconv.Itoa(a.maxConcurrentReconciles),
+		"--client-qps="+strconv.FormatFloat(a.clientQPS, 'g', -1, 64),
+		"--client-burst="+strconv.Itoa(int(math.Ceil(1.3*a.clientQPS))),
 		// gardenlet drives the Extensions with the operation annotation; see createExtensions.
 		"--ignore-operation-annotation=false",
 		"--metrics-bind-address="+p.metricsAddr,

@@ -27,6 +27,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -46,6 +47,7 @@ type options struct {
 	rmWorkers         int
 	markApplied       bool
 	extensionEnv      string
+	clientQPS         float64
 }
 
 func main() {
@@ -65,6 +67,7 @@ func main() {
 	fs.IntVar(&o.rmWorkers, "rm-workers", sandbox.SharedResourceManagerConcurrentSyncs, "workers of the shared gardener-resource-manager")
 	fs.BoolVar(&o.markApplied, "mark-applied", false, "replace the shared gardener-resource-manager by a stand-in that marks ManagedResources applied at once, to measure the extension alone")
 	fs.StringVar(&o.extensionEnv, "extension-env", "", "comma-separated KEY=VALUE environment of the extension process, e.g. GOMEMLIMIT=100MiB")
+	fs.Float64Var(&o.clientQPS, "client-qps", float64(fluxcmd.DefaultClientQPS), "the extension's --client-qps (its --client-burst is 1.3 times as much)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory with the API servers' audit logs and kubeconfigs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
@@ -109,6 +112,8 @@ func (o options) validate() error {
 		return errors.New("-rm-workers must be at least 1")
 	case o.repository != "private" && o.repository != "public":
 		return errors.New("-repository must be private or public")
+	case o.clientQPS <= 0:
+		return errors.New("-client-qps must be positive")
 	case o.extensionEnv != "" && !validEnv(o.extensionEnv):
 		return errors.New("-extension-env must be KEY=VALUE pairs separated by commas")
 	case os.Getenv("KUBEBUILDER_ASSETS") == "":
@@ -150,8 +155,8 @@ func environment(o options) string {
 	if o.extensionEnv != "" {
 		env = ", extension environment " + o.extensionEnv
 	}
-	return fmt.Sprintf("%d shoots in %d projects (%s repositories), --max-concurrent-reconciles=%d%s, %d shared resource manager workers, %s/%s, %d CPUs, %s",
-		o.shoots, o.projects, o.repository, o.workers, env, o.rmWorkers, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	return fmt.Sprintf("%d shoots in %d projects (%s repositories), --max-concurrent-reconciles=%d, --client-qps=%g%s, %d shared resource manager workers, %s/%s, %d CPUs, %s",
+		o.shoots, o.projects, o.repository, o.workers, o.clientQPS, env, o.rmWorkers, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 }
 
 // errorsOnly is a log sink that drops info messages.
