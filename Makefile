@@ -127,7 +127,7 @@ sandbox-up:
 START_ARGS = --leader-election=false --ignore-operation-annotation=true \
 	--heartbeat-namespace=garden --kubeconfig=$${KUBECONFIG:-dev/seed.kubeconfig} \
 	--garden-kubeconfig=$${GARDEN_KUBECONFIG:-dev/garden.kubeconfig} \
-	--metrics-bind-address=:18080 --health-bind-address=:18081 --log-format=text
+	--metrics-bind-address=:18080 --health-bind-address=:18081 --log-format=text $(ARGS)
 
 .PHONY: start
 start:
