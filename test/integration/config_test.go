@@ -5,13 +5,19 @@ import (
 	"time"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -157,5 +163,33 @@ source:
 			}
 			return false, nil
 		})).To(Succeed())
+	})
+
+	It("after a restart, drops the bootstrap of a shoot whose project ConfigMap was deleted while the extension was down", func(ctx SpecContext) {
+		projectNamespace := newProject(ctx, "restart-deleted")
+		setProjectConfig(ctx, projectNamespace, legacyConfig(publicURL, "main", "public"))
+		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: "restart-deleted", Name: "one", SharedControlPlane: true})
+		Expect(appliedManagedResource(ctx, h, constants.ManagedResourceBootstrap)).To(Succeed())
+
+		By("deleting the project ConfigMap while the extension is stopped")
+		Expect(sb.StopExtension()).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) error {
+			if sb.ExtensionRunning() {
+				return nil
+			}
+			return sb.StartExtension(ctx)
+		})
+		Expect(h.Checkpoint(ctx)).To(Succeed())
+		Expect(sb.Garden.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: projectNamespace, Name: constants.ProjectConfigMapName}})).To(Succeed())
+		Expect(sb.StartExtension(ctx)).To(Succeed())
+
+		_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		status, err := h.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.Message).To(ContainSubstring("No source configured"))
+		Expect(status.ProjectConfigHash).To(BeEmpty())
+		err = sb.Seed.Client.Get(ctx, client.ObjectKey{Namespace: h.SeedNamespace, Name: constants.ManagedResourceBootstrap}, &resourcesv1alpha1.ManagedResource{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the bootstrap ManagedResource must be gone, got %v", err)
 	})
 })

@@ -10,8 +10,11 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -75,6 +78,13 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 	}
 
 	mapper := &projectMapper{client: mgr.GetClient()}
+	orphans := make(chan event.GenericEvent)
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		enqueueConfigMapsDeletedWhileDown(ctx, mgr.GetLogger().WithName(ControllerName), mgr.GetCache(), opts.GardenCluster.GetCache(), orphans)
+		return nil
+	})); err != nil {
+		return fmt.Errorf("failed adding the start-up check for deleted project ConfigMaps: %w", err)
+	}
 	return extension.Add(mgr, extension.AddArgs{
 		Actuator:                  NewActuator(mgr.GetClient(), opts.GardenCluster.GetClient(), opts.Config),
 		ControllerOptions:         opts.ControllerOptions,
@@ -93,6 +103,9 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 					projectConfigHandler(mapper),
 					predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == constants.ProjectConfigMapName }),
 				))
+			},
+			func(c controller.Controller) error {
+				return c.Watch(source.Channel(orphans, &handler.EnqueueRequestForObject{}))
 			},
 		},
 	})
@@ -216,4 +229,64 @@ func recordedConfigHash(ex *extensionsv1alpha1.Extension) string {
 		return ""
 	}
 	return status.ProjectConfigHash
+}
+
+// enqueueConfigMapsDeletedWhileDown sends the Extensions that were built from a project ConfigMap
+// which no longer exists. The initial list of the ConfigMap watch has no event for a ConfigMap
+// deleted while the extension was down, so without this those shoots would keep the deleted
+// configuration until the resync. A failure is only logged: the resync repairs what it misses, and
+// stopping the manager for it would stop every shoot's reconciles.
+func enqueueConfigMapsDeletedWhileDown(ctx context.Context, log logr.Logger, seed, garden cache.Cache, events chan<- event.GenericEvent) {
+	if !seed.WaitForCacheSync(ctx) || !garden.WaitForCacheSync(ctx) {
+		// The context ended before the caches synced: the manager is stopping.
+		return
+	}
+	orphans, err := extensionsWithDeletedConfigMap(ctx, seed, garden)
+	if err != nil {
+		log.Error(err, "Failed looking for shoots whose project ConfigMap was deleted while the extension was down")
+		return
+	}
+	for _, ex := range orphans {
+		log.Info("Project ConfigMap was deleted while the extension was down, reconciling", "namespace", ex.Namespace)
+		select {
+		case events <- event.GenericEvent{Object: ex}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// extensionsWithDeletedConfigMap returns the shoot-flux Extensions whose providerStatus records a
+// project ConfigMap that does not exist.
+func extensionsWithDeletedConfigMap(ctx context.Context, seed, garden client.Reader) ([]*extensionsv1alpha1.Extension, error) {
+	extensions := &extensionsv1alpha1.ExtensionList{}
+	if err := seed.List(ctx, extensions); err != nil {
+		return nil, fmt.Errorf("failed listing extensions: %w", err)
+	}
+	var orphans []*extensionsv1alpha1.Extension
+	for i := range extensions.Items {
+		ex := &extensions.Items[i]
+		if ex.Spec.Type != constants.ExtensionType || ex.DeletionTimestamp != nil || recordedConfigHash(ex) == "" {
+			continue
+		}
+		cluster := &extensionsv1alpha1.Cluster{}
+		if err := seed.Get(ctx, client.ObjectKey{Name: ex.Namespace}, cluster); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("failed reading cluster %s: %w", ex.Namespace, err)
+		}
+		projects := indexShootNamespace(cluster)
+		if len(projects) == 0 {
+			continue
+		}
+		err := garden.Get(ctx, client.ObjectKey{Namespace: projects[0], Name: constants.ProjectConfigMapName}, &corev1.ConfigMap{})
+		switch {
+		case apierrors.IsNotFound(err):
+			orphans = append(orphans, ex)
+		case err != nil:
+			return nil, fmt.Errorf("failed reading ConfigMap %s/%s: %w", projects[0], constants.ProjectConfigMapName, err)
+		}
+	}
+	return orphans, nil
 }

@@ -145,3 +145,44 @@ var _ = Describe("projectConfigHandler", func() {
 		Expect(queued(q)).To(BeEmpty())
 	})
 })
+
+var _ = Describe("extensionsWithDeletedConfigMap", func() {
+	It("finds the shoots built from a project ConfigMap that no longer exists", func() {
+		ctx := context.Background()
+		scheme := runtime.NewScheme()
+		Expect(extensionsv1alpha1.AddToScheme(scheme)).To(Succeed())
+		withHash := func(ex *extensionsv1alpha1.Extension, hash string) *extensionsv1alpha1.Extension {
+			ex.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"projectConfigHash":"` + hash + `"}`)}
+			return ex
+		}
+		var objs []client.Object
+		add := func(name, project string, ex *extensionsv1alpha1.Extension) {
+			s := shoot()
+			s.Name, s.Namespace = name, project
+			cluster := clusterObject(s)
+			cluster.Name = "shoot--" + name
+			ex.Namespace = cluster.Name
+			objs = append(objs, cluster, ex)
+		}
+		newExtension := func(typ string) *extensionsv1alpha1.Extension {
+			return &extensionsv1alpha1.Extension{
+				ObjectMeta: metav1.ObjectMeta{Name: typ},
+				Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: typ}},
+			}
+		}
+		add("deleted", "garden-gone", withHash(newExtension(constants.ExtensionType), "abc"))
+		add("present", "garden-here", withHash(newExtension(constants.ExtensionType), "abc"))
+		add("never", "garden-gone2", newExtension(constants.ExtensionType))
+		add("empty-hash", "garden-gone3", withHash(newExtension(constants.ExtensionType), ""))
+		add("other-type", "garden-gone4", withHash(newExtension("other"), "abc"))
+		seed := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+		present := legacyConfigMap(nil)
+		present.Namespace = "garden-here"
+		garden := fake.NewClientBuilder().WithObjects(present).Build()
+
+		orphans, err := extensionsWithDeletedConfigMap(ctx, seed, garden)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(orphans).To(HaveLen(1))
+		Expect(orphans[0].Namespace).To(Equal("shoot--deleted"))
+	})
+})
