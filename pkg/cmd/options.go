@@ -114,14 +114,6 @@ type ClientOptions struct {
 	QPS float32
 	// Burst is the number of requests above QPS that may be sent at once.
 	Burst int
-
-	config *ClientConfig
-}
-
-// ClientConfig is the completed ClientOptions.
-type ClientConfig struct {
-	QPS   float32
-	Burst int
 }
 
 // NewClientOptions returns ClientOptions with the defaults.
@@ -143,18 +135,13 @@ func (o *ClientOptions) Complete() error {
 	if o.Burst < 1 {
 		return fmt.Errorf("--client-burst must be at least 1, got %d", o.Burst)
 	}
-	o.config = &ClientConfig{QPS: o.QPS, Burst: o.Burst}
 	return nil
 }
 
-// Completed returns the completed configuration. Only call it after a successful Complete.
-func (o *ClientOptions) Completed() *ClientConfig {
-	return o.config
-}
-
-// Apply sets the rate limits in cfg, replacing client-go's defaults, and returns cfg.
-func (c *ClientConfig) Apply(cfg *rest.Config) *rest.Config {
-	cfg.QPS, cfg.Burst, cfg.RateLimiter = c.QPS, c.Burst, nil
+// Apply sets the rate limits in cfg, replacing client-go's defaults, and returns cfg. Only call it
+// after a successful Complete.
+func (o *ClientOptions) Apply(cfg *rest.Config) *rest.Config {
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = o.QPS, o.Burst, nil
 	return cfg
 }
 

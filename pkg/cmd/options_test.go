@@ -80,7 +80,7 @@ users:
 			opts, err := parse()
 			Expect(err).NotTo(HaveOccurred())
 			// client-go's default of 5 requests per second would throttle a seed with many shoots.
-			cfg := opts.Completed().Apply(&rest.Config{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()})
+			cfg := opts.Apply(&rest.Config{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()})
 			Expect(cfg.QPS).To(Equal(DefaultClientQPS))
 			Expect(cfg.Burst).To(Equal(DefaultClientBurst))
 			Expect(cfg.RateLimiter).To(BeNil())
@@ -89,7 +89,7 @@ users:
 		It("takes the limits from flags", func() {
 			opts, err := parse("--client-qps=250", "--client-burst=400")
 			Expect(err).NotTo(HaveOccurred())
-			cfg := opts.Completed().Apply(&rest.Config{QPS: 5, Burst: 10})
+			cfg := opts.Apply(&rest.Config{QPS: 5, Burst: 10})
 			Expect(cfg.QPS).To(BeEquivalentTo(250))
 			Expect(cfg.Burst).To(Equal(400))
 		})

@@ -3,7 +3,6 @@ package admission_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,15 +23,15 @@ import (
 	admissionchart "github.com/shoot-flux/gardener-extension-shoot-flux/charts/gardener-extension-shoot-flux-admission"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/cmd/gardener-extension-shoot-flux-admission/app"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort() int {
 	GinkgoHelper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := sandbox.FreePort()
 	Expect(err).NotTo(HaveOccurred())
-	defer func() { Expect(l.Close()).To(Succeed()) }()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // startAdmission runs the admission command in-process with the serving certificate of the suite,

@@ -401,7 +401,7 @@ func (b *bench) restart(ctx context.Context) error {
 		if ready, err = b.ext.waitReady(ctx); err != nil {
 			return err
 		}
-		if err := sleep(ctx, b.opts.restartSettle); err != nil {
+		if err := sandbox.Sleep(ctx, b.opts.restartSettle); err != nil {
 			return err
 		}
 		// Whatever started must also end before the requests are counted, and nothing may wait in
@@ -630,7 +630,7 @@ func (b *bench) measure(ctx context.Context, fn func(context.Context) error) (*p
 	if err != nil {
 		return nil, err
 	}
-	if err := sleep(ctx, b.opts.settle); err != nil {
+	if err := sandbox.Sleep(ctx, b.opts.settle); err != nil {
 		return nil, err
 	}
 
@@ -885,17 +885,6 @@ feed:
 		return firstErr
 	}
 	return ctx.Err()
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func fileSize(path string) int64 {

@@ -153,40 +153,18 @@ func (p *extensionProcess) waitReady(ctx context.Context) (time.Duration, error)
 
 // scrape reads the extension's Prometheus metrics.
 func (p *extensionProcess) scrape(ctx context.Context) (metrics, error) {
-	client := &http.Client{Timeout: httpTimeout}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metricsAddr+"/metrics", nil)
+	data, err := fetch(ctx, "http://"+p.metricsAddr+"/metrics", "metrics")
 	if err != nil {
 		return nil, err
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("failed scraping the extension's metrics: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scraping the extension's metrics: status %s", resp.Status)
-	}
-	return parseMetrics(resp.Body)
+	return parseMetrics(bytes.NewReader(data))
 }
 
 // heapProfile fetches the extension's heap profile and writes it to path.
 func (p *extensionProcess) heapProfile(ctx context.Context, path string) (*profile.Profile, error) {
-	client := &http.Client{Timeout: httpTimeout}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.pprofAddr+"/debug/pprof/heap", nil)
+	data, err := fetch(ctx, "http://"+p.pprofAddr+"/debug/pprof/heap", "heap profile")
 	if err != nil {
 		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("failed fetching the extension's heap profile: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetching the extension's heap profile: status %s", resp.Status)
-	}
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("failed reading the extension's heap profile: %w", err)
 	}
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return nil, fmt.Errorf("failed writing the heap profile: %w", err)
@@ -196,6 +174,27 @@ func (p *extensionProcess) heapProfile(ctx context.Context, path string) (*profi
 		return nil, fmt.Errorf("failed parsing the heap profile: %w", err)
 	}
 	return prof, nil
+}
+
+// fetch reads one of the extension's HTTP endpoints; what names it in errors.
+func fetch(ctx context.Context, url, what string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Timeout: httpTimeout}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("failed fetching the extension's %s: %w", what, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetching the extension's %s: status %s", what, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("failed reading the extension's %s: %w", what, err)
+	}
+	return data, nil
 }
 
 // memory is the resident memory of a process: anonymous (heap, stacks) and file-backed (mostly

@@ -89,7 +89,7 @@ var _ = Describe("Faults", func() {
 		DeferCleanup(sb.Seed.StartAPIServer)
 		Expect(sb.Seed.StopAPIServer()).To(Succeed())
 		setProjectConfig(ctx, projectNamespace, legacyConfig(publicURL, "next", "public"))
-		Expect(sleepCtx(ctx, seedOutage)).To(Succeed())
+		Expect(sandbox.Sleep(ctx, seedOutage)).To(Succeed())
 
 		By("starting the seed API server again")
 		Expect(sb.Seed.StartAPIServer()).To(Succeed())
@@ -213,15 +213,4 @@ func inParallel(n int, fn func(i int) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -168,7 +168,7 @@ func (h *ShootHandle) watchExtension(ctx context.Context, timeout time.Duration,
 				return ctx.Err()
 			}
 			// An API server that is not reachable yet, e.g. right after a restart.
-			if sleepErr := sleepCtx(ctx, PollInterval); sleepErr != nil {
+			if sleepErr := Sleep(ctx, PollInterval); sleepErr != nil {
 				return fmt.Errorf("failed watching extension: %w", err)
 			}
 			continue
@@ -195,7 +195,7 @@ func (h *ShootHandle) watchExtension(ctx context.Context, timeout time.Duration,
 			return err
 		}
 		if time.Since(watchStart) < PollInterval {
-			if err := sleepCtx(ctx, PollInterval); err != nil {
+			if err := Sleep(ctx, PollInterval); err != nil {
 				return err
 			}
 		}
@@ -259,7 +259,9 @@ func consume(w watch.Interface, fn func(*extensionsv1alpha1.Extension) (bool, er
 	return false, nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits for d or until ctx ends, whichever comes first, and returns ctx's error in the
+// second case.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

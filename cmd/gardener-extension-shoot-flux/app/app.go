@@ -52,8 +52,7 @@ func (o *Options) run(ctx context.Context) error {
 	fluxcmd.ApplySeedCacheOptions(&mgrOpts)
 	o.profilingOptions.Apply(&mgrOpts)
 
-	limits := o.clientOptions.Completed()
-	mgr, err := manager.New(limits.Apply(o.restOptions.Completed().Config), mgrOpts)
+	mgr, err := manager.New(o.clientOptions.Apply(o.restOptions.Completed().Config), mgrOpts)
 	if err != nil {
 		return fmt.Errorf("could not instantiate controller-manager: %w", err)
 	}
@@ -64,7 +63,7 @@ func (o *Options) run(ctx context.Context) error {
 		return fmt.Errorf("could not update manager scheme: %w", err)
 	}
 
-	gardenCluster, err := fluxcmd.NewGardenCluster(limits.Apply(o.gardenOptions.Completed()))
+	gardenCluster, err := fluxcmd.NewGardenCluster(o.clientOptions.Apply(o.gardenOptions.Completed()))
 	if err != nil {
 		return err
 	}
