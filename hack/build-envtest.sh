@@ -7,10 +7,10 @@
 # to the published k8s.io/<module> v0.<minor>.<patch>.
 #
 # Prints the directory holding the binaries (usable as KUBEBUILDER_ASSETS) on stdout.
-set -euo pipefail
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 K8S_VERSION=${K8S_VERSION:-v1.36.4}
-CACHE_ROOT=${SHOOT_FLUX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shoot-flux}
 dest="$CACHE_ROOT/envtest/$K8S_VERSION"
 mkdir -p "$dest"
 
@@ -30,7 +30,6 @@ if up_to_date; then
   exit 0
 fi
 
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
 k8s_dir=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
 etcd_version=v$(awk '/name: "etcd"/{getline; print $2; exit}' "$k8s_dir/build/dependencies.yaml")
 staging_version="v0.${K8S_VERSION#v1.}"

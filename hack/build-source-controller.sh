@@ -9,13 +9,13 @@
 #
 # Prints the path of the binary on stdout; the source.toolkit.fluxcd.io CRDs of the same version
 # are copied to the directory "crd" next to it, for test API servers.
-set -euo pipefail
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SOURCE_CONTROLLER_VERSION=${SOURCE_CONTROLLER_VERSION:-v1.9.6}
 # v1.9.6 asks for github.com/fluxcd/pkg/artifact v0.18.3, which the module proxy refuses (403);
 # v0.18.1 has the same API as far as source-controller uses it.
 ARTIFACT_VERSION=${ARTIFACT_VERSION:-v0.18.1}
-CACHE_ROOT=${SHOOT_FLUX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shoot-flux}
 dest="$CACHE_ROOT/source-controller/$SOURCE_CONTROLLER_VERSION"
 bin="$dest/source-controller"
 stamp="$dest/source-controller.version"
@@ -44,7 +44,6 @@ if up_to_date && crds_present; then
   exit 0
 fi
 
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
 mod="github.com/fluxcd/source-controller"
 mod_dir=$(go mod download -json "$mod@$SOURCE_CONTROLLER_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
 [[ -n "$mod_dir" ]] || { log "cannot download $mod@$SOURCE_CONTROLLER_VERSION"; exit 1; }

@@ -6,16 +6,9 @@
 # before and after. Comparing the work tree rather than `git diff` against HEAD keeps the check
 # meaningful with uncommitted changes: it asks whether the tree as it is reproduces itself.
 # Regenerated files are left in place, so a failing run is also the fix.
-set -o errexit
-set -o nounset
-set -o pipefail
-
-REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "${REPO_ROOT}"
-
-export GOTOOLCHAIN=local
-export CGO_ENABLED=0
-export GOFLAGS=-mod=mod
 
 # snapshot prints "<sha256>  <path>" for every tracked or untracked, not ignored file.
 snapshot() {

@@ -15,23 +15,15 @@
 # `git diff --exit-code docs/api-reference` after running this script.
 #
 # Usage: hack/generate-api-reference.sh
-set -o errexit
-set -o nounset
-set -o pipefail
-
-REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "${REPO_ROOT}"
-
-export GOTOOLCHAIN=local
-export CGO_ENABLED=0
-export GOFLAGS=-mod=mod
 
 MODULE="$(go list -m)"
 GENERATOR=github.com/ahmetb/gen-crd-api-reference-docs
 GENERATOR_VERSION=v0.3.0
 OUT_DIR="${REPO_ROOT}/docs/api-reference"
 
-CACHE_ROOT="${SHOOT_FLUX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shoot-flux}"
 TOOL_DIR="${CACHE_ROOT}/tools/gen-crd-api-reference-docs-${GENERATOR_VERSION}"
 TOOL="${TOOL_DIR}/gen-crd-api-reference-docs"
 

@@ -10,16 +10,9 @@
 # pinned below.
 #
 # Usage: hack/generate-controller-registration.sh [destination]
-set -o errexit
-set -o nounset
-set -o pipefail
-
-REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "${REPO_ROOT}"
-
-export GOTOOLCHAIN=local
-export CGO_ENABLED=0
-export GOFLAGS=-mod=mod
 
 NAME=shoot-flux
 CHART_DIR="${REPO_ROOT}/charts/gardener-extension-shoot-flux"
@@ -28,10 +21,8 @@ VERSION="$(cat "${REPO_ROOT}/VERSION")"
 
 # mikefarah/yq; newer releases need module versions the proxy refuses.
 YQ_VERSION=v4.50.1
-HELM_VERSION="$(go list -m -f '{{.Version}}' helm.sh/helm/v4)"
-GARDENER_HACK_DIR="$(go list -m -f '{{.Dir}}' github.com/gardener/gardener)/hack"
-
-CACHE_ROOT="${SHOOT_FLUX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shoot-flux}"
+HELM_VERSION="$(module_version helm.sh/helm/v4)"
+GARDENER_HACK_DIR="$(module_dir github.com/gardener/gardener)/hack"
 
 # install_tool <binary> <package> <version> prints the directory holding the binary.
 install_tool() {
