@@ -90,7 +90,7 @@ check: $(GOLANGCI_LINT)
 #########################################
 
 .PHONY: test
-test: test-unit test-integration test-fuzz
+test: test-unit test-integration test-deployed test-fuzz
 
 .PHONY: test-unit
 test-unit:
@@ -99,6 +99,13 @@ test-unit:
 .PHONY: test-integration
 test-integration:
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SOURCE_CONTROLLER_BIN="$(SOURCE_CONTROLLER)" $(GO) test -timeout 40m ./test/...
+
+# The scenarios labelled "deployed" once more, with the extension run as deployed: the binary with
+# the chart's args and volumes, a read-only root, the chart's seed roles and the garden ClusterRole
+# of example/garden-rbac.yaml (see docs/development.md). Needs root (mount namespaces, chroot).
+.PHONY: test-deployed
+test-deployed:
+	SHOOT_FLUX_DEPLOYED=true KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SOURCE_CONTROLLER_BIN="$(SOURCE_CONTROLLER)" $(GO) test -timeout 30m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)
 
 .PHONY: test-fuzz
 test-fuzz:

@@ -42,7 +42,7 @@ yq_dir="$(install_tool yq github.com/mikefarah/yq/v4 "${YQ_VERSION}")"
 export PATH="${helm_dir}:${yq_dir}:${PATH}"
 
 # The pod meets the restricted Pod Security Standard (non-root, no capabilities, RuntimeDefault
-# seccomp, only configMap/secret/projected volumes), so its namespace can enforce it.
+# seccomp, only configMap/secret/projected/emptyDir volumes), so its namespace can enforce it.
 bash "${GARDENER_HACK_DIR}/generate-controller-registration.sh" \
   --pod-security-enforce=restricted \
   --inject-garden-kubeconfig \

@@ -2,7 +2,9 @@
 // test/sandbox). KUBEBUILDER_ASSETS must point at kube-apiserver and etcd, which
 // hack/build-envtest.sh builds; the Makefile sets it.
 //
-//	sandbox demo   runs the extension for a demo shoot, prints what it delivered and exits
+//	sandbox demo   runs the extension as deployed (the binary with the chart's args, volumes,
+//	               read-only root and identities; see sandbox.Options.Deployed; needs root) for a
+//	               demo shoot, prints what it delivered and exits
 //	sandbox up     runs the clusters for `make start` until interrupted
 package main
 
@@ -129,16 +131,21 @@ func setup(ctx context.Context, dir string, withExtension bool) (*env, error) {
 
 	start := time.Now()
 	if withExtension {
-		step("starting garden and seed API servers and the extension")
+		step("building the extension, starting garden and seed API servers and the extension as deployed by its chart")
 	} else {
 		step("starting garden and seed API servers")
 	}
-	e.sandbox, err = sandbox.Start(ctx, sandbox.Options{WithoutExtension: !withExtension, Log: log.WithName("sandbox")})
+	e.sandbox, err = sandbox.Start(ctx, sandbox.Options{WithoutExtension: !withExtension, Deployed: withExtension,
+		ExtensionLogPath: filepath.Join(dir, "extension.log"), Log: log.WithName("sandbox")})
 	if err != nil {
 		return e, err
 	}
 	e.cleanup = append(e.cleanup, e.sandbox.Stop)
 	step("sandbox up in %s", time.Since(start).Round(100*time.Millisecond))
+	if withExtension {
+		step("the extension runs read-only as %s (seed) and the garden ServiceAccount of %s; its log: %s",
+			sandbox.DeployedNamespace, sandbox.GardenRBACFile, e.sandbox.ExtensionLogPath())
+	}
 
 	if err := createDemoShoot(ctx, e); err != nil {
 		return e, err
@@ -197,7 +204,18 @@ func demo(ctx context.Context, dir string) (err error) {
 		return fmt.Errorf("%w (see %s)", err, e.logPath)
 	}
 	step("Extension succeeded in %s", time.Since(start).Round(100*time.Millisecond))
-	return report(ctx, e.shoot)
+	if err := report(ctx, e.shoot); err != nil {
+		return err
+	}
+	denied, err := e.sandbox.DeniedRequests()
+	if err != nil {
+		return err
+	}
+	if len(denied) > 0 {
+		return fmt.Errorf("the extension's identities lack permissions:\n  %s", strings.Join(denied, "\n  "))
+	}
+	step("no request of the extension was denied by the seed or the garden")
+	return nil
 }
 
 func up(ctx context.Context, dir string) (err error) {

@@ -3,14 +3,10 @@ package sshkey
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -164,35 +160,14 @@ func ValidateKnownHosts(knownHosts []byte) error {
 }
 
 // VerifyHostKeyCallback returns a host key callback that accepts only the keys in knownHosts,
-// including hashed host names, wildcards and @revoked markers.
+// including hashed host names, wildcards and @revoked markers. The data is matched in memory.
 func VerifyHostKeyCallback(knownHosts []byte) (ssh.HostKeyCallback, error) {
-	// knownhosts only reads files; the data is parsed in New, so the file can go right away.
-	dir, err := os.MkdirTemp("", "shoot-flux-known-hosts-")
+	db, err := parseKnownHosts(knownHosts)
 	if err != nil {
-		return nil, fmt.Errorf("creating temporary known_hosts file: %w", err)
+		return nil, err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	file := filepath.Join(dir, "known_hosts")
-	if err := os.WriteFile(file, knownHosts, 0o600); err != nil {
-		return nil, fmt.Errorf("writing temporary known_hosts file: %w", err)
-	}
-	callback, err := knownhosts.New(file)
-	if err != nil {
-		return nil, fmt.Errorf("invalid known_hosts data: %w", err)
-	}
-	return callback, nil
+	return db.check, nil
 }
-
-// probeKey is a fixed key nobody uses as host key. Checking it against known_hosts tells from
-// the callback's answer whether any entry matches a host, with the matching rules (hashed host
-// names, wildcards, negations) of knownhosts itself.
-var probeKey = func() ssh.PublicKey {
-	key, err := ssh.NewPublicKey(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public())
-	if err != nil {
-		panic(fmt.Sprintf("creating known_hosts probe key: %v", err))
-	}
-	return key
-}()
 
 // KnownHostsContains reports whether knownHosts has an entry for hostPort ("host:port", port 22
 // if omitted). Invalid known_hosts data contains no entries.
@@ -200,21 +175,10 @@ func KnownHostsContains(knownHosts []byte, hostPort string) bool {
 	if len(bytes.TrimSpace(knownHosts)) == 0 {
 		return false
 	}
-	callback, err := VerifyHostKeyCallback(knownHosts)
+	db, err := parseKnownHosts(knownHosts)
 	if err != nil {
 		return false
 	}
 	host, port := SplitHostPort(hostPort)
-	portNumber, err := strconv.Atoi(port)
-	if err != nil {
-		return false
-	}
-	address := net.JoinHostPort(strings.ToLower(host), port)
-	remote := &net.TCPAddr{IP: net.IPv4zero, Port: portNumber}
-	err = callback(address, remote, probeKey)
-	if err == nil {
-		return true
-	}
-	var keyErr *knownhosts.KeyError
-	return errors.As(err, &keyErr) && len(keyErr.Want) > 0
+	return len(db.keysFor(host, port)) > 0
 }

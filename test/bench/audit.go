@@ -1,92 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
-
-// auditEvent is the part of a kube-apiserver audit event the benchmark reads.
-type auditEvent struct {
-	Stage     string `json:"stage"`
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		APIGroup    string `json:"apiGroup"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestObject json.RawMessage `json:"requestObject"`
-}
-
-// auditLog is an audit log file read in phases: each read returns the events written since the
-// previous one.
-type auditLog struct {
-	path   string
-	offset int64
-}
-
-// mark skips everything written so far.
-func (a *auditLog) mark() error {
-	fi, err := os.Stat(a.path)
-	if err != nil {
-		return fmt.Errorf("failed reading audit log: %w", err)
-	}
-	a.offset = fi.Size()
-	return nil
-}
-
-// read returns the complete events written since the last mark or read of the given user agent
-// (prefix).
-func (a *auditLog) read(userAgent string) ([]auditEvent, error) {
-	f, err := os.Open(a.path)
-	if err != nil {
-		return nil, fmt.Errorf("failed opening audit log: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("failed seeking in audit log: %w", err)
-	}
-	events, consumed, err := parseAudit(f, userAgent)
-	a.offset += consumed
-	return events, err
-}
-
-// parseAudit reads audit events of completed requests of a user agent (prefix) from JSON lines.
-// A last line without newline may still be written and is left for the next read; consumed is
-// the number of bytes up to it.
-func parseAudit(r io.Reader, userAgent string) ([]auditEvent, int64, error) {
-	br := bufio.NewReaderSize(r, 1024*1024)
-	var (
-		events   []auditEvent
-		consumed int64
-	)
-	for {
-		line, err := br.ReadBytes('\n')
-		if err == io.EOF {
-			return events, consumed, nil
-		}
-		if err != nil {
-			return nil, consumed, fmt.Errorf("failed reading audit log: %w", err)
-		}
-		consumed += int64(len(line))
-		ev := auditEvent{}
-		if err := json.Unmarshal(line, &ev); err != nil {
-			return nil, consumed, fmt.Errorf("invalid audit event: %w", err)
-		}
-		if ev.Stage != "ResponseComplete" || !strings.HasPrefix(ev.UserAgent, userAgent) {
-			continue
-		}
-		events = append(events, ev)
-	}
-}
 
 func isWrite(verb string) bool {
 	switch verb {
@@ -109,7 +28,7 @@ const (
 // writes the finalizer, removes the operation annotation and sets lastOperation (Processing,
 // Succeeded, Error); the shoot-flux actuator patches only providerStatus. gardener's health check
 // library is the only one that updates (replaces) the status, to set its conditions.
-func classify(ev auditEvent) (what, owner string) {
+func classify(ev sandbox.AuditEvent) (what, owner string) {
 	if ev.ObjectRef == nil {
 		return ev.Verb + " (no object)", ownerOther
 	}
@@ -154,7 +73,7 @@ type writeBreakdown struct {
 	total   int
 }
 
-func breakdown(events []auditEvent) writeBreakdown {
+func breakdown(events []sandbox.AuditEvent) writeBreakdown {
 	b := writeBreakdown{byWhat: map[string]int{}, byOwner: map[string]int{}}
 	for _, ev := range events {
 		if !isWrite(ev.Verb) {
@@ -172,7 +91,7 @@ func breakdown(events []auditEvent) writeBreakdown {
 }
 
 // readBreakdown counts reads by verb and resource.
-func readBreakdown(events []auditEvent) map[string]int {
+func readBreakdown(events []sandbox.AuditEvent) map[string]int {
 	out := map[string]int{}
 	for _, ev := range events {
 		if isWrite(ev.Verb) || ev.ObjectRef == nil {

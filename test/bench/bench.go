@@ -63,8 +63,8 @@ type bench struct {
 	extArgs       extensionArgs
 	tracker       *tracker
 	stopTracker   context.CancelFunc
-	seedAudit     *auditLog
-	gardenAudit   *auditLog
+	seedAudit     *sandbox.AuditLog
+	gardenAudit   *sandbox.AuditLog
 	seedHost      string
 	gardenHost    string
 	projects      []string
@@ -133,7 +133,7 @@ func (b *bench) setup(ctx context.Context) error {
 	if err := os.Remove(b.extArgs.logPath); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("failed removing old extension log: %w", err)
 	}
-	if err := buildExtension(ctx, ".", b.extArgs.binary); err != nil {
+	if err := sandbox.BuildExtension(ctx, ".", b.extArgs.binary); err != nil {
 		return err
 	}
 
@@ -164,8 +164,8 @@ func (b *bench) setup(ctx context.Context) error {
 	if b.gardenHost, err = hostOf(b.sb.Garden.Config.Host); err != nil {
 		return err
 	}
-	b.seedAudit = &auditLog{path: b.sb.Seed.AuditLogPath}
-	b.gardenAudit = &auditLog{path: b.sb.Garden.AuditLogPath}
+	b.seedAudit = &sandbox.AuditLog{Path: b.sb.Seed.AuditLogPath}
+	b.gardenAudit = &sandbox.AuditLog{Path: b.sb.Garden.AuditLogPath}
 
 	if err := b.createShoots(ctx, url); err != nil {
 		return err
@@ -613,7 +613,7 @@ func (b *bench) measure(ctx context.Context, fn func(context.Context) error) (*p
 	if err != nil {
 		return nil, err
 	}
-	if err := errors.Join(b.seedAudit.mark(), b.gardenAudit.mark()); err != nil {
+	if err := errors.Join(b.seedAudit.Mark(), b.gardenAudit.Mark()); err != nil {
 		return nil, err
 	}
 	logOffset := fileSize(b.extArgs.logPath)
@@ -642,11 +642,11 @@ func (b *bench) measure(ctx context.Context, fn func(context.Context) error) (*p
 		// A restarted process counts from zero.
 		before = nil
 	}
-	seedEvents, err := b.seedAudit.read(extensionUserAgent)
+	seedEvents, err := b.seedAudit.Read(sandbox.ByUserAgent(extensionUserAgent))
 	if err != nil {
 		return nil, err
 	}
-	gardenEvents, err := b.gardenAudit.read(extensionUserAgent)
+	gardenEvents, err := b.gardenAudit.Read(sandbox.ByUserAgent(extensionUserAgent))
 	if err != nil {
 		return nil, err
 	}

@@ -19,38 +19,16 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 var (
-	// buildTimeout bounds the build of the extension binary.
-	buildTimeout = 5 * time.Minute
-	// readyTimeout bounds the wait for a started extension to report ready (caches synced).
-	readyTimeout = 2 * time.Minute
 	// stopTimeout bounds the graceful stop of the extension before it is killed.
 	stopTimeout = 30 * time.Second
-	// httpTimeout bounds one request to the extension's metrics or health endpoint.
+	// httpTimeout bounds one request to the extension's metrics or profiling endpoint.
 	httpTimeout = 10 * time.Second
-	// readyPollInterval is how often readiness is checked.
-	readyPollInterval = 100 * time.Millisecond
 )
-
-// buildExtension builds the extension binary like `make build` does, without cgo.
-func buildExtension(ctx context.Context, repoRoot, out string) error {
-	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/gardener-extension-shoot-flux")
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("failed building the extension: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
-}
 
 // extensionProcess is the extension binary running against the sandbox.
 type extensionProcess struct {
@@ -128,25 +106,9 @@ func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, er
 // waitReady waits until the extension's readiness checks (its caches are synced) pass and returns
 // how long the start took.
 func (p *extensionProcess) waitReady(ctx context.Context) (time.Duration, error) {
-	client := &http.Client{Timeout: httpTimeout}
-	err := wait.PollUntilContextTimeout(ctx, readyPollInterval, readyTimeout, true, func(ctx context.Context) (bool, error) {
-		if p.process.Exited() {
-			return false, fmt.Errorf("the extension exited: %v", p.process.ExitErr())
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.healthAddr+"/readyz", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("the extension did not become ready within %s (log: %s): %w", readyTimeout, p.logFile.Name(), err)
+	exited := func() (bool, error) { return p.process.Exited(), p.process.ExitErr() }
+	if err := sandbox.WaitReady(ctx, p.healthAddr, exited); err != nil {
+		return 0, fmt.Errorf("the extension (log: %s): %w", p.logFile.Name(), err)
 	}
 	return time.Since(p.started), nil
 }

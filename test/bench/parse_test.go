@@ -7,6 +7,8 @@ import (
 	"github.com/google/pprof/profile"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 var _ = Describe("Parsers of the benchmark", func() {
@@ -59,18 +61,14 @@ odd{l="a \"quoted\", value\\with"} 1 1700000000
 	})
 
 	Describe("classify", func() {
-		event := func(verb, resource, subresource, body string) auditEvent {
-			ev := auditEvent{Stage: "ResponseComplete", Verb: verb, RequestObject: []byte(body)}
-			ev.ObjectRef = &struct {
-				Resource    string `json:"resource"`
-				Subresource string `json:"subresource"`
-				APIGroup    string `json:"apiGroup"`
-			}{Resource: resource, Subresource: subresource}
+		event := func(verb, resource, subresource, body string) sandbox.AuditEvent {
+			ev := sandbox.AuditEvent{Stage: "ResponseComplete", Verb: verb, RequestObject: []byte(body)}
+			ev.ObjectRef = &sandbox.AuditObjectRef{Resource: resource, Subresource: subresource}
 			return ev
 		}
 
 		It("tells the generic reconciler's writes from the actuator's and the health check's", func() {
-			b := breakdown([]auditEvent{
+			b := breakdown([]sandbox.AuditEvent{
 				event("patch", "extensions", "", `{"metadata":{"finalizers":["extensions.gardener.cloud/shoot-flux"]}}`),
 				event("patch", "extensions", "", `{"metadata":{"annotations":{"gardener.cloud/operation":null}}}`),
 				event("patch", "extensions", "status", `{"status":{"lastOperation":{"state":"Processing"}}}`),
@@ -91,7 +89,7 @@ odd{l="a \"quoted\", value\\with"} 1 1700000000
 {"stage":"ResponseStarted","verb":"watch","userAgent":"gardener-extension-shoot-flux/v0.0.0 (linux/amd64)","objectRef":{"resource":"secrets"}}
 {"stage":"ResponseComplete","verb":"get","userAgent":"bench/v0.0.0","objectRef":{"resource":"secrets"}}
 {"stage":"ResponseComplete","verb":"get","userAgent":"gardener-ext`
-			events, consumed, err := parseAudit(strings.NewReader(log), extensionUserAgent)
+			events, consumed, err := sandbox.ParseAudit(strings.NewReader(log), sandbox.ByUserAgent(extensionUserAgent))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(events).To(HaveLen(1))
 			Expect(consumed).To(BeEquivalentTo(strings.LastIndex(log, "\n") + 1))

@@ -1,14 +1,9 @@
 package charts_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 
-	"github.com/gardener/gardener/pkg/chartrenderer"
-	"github.com/gardener/gardener/pkg/utils"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -16,46 +11,26 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shoot-flux/gardener-extension-shoot-flux/charts"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 const (
-	// releaseName is what gardenlet names the release: the ControllerRegistration's name.
-	releaseName = "shoot-flux"
-	// genericKubeconfigSecret stands for the immutable Secret gardenlet creates for
-	// injectGardenKubeconfig and announces in gardener.garden.genericKubeconfigSecretName.
-	genericKubeconfigSecret = "generic-garden-kubeconfig-81fb3a88"
+	// releaseName is what gardenlet names the release.
+	releaseName = sandbox.ReleaseName
+	// genericKubeconfigSecret is the generic garden kubeconfig Secret gardenlet announces.
+	genericKubeconfigSecret = sandbox.GenericKubeconfigSecret
 	// fieldOwner is the field manager of the server-side dry-run applies.
 	fieldOwner = "chart-test"
 )
 
-// serverVersion is the Kubernetes version gardenlet reports to helm; the envtest binaries have the
-// same minor version.
-var serverVersion = &version.Info{GitVersion: "v1.36.4", Major: "1", Minor: "36"}
+// serverVersion is the Kubernetes version gardenlet reports to helm.
+var serverVersion = sandbox.ServerVersion
 
-// gardenletValues are the values gardenlet adds when it renders the chart of a ControllerDeployment
-// with injectGardenKubeconfig: true (see gardenlet's controllerinstallation reconciler).
+// gardenletValues are the values gardenlet adds when it renders the chart.
 func gardenletValues() map[string]any {
-	return map[string]any{
-		"gardener": map[string]any{
-			"version": "v1.149.3",
-			"garden": map[string]any{
-				"clusterIdentity":             "garden",
-				"genericKubeconfigSecretName": genericKubeconfigSecret,
-			},
-			"gardenlet": map[string]any{"featureGates": map[string]any{}},
-			"seed": map[string]any{
-				"name":            "local",
-				"clusterIdentity": "seed-local",
-				"provider":        "local",
-				"region":          "local",
-			},
-		},
-	}
+	return sandbox.GardenletValues()
 }
 
 // withoutGardenKubeconfig are gardenlet's values for a ControllerDeployment without
@@ -66,24 +41,15 @@ func withoutGardenKubeconfig() map[string]any {
 	return v
 }
 
-// merge deep-merges value maps, later ones winning, as gardenlet merges the ControllerDeployment's
-// values with its own.
+// merge deep-merges value maps, later ones winning.
 func merge(values ...map[string]any) map[string]any {
-	out := map[string]any{}
-	for _, v := range values {
-		out = utils.MergeMaps(out, v)
-	}
-	return out
+	return sandbox.MergeValues(values...)
 }
 
 // render renders the embedded chart into namespace with the given values (merged over the chart's
 // values.yaml by helm) and decodes every object.
 func render(namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	rendered, err := chartrenderer.NewWithServerVersion(serverVersion).RenderEmbeddedFS(charts.FS, charts.ExtensionChartName, releaseName, namespace, values)
-	if err != nil {
-		return nil, err
-	}
-	return decodeObjects(rendered.Manifest())
+	return sandbox.RenderExtensionChart(namespace, values)
 }
 
 // mustRender renders and fails the spec on an error.
@@ -96,24 +62,7 @@ func mustRender(namespace string, values map[string]any) []*unstructured.Unstruc
 
 // decodeObjects decodes a multi-document YAML stream, skipping empty documents.
 func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	var objs []*unstructured.Unstructured
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := decoder.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, err
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
-			return nil, fmt.Errorf("object without apiVersion, kind or name: %v", u.Object)
-		}
-		objs = append(objs, u)
-	}
+	return sandbox.DecodeObjects(data)
 }
 
 // find returns the object of the given kind and name, failing the spec if there is none.

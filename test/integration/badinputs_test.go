@@ -8,7 +8,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
-var _ = Describe("Bad configuration", Ordered, func() {
+var _ = Describe("Bad configuration", Ordered, Label(labelDeployed), func() {
 	const goodConfig = `{"source":{"path":"clusters/good"},"bootstrap":{"kluctl":{"args":{"stage":"good"}}}}`
 
 	var (

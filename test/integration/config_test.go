@@ -88,7 +88,7 @@ source:
 		Expect(get(ctx, h.Shoot.Client, &appsv1.Deployment{}, fluxNamespace, "source-controller")).To(Succeed())
 	})
 
-	It("propagates a project ConfigMap change to all shoots of the project without touching their Extensions", func(ctx SpecContext) {
+	It("propagates a project ConfigMap change to all shoots of the project without touching their Extensions", Label(labelDeployed), func(ctx SpecContext) {
 		project := "propagation"
 		projectNamespace := newProject(ctx, project)
 		setProjectConfig(ctx, projectNamespace, legacyConfig("https://git.example.com/old/fleet.git", "main", "public"))
@@ -126,7 +126,7 @@ source:
 		}
 	})
 
-	It("after a restart, reconciles only the shoots whose project ConfigMap changed while the extension was down", func(ctx SpecContext) {
+	It("after a restart, reconciles only the shoots whose project ConfigMap changed while the extension was down", Label(labelDeployed), func(ctx SpecContext) {
 		steadyNamespace := newProject(ctx, "restart-steady")
 		setProjectConfig(ctx, steadyNamespace, legacyConfig(publicURL, "main", "public"))
 		changedNamespace := newProject(ctx, "restart-changed")

@@ -54,7 +54,7 @@ var _ = Describe("Deploy keys", func() {
 		}
 	})
 
-	It("rotates the key when the garden Secret is annotated", func(ctx SpecContext) {
+	It("rotates the key when the garden Secret is annotated", Label(labelDeployed), func(ctx SpecContext) {
 		project := "rotation"
 		projectNamespace := newProject(ctx, project)
 		setProjectConfig(ctx, projectNamespace, legacyConfig(git.URL(repoName), "main", "private"))

@@ -42,7 +42,7 @@ var _ = Describe("Enabling the extension with the legacy project ConfigMap", fun
 		Expect(status.PublicKey).To(BeEmpty())
 	})
 
-	It("bootstraps a private ssh repository with a generated deploy key", func(ctx SpecContext) {
+	It("bootstraps a private ssh repository with a generated deploy key", Label(labelDeployed), func(ctx SpecContext) {
 		project := "legacy-private"
 		projectNamespace := newProject(ctx, project)
 		url := git.URL(repoName)

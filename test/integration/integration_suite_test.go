@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,18 @@ var (
 // repoName is the repository of the suite's git server that holds the kluctl project.
 const repoName = "fleet"
 
+// The scenarios labelled labelDeployed also run with the extension as deployed (sandbox
+// Options.Deployed) when envDeployed is "true": make test-deployed.
+const (
+	labelDeployed = "deployed"
+	envDeployed   = "SHOOT_FLUX_DEPLOYED"
+)
+
+// deployed tells whether this run drives the extension as deployed.
+func deployed() bool {
+	return os.Getenv(envDeployed) == "true"
+}
+
 func TestIntegration(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "Integration Suite")
@@ -100,10 +113,19 @@ var _ = BeforeSuite(func() {
 	// The extension is driven by gardenlet's operation annotations, as in production: with
 	// IgnoreOperationAnnotation gardener's extension library drops Cluster changes and
 	// migrate/restore requests (see the sandbox package documentation).
+	if deployed() {
+		cfg, _ := GinkgoConfiguration()
+		Expect(cfg.LabelFilter).To(ContainSubstring(labelDeployed), "%s=true runs only the scenarios labelled %q", envDeployed, labelDeployed)
+		// Building the binary is part of the start.
+		var cancelBuild context.CancelFunc
+		ctx, cancelBuild = context.WithTimeout(suiteCtx, startTimeout+sandbox.BuildTimeout)
+		defer cancelBuild()
+	}
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		SourceControllerBinary:  sourceController,
 		MaxConcurrentReconciles: 5,
 		HealthCheck:             true,
+		Deployed:                deployed(),
 		Log:                     log,
 	})
 	Expect(err).NotTo(HaveOccurred())
@@ -123,6 +145,9 @@ var _ = AfterSuite(func(ctx SpecContext) {
 		return
 	}
 	time.Sleep(leakSettle)
+	if deployed() {
+		Expect(leaks.RecordLogFile(sb.ExtensionLogPath())).To(Succeed())
+	}
 	texts, keys := leaks.Counts()
 	// Every event still stored must have reached the recorder.
 	for _, c := range []struct {
@@ -144,3 +169,31 @@ var _ = AfterSuite(func(ctx SpecContext) {
 		Expect(texts[leak.SourceExtensionStatus]).To(BeNumerically(">", 0), "no Extension statuses were recorded")
 	}
 })
+
+// With the extension as deployed, every scenario also proves the packaging: a request the chart's
+// roles or example/garden-rbac.yaml do not allow fails the scenario with the permission it lacked,
+// and a failing scenario shows the end of the extension's log.
+var _ = AfterEach(func() {
+	if !deployed() || sb == nil {
+		return
+	}
+	if CurrentSpecReport().Failed() {
+		AddReportEntry("extension log", logTail(sb.ExtensionLogPath(), 60))
+	}
+	denied, err := sb.DeniedRequests()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(denied).To(BeEmpty(), "the extension's identities lack permissions")
+})
+
+// logTail returns the last lines of a file.
+func logTail(path string, lines int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}

@@ -23,7 +23,7 @@ import (
 const publicURL = "https://git.example.com/platform/fleet.git"
 
 var _ = Describe("Extension lifecycle", func() {
-	It("removes the bootstrap objects before the controllers and keeps user workloads when disabled", func(ctx SpecContext) {
+	It("removes the bootstrap objects before the controllers and keeps user workloads when disabled", Label(labelDeployed), func(ctx SpecContext) {
 		project := "disable"
 		setProjectConfig(ctx, newProject(ctx, project), legacyConfig(publicURL, "main", "public"))
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one"})
@@ -74,7 +74,7 @@ var _ = Describe("Extension lifecycle", func() {
 		}
 	})
 
-	It("releases the ManagedResources on migration and takes them back on restoration", func(ctx SpecContext) {
+	It("releases the ManagedResources on migration and takes them back on restoration", Label(labelDeployed), func(ctx SpecContext) {
 		project := "migrate"
 		setProjectConfig(ctx, newProject(ctx, project), legacyConfig(publicURL, "main", "public"))
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one"})
@@ -114,7 +114,7 @@ var _ = Describe("Extension lifecycle", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	It("reconciles a hibernated shoot without waiting for its resource manager", func(ctx SpecContext) {
+	It("reconciles a hibernated shoot without waiting for its resource manager", Label(labelDeployed), func(ctx SpecContext) {
 		project := "hibernation"
 		setProjectConfig(ctx, newProject(ctx, project), legacyConfig(publicURL, "main", "public"))
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one", Hibernated: true})

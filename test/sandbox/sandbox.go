@@ -68,6 +68,9 @@ var (
 	HealthCheckSyncPeriod = 5 * time.Second
 	// NamespaceFinalizerRequeue is how soon a terminating shoot namespace is checked again.
 	NamespaceFinalizerRequeue = 250 * time.Millisecond
+	// NudgeInterval is how long a new Extension may wait for a deployed extension to pick it up
+	// before it is touched again (see ShootHandle.CreateExtension).
+	NudgeInterval = 2 * time.Second
 )
 
 // GardenNamespace is the seed namespace of gardenlet and the extensions' heartbeats.
@@ -103,6 +106,15 @@ type Options struct {
 	// had a resource manager of its own with room to spare, so a benchmark measures the
 	// extension rather than the one shared resource manager.
 	MarkSharedApplied bool
+	// Deployed runs the extension as it is deployed instead of in this process: the binary as a
+	// separate process started from the chart rendered with gardener's chart renderer (args, env,
+	// config and volumes), on a read-only root file system with only the chart's writable volumes,
+	// as the chart's seed ServiceAccount bound to the chart's roles and as the garden ServiceAccount
+	// bound to example/garden-rbac.yaml (see Pod and DeniedRequests). It needs root.
+	Deployed bool
+	// ExtensionLogPath is where the deployed extension logs; empty means a file in a temporary
+	// directory that Stop removes.
+	ExtensionLogPath string
 	// AuditLogDir, if set, makes the garden and seed API servers write audit logs into this
 	// directory (Cluster.AuditLogPath): every request with its user agent, and the bodies of
 	// Extension writes.
@@ -123,9 +135,12 @@ type Sandbox struct {
 
 	mu        sync.Mutex
 	extension *runner
-	extCache  client.Reader
-	shoots    []*ShootHandle
-	shared    *sharedControlPlane
+	deployed  *deployedExtension
+	// deployedEnv is set with Options.Deployed.
+	deployedEnv *deployedEnv
+	extCache    client.Reader
+	shoots      []*ShootHandle
+	shared      *sharedControlPlane
 
 	sharedStart sync.Mutex
 }
@@ -161,6 +176,11 @@ func (s *Sandbox) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.opts.Deployed {
+		if err := s.prepareDeployed(ctx); err != nil {
+			return err
+		}
+	}
 
 	gardenScheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(gardenScheme); err != nil {
@@ -190,7 +210,8 @@ func (s *Sandbox) ExtensionConfig() config.ControllerConfiguration {
 }
 
 // StartExtension starts the extension controller in this process, like the extension binary
-// does (cmd/gardener-extension-shoot-flux/app). It fails if it is already running.
+// does (cmd/gardener-extension-shoot-flux/app), or with Options.Deployed as deployed. It fails if
+// it is already running.
 func (s *Sandbox) StartExtension(ctx context.Context) error {
 	return s.StartExtensionWith(ctx, ExtensionSettings{})
 }
@@ -219,8 +240,16 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.extension != nil {
+	if s.extension != nil || s.deployed != nil {
 		return fmt.Errorf("the extension is already running")
+	}
+	if s.opts.Deployed {
+		d, err := s.startDeployed(ctx, cfg, workers)
+		if err != nil {
+			return err
+		}
+		s.deployed = d
+		return nil
 	}
 
 	scheme := runtime.NewScheme()
@@ -284,17 +313,22 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 // rollout would. It is a no-op if the extension is not running.
 func (s *Sandbox) StopExtension() error {
 	s.mu.Lock()
-	r := s.extension
-	s.extension, s.extCache = nil, nil
+	r, d := s.extension, s.deployed
+	s.extension, s.extCache, s.deployed = nil, nil, nil
 	s.mu.Unlock()
-	return r.stop()
+	return errors.Join(r.stop(), d.stop())
 }
 
 // ExtensionRunning tells whether the in-process extension runs.
 func (s *Sandbox) ExtensionRunning() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.extension != nil
+	return s.extension != nil || s.deployed != nil
+}
+
+// Deployed tells whether the extension runs as deployed (Options.Deployed).
+func (s *Sandbox) Deployed() bool {
+	return s.opts.Deployed
 }
 
 // extensionCache returns the cached client of the running in-process extension, or nil.
@@ -323,6 +357,9 @@ func (s *Sandbox) Stop() error {
 		if c != nil {
 			errs = append(errs, c.stop())
 		}
+	}
+	if s.deployedEnv != nil {
+		errs = append(errs, os.RemoveAll(s.deployedEnv.dir))
 	}
 	return errors.Join(errs...)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -510,6 +511,37 @@ func (h *ShootHandle) CreateExtension(ctx context.Context) error {
 		return fmt.Errorf("failed creating extension of %s: %w", h.SeedNamespace, err)
 	}
 	h.setSince(ex.ResourceVersion)
+	if h.sandbox.Deployed() {
+		return h.nudgeUntilPickedUp(ctx)
+	}
+	return nil
+}
+
+// nudgeUntilPickedUp stands in for gardenlet's retries with an extension running as a separate
+// process, whose cache the sandbox cannot wait for (see waitUntilExtensionSeesCluster): while the
+// new Extension has no lastOperation, it is touched again, which is an event the extension
+// evaluates anew, with the Cluster in its cache by then.
+// annotationNudge is the annotation nudgeUntilPickedUp changes.
+const annotationNudge = "sandbox.shoot-flux.extensions.gardener.cloud/nudge"
+
+func (h *ShootHandle) nudgeUntilPickedUp(ctx context.Context) error {
+	nudges := 0
+	err := wait.PollUntilContextTimeout(ctx, NudgeInterval, CacheSyncTimeout, false, func(ctx context.Context) (bool, error) {
+		ex, err := h.Extension(ctx)
+		if err != nil {
+			return false, err
+		}
+		if ex.Status.LastOperation != nil {
+			return true, nil
+		}
+		nudges++
+		patch := client.MergeFrom(ex.DeepCopy())
+		metav1.SetMetaDataAnnotation(&ex.ObjectMeta, annotationNudge, strconv.Itoa(nudges))
+		return false, client.IgnoreNotFound(h.sandbox.Seed.Client.Patch(ctx, ex, patch))
+	})
+	if err != nil {
+		return fmt.Errorf("the extension did not pick up the Extension of %s: %w", h.SeedNamespace, err)
+	}
 	return nil
 }
 

@@ -49,6 +49,9 @@ func NewControllerCommand() *cobra.Command {
 
 func (o *Options) run(ctx context.Context) error {
 	mgrOpts := o.managerOptions.Completed().Options()
+	// A stopping pod hands the lease over at once instead of letting its successor wait for the
+	// lease to expire; the process ends right after the manager, so nothing reconciles after that.
+	mgrOpts.LeaderElectionReleaseOnCancel = true
 	fluxcmd.ApplySeedCacheOptions(&mgrOpts)
 	o.profilingOptions.Apply(&mgrOpts)
 

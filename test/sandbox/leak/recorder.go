@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -123,6 +124,20 @@ func (r *Recorder) Scan() []Finding {
 		}
 	}
 	return findings
+}
+
+// RecordLogFile records every line of a log file, e.g. of an extension process, as a log text.
+func (r *Recorder) RecordLogFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("failed reading log %s: %w", path, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if line != "" {
+			r.record(SourceLog, line)
+		}
+	}
+	return nil
 }
 
 // LogSink returns a sink that records every log call, at every verbosity and with its names,

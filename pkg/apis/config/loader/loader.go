@@ -67,3 +67,14 @@ func Defaults() (*config.ControllerConfiguration, error) {
 	}
 	return cfg, nil
 }
+
+// Versioned converts a configuration into the versioned type that configuration files hold, e.g.
+// to write it into a chart's values.
+func Versioned(cfg *config.ControllerConfiguration) (*v1alpha1.ControllerConfiguration, error) {
+	out := &v1alpha1.ControllerConfiguration{}
+	if err := scheme.Convert(cfg, out, nil); err != nil {
+		return nil, fmt.Errorf("failed converting controller configuration: %w", err)
+	}
+	out.APIVersion, out.Kind = v1alpha1.SchemeGroupVersion.String(), "ControllerConfiguration"
+	return out, nil
+}

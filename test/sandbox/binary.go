@@ -1,0 +1,84 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+var (
+	// BuildTimeout bounds the build of the extension binary.
+	BuildTimeout = 5 * time.Minute
+	// ReadyTimeout bounds the wait for a started extension process to report ready.
+	ReadyTimeout = 2 * time.Minute
+	// readyPollInterval is how often readiness is checked.
+	readyPollInterval = 100 * time.Millisecond
+	// httpTimeout bounds one request to an extension's health endpoint.
+	httpTimeout = 10 * time.Second
+)
+
+// ExtensionPackage is the main package of the extension binary.
+const ExtensionPackage = "./cmd/gardener-extension-shoot-flux"
+
+// RepoRoot returns the root directory of this module, from any directory inside it.
+func RepoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("failed locating the module root: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside the module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// BuildExtension builds the extension binary like `make build` does (without cgo) into out.
+func BuildExtension(ctx context.Context, repoRoot, out string) error {
+	ctx, cancel := context.WithTimeout(ctx, BuildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, ExtensionPackage)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("failed building the extension: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// WaitReady waits until the readiness checks served at healthAddr pass; exited reports a process
+// that ended meanwhile, which fails the wait at once.
+func WaitReady(ctx context.Context, healthAddr string, exited func() (bool, error)) error {
+	client := &http.Client{Timeout: httpTimeout}
+	err := wait.PollUntilContextTimeout(ctx, readyPollInterval, ReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		if done, err := exited(); done {
+			return false, fmt.Errorf("the process exited: %v", err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+healthAddr+"/readyz", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("not ready within %s: %w", ReadyTimeout, err)
+	}
+	return nil
+}

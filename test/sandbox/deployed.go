@@ -1,0 +1,377 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
+	"github.com/gardener/gardener/pkg/controllermanager/controller/controllerregistration/extensionclusterrole"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
+)
+
+const (
+	// DeployedNamespace is the seed namespace the chart is installed into, named like gardenlet
+	// names the namespace of a ControllerInstallation.
+	DeployedNamespace = "extension-shoot-flux-sandbox"
+	// GardenRBACFile is the garden ClusterRole operators apply, relative to the repository root.
+	GardenRBACFile = "example/garden-rbac.yaml"
+	// gardenletFieldOwner applies the chart's objects, as gardenlet's resource manager would.
+	gardenletFieldOwner = "gardenlet"
+)
+
+// deployedEnv is what a deployed extension needs beyond its chart: the binary, the garden side of
+// its identity, and a directory for its root file system, volumes and log.
+type deployedEnv struct {
+	dir     string
+	binary  string
+	logPath string
+	// seedUser and gardenUser are the extension's identities in the seed and the garden.
+	seedUser, gardenUser   string
+	seedAudit, gardenAudit *AuditLog
+}
+
+// deployedExtension is a running deployed extension.
+type deployedExtension struct {
+	pod        *Pod
+	healthAddr string
+}
+
+// prepareDeployed builds the binary and creates the directory once per sandbox; it runs before the
+// API servers start, so that their audit logs go there.
+func (s *Sandbox) prepareDeployed(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "shoot-flux-deployed-")
+	if err != nil {
+		return fmt.Errorf("failed creating directory of the deployed extension: %w", err)
+	}
+	// The root directories of the mount namespace are traversed by the extension's user.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("failed preparing directory of the deployed extension: %w", err)
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	binary := filepath.Join(dir, "gardener-extension-shoot-flux")
+	s.log.Info("Building the extension binary", "path", binary)
+	if err := BuildExtension(ctx, root, binary); err != nil {
+		return err
+	}
+	s.deployedEnv = &deployedEnv{dir: dir, binary: binary, logPath: s.opts.ExtensionLogPath}
+	if s.deployedEnv.logPath == "" {
+		s.deployedEnv.logPath = filepath.Join(dir, "extension.log")
+	}
+	if s.opts.AuditLogDir == "" {
+		s.opts.AuditLogDir = dir
+	}
+	return nil
+}
+
+// installDeployed sets up what gardenlet and gardener-controller-manager set up once per seed: the
+// release namespace, the garden ClusterRole of GardenRBACFile bound to the extension's dedicated
+// garden ServiceAccount, its token and the generic garden kubeconfig.
+func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unstructured) error {
+	env := s.deployedEnv
+	env.seedAudit = &AuditLog{Path: s.Seed.AuditLogPath}
+	env.gardenAudit = &AuditLog{Path: s.Garden.AuditLogPath}
+
+	if err := s.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DeployedNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed creating namespace %s: %w", DeployedNamespace, err)
+	}
+	seedNamespace := "seed-" + SeedName
+	if err := s.Garden.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: seedNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed creating garden namespace %s: %w", seedNamespace, err)
+	}
+
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(root, GardenRBACFile))
+	if err != nil {
+		return fmt.Errorf("failed reading %s: %w", GardenRBACFile, err)
+	}
+	rbacObjs, err := DecodeObjects(data)
+	if err != nil {
+		return fmt.Errorf("failed decoding %s: %w", GardenRBACFile, err)
+	}
+	if err := applyObjects(ctx, s.Garden.Client, rbacObjs); err != nil {
+		return fmt.Errorf("failed applying %s to the garden: %w", GardenRBACFile, err)
+	}
+
+	// The chart's objects exist before gardenlet's token requestor reads the access Secret.
+	if err := applyObjects(ctx, s.Seed.Client, objs); err != nil {
+		return err
+	}
+	deployment, err := chartDeployment(objs)
+	if err != nil {
+		return err
+	}
+	accessSecret, kubeconfigDir, err := gardenAccess(deployment)
+	if err != nil {
+		return err
+	}
+	requestor := &tokenrequestor.Reconciler{
+		SourceClient:    s.Seed.Client,
+		TargetClient:    s.Garden.Client,
+		Clock:           clock.RealClock{},
+		JitterFunc:      wait.Jitter,
+		Class:           ptr.To(resourcesv1alpha1.ResourceManagerClassGarden),
+		TargetNamespace: seedNamespace,
+	}
+	if _, err := requestor.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: DeployedNamespace, Name: accessSecret}}); err != nil {
+		return fmt.Errorf("failed requesting the garden token: %w", err)
+	}
+	secret := &corev1.Secret{}
+	if err := s.Seed.Client.Get(ctx, client.ObjectKey{Namespace: DeployedNamespace, Name: accessSecret}, secret); err != nil {
+		return fmt.Errorf("failed reading the garden access Secret: %w", err)
+	}
+	if len(secret.Data[resourcesv1alpha1.DataKeyToken]) == 0 {
+		return errors.New("the token requestor wrote no garden token")
+	}
+	env.gardenUser = "system:serviceaccount:" + seedNamespace + ":" + secret.Annotations[resourcesv1alpha1.ServiceAccountName]
+	env.seedUser = "system:serviceaccount:" + DeployedNamespace + ":" + deployment.Spec.Template.Spec.ServiceAccountName
+	for _, o := range rbacObjs {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		if _, err := (&extensionclusterrole.Reconciler{Client: s.Garden.Client}).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: o.GetName()}}); err != nil {
+			return fmt.Errorf("failed binding ClusterRole %s: %w", o.GetName(), err)
+		}
+	}
+
+	// gardenlet's generic garden kubeconfig: the garden's address and CA, and the token file that
+	// the chart projects next to it.
+	kubeconfig, err := clientcmd.Write(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"garden": {Server: s.Garden.Config.Host, CertificateAuthorityData: s.Garden.Config.CAData}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"extension": {TokenFile: path.Join(kubeconfigDir, "token")}},
+		Contexts:       map[string]*clientcmdapi.Context{"garden": {Cluster: "garden", AuthInfo: "extension"}},
+		CurrentContext: "garden",
+	})
+	if err != nil {
+		return fmt.Errorf("failed writing the generic garden kubeconfig: %w", err)
+	}
+	generic := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: GenericKubeconfigSecret, Namespace: DeployedNamespace},
+		Data:       map[string][]byte{"kubeconfig": kubeconfig},
+		Immutable:  ptr.To(true),
+	}
+	if err := s.Seed.Client.Create(ctx, generic); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed creating the generic garden kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// deployedValues are the values of one installation: gardenlet's, free ports, and the settings of
+// the sandbox as chart values.
+func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers int) (map[string]any, string, error) {
+	metricsPort, err := FreePort()
+	if err != nil {
+		return nil, "", err
+	}
+	healthPort, err := FreePort()
+	if err != nil {
+		return nil, "", err
+	}
+	versioned, err := loader.Versioned(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	data, err := json.Marshal(versioned)
+	if err != nil {
+		return nil, "", fmt.Errorf("failed encoding the configuration: %w", err)
+	}
+	configValues := map[string]any{}
+	if err := json.Unmarshal(data, &configValues); err != nil {
+		return nil, "", fmt.Errorf("failed encoding the configuration: %w", err)
+	}
+	delete(configValues, "apiVersion")
+	delete(configValues, "kind")
+	if s.opts.HealthCheck {
+		configValues["healthCheckConfig"] = map[string]any{"syncPeriod": HealthCheckSyncPeriod.String()}
+	}
+	values := map[string]any{
+		"metrics":    map[string]any{"port": metricsPort},
+		"healthPort": healthPort,
+		"controllers": map[string]any{
+			"extension":                 map[string]any{"concurrentSyncs": workers},
+			"ignoreOperationAnnotation": s.opts.IgnoreOperationAnnotation,
+		},
+		"config": configValues,
+	}
+	if !s.opts.HealthCheck {
+		values["disableControllers"] = []any{healthcheck.ControllerName}
+	}
+	return MergeValues(GardenletValues(), values), net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort)), nil
+}
+
+// startDeployed installs the chart into the seed and runs its Deployment's pod.
+func (s *Sandbox) startDeployed(ctx context.Context, cfg *config.ControllerConfiguration, workers int) (*deployedExtension, error) {
+	values, healthAddr, err := s.deployedValues(cfg, workers)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := RenderExtensionChart(DeployedNamespace, values)
+	if err != nil {
+		return nil, err
+	}
+	env := s.deployedEnv
+	if env.seedUser == "" {
+		if err := s.installDeployed(ctx, objs); err != nil {
+			return nil, err
+		}
+	} else if err := applyObjects(ctx, s.Seed.Client, objs); err != nil {
+		return nil, err
+	}
+	deployment, err := chartDeployment(objs)
+	if err != nil {
+		return nil, err
+	}
+	pod := &Pod{
+		Namespace: DeployedNamespace,
+		Name:      deployment.Name + "-0",
+		Spec:      deployment.Spec.Template.Spec,
+		Images:    map[string]string{deployment.Spec.Template.Spec.Containers[0].Image: env.binary},
+		API:       s.Seed.Config,
+		Dir:       env.dir,
+		LogPath:   s.ExtensionLogPath(),
+	}
+	s.log.Info("Starting the deployed extension", "log", pod.LogPath)
+	if err := pod.Start(ctx); err != nil {
+		return nil, err
+	}
+	if err := WaitReady(ctx, healthAddr, pod.Exited); err != nil {
+		return nil, errors.Join(fmt.Errorf("the deployed extension (log: %s): %w", pod.LogPath, err), pod.Stop())
+	}
+	return &deployedExtension{pod: pod, healthAddr: healthAddr}, nil
+}
+
+func (d *deployedExtension) stop() error {
+	if d == nil {
+		return nil
+	}
+	return d.pod.Stop()
+}
+
+// ExtensionLogPath is the log of the deployed extension (Options.Deployed); empty otherwise.
+func (s *Sandbox) ExtensionLogPath() string {
+	if s.deployedEnv == nil {
+		return ""
+	}
+	return s.deployedEnv.logPath
+}
+
+// DeniedRequests returns the requests of the deployed extension's seed and garden identities that
+// the API servers refused (403) since the previous call, as "<cluster>: <permission>: <message>".
+// A permission the chart or GardenRBACFile lacks shows up here by name.
+func (s *Sandbox) DeniedRequests() ([]string, error) {
+	env := s.deployedEnv
+	if env == nil || env.seedAudit == nil {
+		return nil, errors.New("the extension does not run as deployed")
+	}
+	var denied []string
+	for _, c := range []struct {
+		name string
+		log  *AuditLog
+		user string
+	}{{"seed", env.seedAudit, env.seedUser}, {"garden", env.gardenAudit, env.gardenUser}} {
+		events, err := c.log.Read(func(e AuditEvent) bool {
+			return e.User.Username == c.user && e.ResponseStatus != nil && e.ResponseStatus.Code == 403
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+		for _, e := range events {
+			denied = append(denied, fmt.Sprintf("%s: %s denied to %s: %s", c.name, e.Permission(), c.user, e.ResponseStatus.Message))
+		}
+	}
+	return denied, nil
+}
+
+func chartDeployment(objs []*unstructured.Unstructured) (*appsv1.Deployment, error) {
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+			return nil, fmt.Errorf("failed decoding Deployment %s: %w", o.GetName(), err)
+		}
+		if len(d.Spec.Template.Spec.Containers) != 1 {
+			return nil, fmt.Errorf("deployment %s has %d containers, want 1", d.Name, len(d.Spec.Template.Spec.Containers))
+		}
+		return d, nil
+	}
+	return nil, errors.New("the chart renders no Deployment")
+}
+
+// gardenAccess returns the name of the chart's garden access Secret (the projected token source of
+// the volume that $GARDEN_KUBECONFIG points into) and the directory of that volume.
+func gardenAccess(d *appsv1.Deployment) (string, string, error) {
+	c := d.Spec.Template.Spec.Containers[0]
+	var kubeconfig string
+	for _, e := range c.Env {
+		if e.Name == "GARDEN_KUBECONFIG" {
+			kubeconfig = e.Value
+		}
+	}
+	if kubeconfig == "" {
+		return "", "", errors.New("the chart's container has no GARDEN_KUBECONFIG")
+	}
+	dir := path.Dir(kubeconfig)
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != dir {
+			continue
+		}
+		v, ok := podVolume(d.Spec.Template.Spec.Volumes, m.Name)
+		if !ok || v.Projected == nil {
+			break
+		}
+		for _, src := range v.Projected.Sources {
+			if src.Secret != nil && src.Secret.Name != GenericKubeconfigSecret {
+				return src.Secret.Name, dir, nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("no projected garden access Secret is mounted at %s", dir)
+}
+
+// applyObjects applies objects with server-side apply; kinds the API server does not serve (the
+// VerticalPodAutoscaler: no VPA runs in the sandbox) are left out.
+func applyObjects(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	for _, o := range objs {
+		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(gardenletFieldOwner), client.ForceOwnership)
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("failed applying %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
+}
