@@ -227,6 +227,22 @@ var _ = Describe("extension chart", func() {
 			Expect(c.Resources.Requests).To(HaveKey(corev1.ResourceMemory))
 		})
 
+		It("gives the read-only container a bounded /tmp and no other writable path", func() {
+			c := containerOf(objs)
+			volumes := deploymentOf(objs).Spec.Template.Spec.Volumes
+			var writable []string
+			for _, m := range c.VolumeMounts {
+				for _, v := range volumes {
+					if v.Name == m.Name && v.EmptyDir != nil {
+						writable = append(writable, m.MountPath)
+						Expect(v.EmptyDir.SizeLimit).NotTo(BeNil(), "emptyDir %s needs a sizeLimit", v.Name)
+						Expect(v.EmptyDir.SizeLimit.String()).To(Equal("32Mi"))
+					}
+				}
+			}
+			Expect(writable).To(ConsistOf("/tmp"))
+		})
+
 		It("starts with the controller's default configuration", func() {
 			defaults, err := loader.Defaults()
 			Expect(err).NotTo(HaveOccurred())

@@ -17,8 +17,6 @@ import (
 )
 
 const (
-	// releaseName is what gardenlet names the release.
-	releaseName = sandbox.ReleaseName
 	// genericKubeconfigSecret is the generic garden kubeconfig Secret gardenlet announces.
 	genericKubeconfigSecret = sandbox.GenericKubeconfigSecret
 	// fieldOwner is the field manager of the server-side dry-run applies.

@@ -141,11 +141,11 @@ var _ = BeforeSuite(func() {
 // an event or an Extension status of any scenario. The sandbox is still up here: BeforeSuite's
 // cleanups run after AfterSuite.
 var _ = AfterSuite(func(ctx SpecContext) {
-	if leaks == nil {
+	if leaks == nil || sb == nil {
 		return
 	}
 	time.Sleep(leakSettle)
-	if deployed() {
+	if deployed() && sb != nil {
 		Expect(leaks.RecordLogFile(sb.ExtensionLogPath())).To(Succeed())
 	}
 	texts, keys := leaks.Counts()
@@ -177,11 +177,15 @@ var _ = AfterEach(func() {
 	if !deployed() || sb == nil {
 		return
 	}
-	if CurrentSpecReport().Failed() {
-		AddReportEntry("extension log", logTail(sb.ExtensionLogPath(), 60))
-	}
 	denied, err := sb.DeniedRequests()
 	Expect(err).NotTo(HaveOccurred())
+	// A scenario that failed already reports its own error first; the denials say why.
+	if CurrentSpecReport().Failed() {
+		AddReportEntry("extension log", logTail(sb.ExtensionLogPath(), 60))
+		if len(denied) > 0 {
+			AddReportEntry("requests denied to the extension", strings.Join(denied, "\n"))
+		}
+	}
 	Expect(denied).To(BeEmpty(), "the extension's identities lack permissions")
 })
 

@@ -82,6 +82,14 @@ func (p *Pod) Start(ctx context.Context) error {
 			return fmt.Errorf("failed creating %s: %w", dir, err)
 		}
 	}
+	// The image's file system: the entrypoint and, as in the distroless base image, a
+	// world-writable /tmp, which a read-only root makes read-only too.
+	if err := os.Mkdir(filepath.Join(root, "tmp"), 0o755); err != nil {
+		return fmt.Errorf("failed creating /tmp in %s: %w", root, err)
+	}
+	if err := os.Chmod(filepath.Join(root, "tmp"), os.ModeSticky|0o777); err != nil {
+		return fmt.Errorf("failed setting mode of /tmp in %s: %w", root, err)
+	}
 	entrypoint := "/" + filepath.Base(binary)
 	if err := copyFile(binary, filepath.Join(root, entrypoint), 0o755); err != nil {
 		return err
@@ -119,7 +127,11 @@ func (p *Pod) Start(ctx context.Context) error {
 	}
 	readOnlyRoot := c.SecurityContext != nil && ptr.Deref(c.SecurityContext.ReadOnlyRootFilesystem, false)
 
-	script := containerScript(root, mounts, readOnlyRoot)
+	chroot, err := exec.LookPath("chroot")
+	if err != nil {
+		return fmt.Errorf("pod %s needs chroot: %w", p.Name, err)
+	}
+	script := containerScript(root, mounts, readOnlyRoot, chroot, env)
 	args := append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-euc", script, "container",
 		root, fmt.Sprintf("%d:%d", uid, gid), entrypoint}, c.Args...)
 	if p.log, err = os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
@@ -127,7 +139,8 @@ func (p *Pod) Start(ctx context.Context) error {
 	}
 	// The process must outlive the caller's context; Stop ends it.
 	cmd := exec.CommandContext(context.WithoutCancel(ctx), "unshare", args...)
-	cmd.Env = env
+	// The set-up runs with this process's PATH; the container gets only its own environment.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	// Its own process group keeps an interrupt of the test from reaching it before Stop.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -163,9 +176,10 @@ type podMount struct {
 }
 
 // containerScript sets up the container's file system in the private mount namespace and execs
-// the entrypoint: $1 is the root directory, $2 uid:gid, $3 the entrypoint, the rest its args.
-// Mount points are created before the root becomes read-only; nothing else is written into it.
-func containerScript(root string, mounts []podMount, readOnlyRoot bool) string {
+// the entrypoint with exactly env: $1 is the root directory, $2 uid:gid, $3 the entrypoint, the
+// rest its args. Mount points are created before the root becomes read-only; nothing else is
+// written into it.
+func containerScript(root string, mounts []podMount, readOnlyRoot bool, chroot string, env []string) string {
 	var b strings.Builder
 	b.WriteString(`root="$1"; user="$2"; shift 2` + "\n")
 	b.WriteString(`mount --bind "$root" "$root"` + "\n")
@@ -190,7 +204,11 @@ func containerScript(root string, mounts []podMount, readOnlyRoot bool) string {
 	if readOnlyRoot {
 		b.WriteString(`mount -o remount,bind,ro "$root"` + "\n")
 	}
-	b.WriteString(`exec chroot --userspec="$user" "$root" "$@"` + "\n")
+	b.WriteString("exec env -i")
+	for _, e := range env {
+		b.WriteString(" " + shellQuote(e))
+	}
+	fmt.Fprintf(&b, ` %s --userspec="$user" "$root" "$@"`+"\n", shellQuote(chroot))
 	return b.String()
 }
 

@@ -1,6 +1,7 @@
 package loader_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"time"
@@ -33,6 +34,25 @@ var _ = Describe("Loader", func() {
 		Expect(os.WriteFile(path, []byte(content), 0o600)).To(Succeed())
 		return path
 	}
+
+	Describe("Versioned", func() {
+		It("writes a configuration that loads back unchanged", func() {
+			cfg := defaults()
+			cfg.SSHKey.Scope = config.KeyScopeShoot
+			cfg.KnownHosts = "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
+			cfg.Registry = "registry.example.com/mirror"
+			cfg.AllowInsecureHostKeys = true
+			cfg.Timeouts.Deletion = metav1.Duration{Duration: time.Minute}
+			cfg.HealthCheckConfig = &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: 5 * time.Second}}
+
+			versioned, err := Versioned(cfg)
+			Expect(err).NotTo(HaveOccurred())
+			data, err := json.Marshal(versioned)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(data)).To(ContainSubstring(`"kind":"ControllerConfiguration"`))
+			Expect(Load(data)).To(Equal(cfg))
+		})
+	})
 
 	Describe("Defaults", func() {
 		It("returns the defaulted configuration", func() {
