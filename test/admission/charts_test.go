@@ -1,16 +1,12 @@
 package admission_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 
 	"github.com/gardener/gardener/pkg/chartrenderer"
-	"github.com/gardener/gardener/pkg/utils"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -19,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -29,6 +23,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/cmd/gardener-extension-shoot-flux-admission/app"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 const (
@@ -42,35 +37,14 @@ const (
 	webhookConfigName = "gardener-extension-shoot-flux-admission"
 )
 
-// serverVersion is the Kubernetes version the renderer reports to helm; the envtest binaries have
-// the same minor version.
-var serverVersion = &version.Info{GitVersion: "v1.36.4", Major: "1", Minor: "36"}
-
 // render renders one of the embedded charts with the given values (merged over its values.yaml by
 // helm) and decodes every object.
 func render(chartPath, namespace string, values ...map[string]any) ([]*unstructured.Unstructured, error) {
-	merged := map[string]any{}
-	for _, v := range values {
-		merged = utils.MergeMaps(merged, v)
-	}
-	rendered, err := chartrenderer.NewWithServerVersion(serverVersion).RenderEmbeddedFS(admissionchart.FS, chartPath, releaseName, namespace, merged)
+	rendered, err := chartrenderer.NewWithServerVersion(sandbox.ServerVersion).RenderEmbeddedFS(admissionchart.FS, chartPath, releaseName, namespace, sandbox.MergeValues(values...))
 	if err != nil {
 		return nil, err
 	}
-	var objs []*unstructured.Unstructured
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(rendered.Manifest()), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := decoder.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
+	return sandbox.DecodeObjects(rendered.Manifest())
 }
 
 func mustRender(chartPath, namespace string, values ...map[string]any) []*unstructured.Unstructured {

@@ -294,7 +294,10 @@ func (s *Sandbox) DeniedRequests() ([]string, error) {
 	if env == nil || env.seedAudit == nil {
 		return nil, errors.New("the extension does not run as deployed")
 	}
-	var denied []string
+	var (
+		denied []string
+		counts = map[string]int{}
+	)
 	for _, c := range []struct {
 		name string
 		log  *AuditLog
@@ -307,7 +310,16 @@ func (s *Sandbox) DeniedRequests() ([]string, error) {
 			return nil, fmt.Errorf("%s: %w", c.name, err)
 		}
 		for _, e := range events {
-			denied = append(denied, fmt.Sprintf("%s: %s denied to %s: %s", c.name, e.Permission(), c.user, e.ResponseStatus.Message))
+			line := fmt.Sprintf("%s: %s denied to %s: %s", c.name, e.Permission(), c.user, e.ResponseStatus.Message)
+			if counts[line] == 0 {
+				denied = append(denied, line)
+			}
+			counts[line]++
+		}
+	}
+	for i, line := range denied {
+		if n := counts[line]; n > 1 {
+			denied[i] = fmt.Sprintf("%s (%d times)", line, n)
 		}
 	}
 	return denied, nil
