@@ -123,8 +123,12 @@ func checkObjects(ctx context.Context, shoot client.Client, gvks ...schema.Group
 	return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue}, nil
 }
 
-// readiness interprets the Ready condition that kluctl and Flux controllers report, plus
-// kluctl's last deploy result, which may have errors while Ready is still True.
+// maxDetail bounds the condition detail: a message names the cause, not every failing object.
+const maxDetail = 400
+
+// readiness interprets the Ready condition that kluctl and Flux controllers report, and kluctl's
+// own status fields: lastPrepareError (Ready=False only points there) and the errors of the last
+// deploy result, which may exist while Ready is still True.
 func readiness(kind string, obj *unstructured.Unstructured) *healthcheck.SingleCheckResult {
 	name := fmt.Sprintf("%s %s/%s", kind, obj.GetNamespace(), obj.GetName())
 	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
@@ -134,17 +138,59 @@ func readiness(kind string, obj *unstructured.Unstructured) *healthcheck.SingleC
 			ready = m
 		}
 	}
+	threshold := BootstrapProgressingThreshold
 	if ready == nil {
-		threshold := BootstrapProgressingThreshold
 		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionProgressing, Detail: name + " has not reported readiness yet", ProgressingThreshold: &threshold}
 	}
 	message, _ := ready["message"].(string)
 	reason, _ := ready["reason"].(string)
-	if ready["status"] != "True" {
-		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: fmt.Sprintf("%s is not ready (%s): %s", name, reason, message)}
+	switch ready["status"] {
+	case "True":
+	case "Unknown":
+		// kluctl and Flux report Unknown while they reconcile; only lasting too long is a failure.
+		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionProgressing, Detail: shorten(fmt.Sprintf("%s is reconciling (%s): %s", name, reason, message)), ProgressingThreshold: &threshold}
+	default:
+		if prepareError, _, _ := unstructured.NestedString(obj.Object, "status", "lastPrepareError"); prepareError != "" {
+			message = prepareError
+		}
+		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: shorten(fmt.Sprintf("%s is not ready (%s): %s", name, reason, message))}
 	}
-	if errs, found, _ := unstructured.NestedInt64(obj.Object, "status", "lastDeployResult", "errors"); found && errs > 0 {
-		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: fmt.Sprintf("%s: last deployment had %d error(s)", name, errs)}
+	if errs := deployErrors(obj); len(errs) > 0 {
+		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: shorten(fmt.Sprintf("%s: last deployment had %d error(s): %s", name, len(errs), strings.Join(errs, "; ")))}
 	}
 	return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue}
+}
+
+// deployErrors reads status.lastDeployResult.errors as kluctl writes it: a list of
+// {ref: {group, version, kind, namespace, name}, message}.
+func deployErrors(obj *unstructured.Unstructured) []string {
+	list, _, _ := unstructured.NestedSlice(obj.Object, "status", "lastDeployResult", "errors")
+	var out []string
+	for _, item := range list {
+		e, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		message, _ := e["message"].(string)
+		ref, _ := e["ref"].(map[string]any)
+		kind, _ := ref["kind"].(string)
+		namespace, _ := ref["namespace"].(string)
+		objName, _ := ref["name"].(string)
+		switch {
+		case kind == "":
+		case namespace == "":
+			message = fmt.Sprintf("%s %s: %s", kind, objName, message)
+		default:
+			message = fmt.Sprintf("%s %s/%s: %s", kind, namespace, objName, message)
+		}
+		out = append(out, message)
+	}
+	return out
+}
+
+func shorten(s string) string {
+	if len(s) <= maxDetail {
+		return s
+	}
+	return s[:maxDetail-3] + "..."
 }

@@ -3,6 +3,7 @@ package healthcheck_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -95,12 +96,60 @@ var _ = Describe("Bootstrap health check", func() {
 		Expect(detail).To(Equal("KluctlDeployment kluctl-system/shoot-flux-bootstrap is not ready (PrepareFailed): failed to clone git source: authentication required"))
 	})
 
-	It("reports errors of the last kluctl deployment", func() {
+	// The status fields below are shaped as kluctl v2.28.2 writes them (api/v1beta1
+	// KluctlDeploymentStatus, pkg/types/result CommandResultSummary and DeploymentError).
+	It("reports errors of the last kluctl deployment as kluctl writes them", func() {
 		obj := bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system", ready("True", "Success", "deployed"))
-		Expect(unstructured.SetNestedField(obj.Object, int64(2), "status", "lastDeployResult", "errors")).To(Succeed())
+		Expect(unstructured.SetNestedField(obj.Object, map[string]any{
+			"id":              "0b5e0f4e",
+			"renderedObjects": int64(3),
+			"appliedObjects":  int64(1),
+			"errors": []any{
+				map[string]any{
+					"ref":     map[string]any{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "apps", "name": "web"},
+					"message": `Deployment.apps "web" is invalid: spec.template.spec.containers: Required value`,
+				},
+				map[string]any{
+					"ref":     map[string]any{"version": "v1", "kind": "Namespace", "name": "apps"},
+					"message": "admission webhook denied the request",
+				},
+			},
+			"warnings":     []any{},
+			"totalChanges": int64(1),
+		}, "status", "lastDeployResult")).To(Succeed())
 		status, detail := check(extension(kluctlStatus), obj)
 		Expect(status).To(Equal(gardencorev1beta1.ConditionFalse))
-		Expect(detail).To(ContainSubstring("last deployment had 2 error(s)"))
+		Expect(detail).To(Equal(`KluctlDeployment kluctl-system/shoot-flux-bootstrap: last deployment had 2 error(s): Deployment apps/web: Deployment.apps "web" is invalid: spec.template.spec.containers: Required value; Namespace apps: admission webhook denied the request`))
+	})
+
+	It("ignores a deploy result without errors", func() {
+		obj := bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system", ready("True", "Success", "deployed"))
+		Expect(unstructured.SetNestedField(obj.Object, map[string]any{"errors": nil, "warnings": []any{}, "totalChanges": int64(0)}, "status", "lastDeployResult")).To(Succeed())
+		Expect(check(extension(kluctlStatus), obj)).To(Equal(gardencorev1beta1.ConditionTrue))
+	})
+
+	It("is progressing, not false, while kluctl deploys", func() {
+		status, detail := check(extension(kluctlStatus), bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system",
+			ready("Unknown", "Progressing", "Performing deploy")))
+		Expect(status).To(Equal(gardencorev1beta1.ConditionProgressing))
+		Expect(detail).To(ContainSubstring("Performing deploy"))
+	})
+
+	It("names the cause kluctl keeps in lastPrepareError", func() {
+		obj := bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system",
+			ready("False", "PrepareFailed", "prepare failed. Check status.lastPrepareError for details"))
+		Expect(unstructured.SetNestedField(obj.Object, "a target must be explicitly selected when targets are defined in the Kluctl project", "status", "lastPrepareError")).To(Succeed())
+		status, detail := check(extension(kluctlStatus), obj)
+		Expect(status).To(Equal(gardencorev1beta1.ConditionFalse))
+		Expect(detail).To(Equal("KluctlDeployment kluctl-system/shoot-flux-bootstrap is not ready (PrepareFailed): a target must be explicitly selected when targets are defined in the Kluctl project"))
+	})
+
+	It("shortens long causes", func() {
+		status, detail := check(extension(kluctlStatus), bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system",
+			ready("False", "PrepareFailed", strings.Repeat("x", 2000))))
+		Expect(status).To(Equal(gardencorev1beta1.ConditionFalse))
+		Expect(len(detail)).To(BeNumerically("<=", 400))
+		Expect(detail).To(HaveSuffix("..."))
 	})
 
 	It("is true for a ready KluctlDeployment", func() {
