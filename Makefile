@@ -134,6 +134,7 @@ sandbox-up:
 START_ARGS = --leader-election=false --ignore-operation-annotation=true \
 	--heartbeat-namespace=garden --kubeconfig=$${KUBECONFIG:-dev/seed.kubeconfig} \
 	--garden-kubeconfig=$${GARDEN_KUBECONFIG:-dev/garden.kubeconfig} \
+	--config=$${CONFIG:-dev/config.yaml} \
 	--metrics-bind-address=:18080 --health-bind-address=:18081 --log-format=text $(ARGS)
 
 .PHONY: start

@@ -232,13 +232,17 @@ func up(ctx context.Context, dir string) (err error) {
 	if err := e.sandbox.WriteKubeconfigs(dir); err != nil {
 		return err
 	}
+	if err := e.sandbox.WriteExtensionConfig(filepath.Join(dir, "config.yaml")); err != nil {
+		return err
+	}
 
 	fmt.Printf(`
 The sandbox is up. The extension does not run: start it in another terminal with
 
     make start        # or: make debug
 
-It uses %[1]s/seed.kubeconfig and %[1]s/garden.kubeconfig and reconciles the Extension of shoot
+It uses %[1]s/seed.kubeconfig, %[1]s/garden.kubeconfig and %[1]s/config.yaml (the host policy lets
+it scan the local git server) and reconciles the Extension of shoot
 %[2]s/%[3]s, whose repository is served by the sandbox's git server. Inspect the clusters with
 
     KUBECONFIG=%[1]s/seed.kubeconfig   kubectl -n %[4]s get extensions,managedresources

@@ -66,7 +66,8 @@ type Manager struct {
 	// AllowInsecureHostKeys turns a failed host key scan into a key without host key checking
 	// instead of an error.
 	AllowInsecureHostKeys bool
-	// Scanner fetches host keys as known_hosts lines; nil means sshkey.ScanHostKey.
+	// Scanner fetches host keys as known_hosts lines; nil means sshkey.ScanHostKeyWith through
+	// the Request's Dial.
 	Scanner func(ctx context.Context, hostPort string, timeout time.Duration) ([]byte, error)
 }
 
@@ -87,7 +88,15 @@ type Request struct {
 	// ConfiguredKnownHosts are the known_hosts the user configured for the repository; they
 	// take precedence over the Secret and scanning.
 	ConfiguredKnownHosts []byte
+	// Dial opens the connections of a host key scan, e.g. through the operator's host policy
+	// (hostpolicy.Policy.DialContext); nil dials directly.
+	Dial sshkey.DialFunc
 }
+
+// ScanFailedMessage is all a shoot owner learns about a failed or refused host key scan: the
+// reasons differ by target (refused, timed out, no such host, denied by the host policy) and would
+// let project members map the seed's network. The reason is in the extension's log.
+const ScanFailedMessage = "the host cannot be reached from the seed or is not allowed by the operator's host policy"
 
 // DeployKey is what a shoot needs to use a deploy key.
 type DeployKey struct {
@@ -323,14 +332,15 @@ func (m *Manager) knownHosts(ctx context.Context, log logr.Logger, req Request, 
 
 	host, port := sshkey.SplitHostPort(req.GitHost)
 	hostPort := net.JoinHostPort(host, port)
-	scanned, err := m.scan(ctx, hostPort)
+	scanned, err := m.scan(ctx, req.Dial, hostPort)
 	if err != nil {
 		if m.AllowInsecureHostKeys {
 			log.Info("Cannot determine SSH host key, connecting without host key checking", "host", hostPort, "reason", err.Error())
 			return joinKnownHosts(stored, m.ExtraKnownHosts), true, nil
 		}
-		return nil, false, fmt.Errorf("cannot determine the SSH host key of %q: %w; set source.knownHosts or add it to Secret %s key %s",
-			hostPort, err, key, constants.SecretKeyKnownHosts)
+		log.Info("Cannot determine SSH host key", "host", hostPort, "reason", err.Error())
+		return nil, false, fmt.Errorf("cannot determine the SSH host key of %q: %s; set source.knownHosts or add it to Secret %s key %s",
+			hostPort, ScanFailedMessage, key, constants.SecretKeyKnownHosts)
 	}
 
 	stored, err = m.storeKnownHosts(ctx, log, secret, hostPort, scanned)
@@ -340,10 +350,12 @@ func (m *Manager) knownHosts(ctx context.Context, log logr.Logger, req Request, 
 	return joinKnownHosts(stored, m.ExtraKnownHosts), false, nil
 }
 
-func (m *Manager) scan(ctx context.Context, hostPort string) ([]byte, error) {
+func (m *Manager) scan(ctx context.Context, dial sshkey.DialFunc, hostPort string) ([]byte, error) {
 	scanner := m.Scanner
 	if scanner == nil {
-		scanner = sshkey.ScanHostKey
+		scanner = func(ctx context.Context, hostPort string, timeout time.Duration) ([]byte, error) {
+			return sshkey.ScanHostKeyWith(ctx, dial, hostPort, timeout)
+		}
 	}
 	timeout := m.ScanTimeout
 	if timeout <= 0 {

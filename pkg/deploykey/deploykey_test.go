@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -588,8 +591,9 @@ var _ = Describe("Manager", func() {
 			It("fails with a hint where to put the host key", func() {
 				key, err := m.Ensure(ctx, log, req)
 				Expect(key).To(BeNil())
-				Expect(err).To(MatchError(`cannot determine the SSH host key of "git.example.org:22": dial tcp: connection refused; ` +
+				Expect(err).To(MatchError(`cannot determine the SSH host key of "git.example.org:22": ` + deploykey.ScanFailedMessage + `; ` +
 					`set source.knownHosts or add it to Secret garden-foo/shoot-flux-deploy-key key known_hosts`))
+				Expect(err.Error()).NotTo(ContainSubstring("connection refused"), "the reason stays in the extension's log")
 				expectNoKeyMaterial(err, getSecret(c, req.SecretName).Data[constants.SecretKeyIdentity])
 			})
 
@@ -624,7 +628,37 @@ var _ = Describe("Manager", func() {
 				return []byte(newFakeScanner().line("elsewhere.example.org:22")), nil
 			}
 			_, err := m.Ensure(ctx, log, req)
-			Expect(err).To(MatchError(ContainSubstring("the scan returned no key for this host")))
+			Expect(err).To(MatchError(ContainSubstring(deploykey.ScanFailedMessage)))
+		})
+
+		// Project members choose the host; what they learn must not tell the seed's networks
+		// apart.
+		It("answers every refused or failed scan with the same message", func() {
+			m.Scanner = nil
+			policy, err := hostpolicy.New(nil, []string{"1-65535"}, []netip.Prefix{netip.MustParsePrefix("10.250.0.0/16")})
+			Expect(err).NotTo(HaveOccurred())
+			closed, err := net.Listen("tcp", "127.0.0.1:0")
+			Expect(err).NotTo(HaveOccurred())
+			closedAddr := closed.Addr().String()
+			Expect(closed.Close()).To(Succeed())
+
+			messages := map[string]bool{}
+			for _, target := range []struct {
+				host string
+				dial sshkey.DialFunc
+			}{
+				{"169.254.169.254:80", policy.DialContext},
+				{"kubernetes.default.svc:443", policy.DialContext},
+				{"10.250.0.1:22", policy.DialContext},
+				{closedAddr, nil},
+			} {
+				req.GitHost, req.Dial = target.host, target.dial
+				_, err := m.Ensure(ctx, log, req)
+				Expect(err).To(HaveOccurred())
+				host, port := sshkey.SplitHostPort(target.host)
+				messages[strings.ReplaceAll(err.Error(), net.JoinHostPort(host, port), "HOST")] = true
+			}
+			Expect(messages).To(HaveLen(1), "messages: %v", messages)
 		})
 
 		It("keeps the host key a concurrent reconcile stored first", func() {

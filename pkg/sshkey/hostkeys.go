@@ -29,6 +29,12 @@ var scanAlgorithmGroups = [][]string{
 // scanClientVersion identifies our scans in the server's logs.
 const scanClientVersion = "SSH-2.0-shoot-flux-keyscan"
 
+// dialError is a failed connection: every further handshake would fail the same way.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
 // errKeyRecorded aborts a scan handshake once the host key is known, before any authentication.
 var errKeyRecorded = errors.New("host key recorded")
 
@@ -61,6 +67,18 @@ func SplitHostPort(hostPort string) (host, port string) {
 // every handshake as soon as the server has shown its key, so it neither authenticates nor
 // needs credentials. timeout bounds the whole scan.
 func ScanHostKey(ctx context.Context, hostPort string, timeout time.Duration) ([]byte, error) {
+	return ScanHostKeyWith(ctx, nil, hostPort, timeout)
+}
+
+// DialFunc opens the connection of a scan, e.g. hostpolicy.Policy.DialContext.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// ScanHostKeyWith is ScanHostKey with the connections opened by dial; nil dials directly.
+func ScanHostKeyWith(ctx context.Context, dial DialFunc, hostPort string, timeout time.Duration) ([]byte, error) {
+	if dial == nil {
+		var dialer net.Dialer
+		dial = dialer.DialContext
+	}
 	host, port := SplitHostPort(hostPort)
 	if host == "" {
 		return nil, fmt.Errorf("no host in SSH address %q", hostPort)
@@ -76,10 +94,13 @@ func ScanHostKey(ctx context.Context, hostPort string, timeout time.Duration) ([
 	var lines bytes.Buffer
 	var firstErr error
 	for _, algorithms := range scanAlgorithmGroups {
-		key, err := scanOnce(ctx, address, algorithms)
+		key, err := scanOnce(ctx, dial, address, algorithms)
 		if err != nil {
-			var netErr net.Error
-			if errors.As(err, &netErr) || ctx.Err() != nil {
+			var (
+				netErr  net.Error
+				dialErr *dialError
+			)
+			if errors.As(err, &dialErr) || errors.As(err, &netErr) || ctx.Err() != nil {
 				// The server is unreachable or too slow; further handshakes would fail the same way.
 				if lines.Len() > 0 {
 					break
@@ -102,11 +123,10 @@ func ScanHostKey(ctx context.Context, hostPort string, timeout time.Duration) ([
 	return lines.Bytes(), nil
 }
 
-func scanOnce(ctx context.Context, address string, algorithms []string) (ssh.PublicKey, error) {
-	var dialer net.Dialer
-	conn, err := dialer.DialContext(ctx, "tcp", address)
+func scanOnce(ctx context.Context, dial DialFunc, address string, algorithms []string) (ssh.PublicKey, error) {
+	conn, err := dial(ctx, "tcp", address)
 	if err != nil {
-		return nil, err
+		return nil, &dialError{err: err}
 	}
 	defer func() { _ = conn.Close() }()
 	if deadline, ok := ctx.Deadline(); ok {

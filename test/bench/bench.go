@@ -123,6 +123,7 @@ func (b *bench) setup(ctx context.Context) error {
 		binary:                  filepath.Join(b.tmpDir, "gardener-extension-shoot-flux"),
 		seedKubeconfig:          filepath.Join(b.tmpDir, "seed.kubeconfig"),
 		gardenKubeconfig:        filepath.Join(b.tmpDir, "garden.kubeconfig"),
+		configPath:              filepath.Join(b.tmpDir, "config.yaml"),
 		maxConcurrentReconciles: b.opts.workers,
 		clientQPS:               b.opts.clientQPS,
 		logPath:                 filepath.Join(b.opts.logDir, "extension.log"),
@@ -156,6 +157,10 @@ func (b *bench) setup(ctx context.Context) error {
 		return err
 	}
 	if err := b.sb.WriteKubeconfigs(b.tmpDir); err != nil {
+		return err
+	}
+	// The sandbox's host policy lets the extension scan the local git server.
+	if err := b.sb.WriteExtensionConfig(b.extArgs.configPath); err != nil {
 		return err
 	}
 	if b.seedHost, err = hostOf(b.sb.Seed.Config.Host); err != nil {

@@ -45,6 +45,7 @@ type extensionArgs struct {
 	binary                  string
 	seedKubeconfig          string
 	gardenKubeconfig        string
+	configPath              string
 	maxConcurrentReconciles int
 	clientQPS               float64
 	logPath                 string
@@ -80,6 +81,7 @@ func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, er
 	cmd := exec.CommandContext(context.WithoutCancel(ctx), a.binary,
 		"--kubeconfig="+a.seedKubeconfig,
 		"--garden-kubeconfig="+a.gardenKubeconfig,
+		"--config="+a.configPath,
 		"--leader-election=false",
 		"--heartbeat-namespace=garden",
 		"--max-concurrent-reconciles="+strconv.Itoa(a.maxConcurrentReconciles),

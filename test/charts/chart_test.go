@@ -75,6 +75,7 @@ func customValues() map[string]any {
 			"sshKey":               map[string]any{"algorithm": "rsa-4096", "scope": "shoot"},
 			"knownHosts":           knownHostsLine("git.example.com") + knownHostsLine("[git.example.com]:2222"),
 			"registry":             "registry.example.com/mirror",
+			"hostPolicy":           map[string]any{"allowedNetworks": []any{"10.20.0.0/16"}, "allowedPorts": []any{"22", "7999-8000"}},
 			"timeouts": map[string]any{
 				"managedResourceApplied": "3m",
 				"deletion":               "10m",
@@ -446,6 +447,7 @@ var _ = Describe("extension chart", func() {
 					HostKeyScan:            metav1.Duration{Duration: 20 * time.Second},
 				},
 				HealthCheckConfig: &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},
+				HostPolicy:        config.HostPolicy{AllowedNetworks: []string{"10.20.0.0/16"}, AllowedPorts: []string{"22", "7999-8000"}},
 			}))
 		})
 

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
@@ -76,13 +77,19 @@ var (
 // GardenNamespace is the seed namespace of gardenlet and the extensions' heartbeats.
 const GardenNamespace = v1beta1constants.GardenNamespace
 
+// HostPolicy lets the extension scan the SSH host keys of the sandbox's git servers
+// (test/gitserver), which listen on loopback ports above 1024; the default policy refuses both.
+func HostPolicy() config.HostPolicy {
+	return config.HostPolicy{AllowedNetworks: []string{"127.0.0.0/8", "::1/128"}, AllowedPorts: []string{"1024-65535"}}
+}
+
 // Options configure a sandbox.
 type Options struct {
 	// SourceControllerBinary is the Flux source-controller binary ShootHandle.StartSourceController
 	// runs; optional.
 	SourceControllerBinary string
 	// ExtensionConfig is the extension's component configuration; nil uses the defaults of
-	// loader.Defaults.
+	// loader.Defaults with the sandbox's HostPolicy.
 	ExtensionConfig *config.ControllerConfiguration
 	// IgnoreOperationAnnotation is the extension's --ignore-operation-annotation: it reconciles on
 	// every Extension spec change instead of waiting for gardenlet's operation annotation. Note that
@@ -162,6 +169,7 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 		if err != nil {
 			return nil, fmt.Errorf("failed loading default extension configuration: %w", err)
 		}
+		cfg.HostPolicy = HostPolicy()
 		s.config = *cfg
 	}
 
@@ -202,6 +210,23 @@ func (s *Sandbox) start(ctx context.Context) error {
 		return nil
 	}
 	return s.StartExtension(ctx)
+}
+
+// WriteExtensionConfig writes the sandbox's extension configuration as a ControllerConfiguration
+// file for the binary's --config.
+func (s *Sandbox) WriteExtensionConfig(path string) error {
+	versioned, err := loader.Versioned(&s.config)
+	if err != nil {
+		return err
+	}
+	data, err := yaml.Marshal(versioned)
+	if err != nil {
+		return fmt.Errorf("failed encoding the extension configuration: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("failed writing the extension configuration: %w", err)
+	}
+	return nil
 }
 
 // ExtensionConfig returns the component configuration the in-process extension runs with.

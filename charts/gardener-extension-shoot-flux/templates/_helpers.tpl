@@ -59,6 +59,15 @@ timeouts:
   {{- end }}
 {{- end }}
 allowInsecureHostKeys: {{ $c.allowInsecureHostKeys | default false }}
+{{- if or $c.hostPolicy.allowedNetworks $c.hostPolicy.allowedPorts }}
+hostPolicy:
+  {{- with $c.hostPolicy.allowedNetworks }}
+  allowedNetworks: {{ toJson . }}
+  {{- end }}
+  {{- with $c.hostPolicy.allowedPorts }}
+  allowedPorts: {{ toJson . }}
+  {{- end }}
+{{- end }}
 {{- with $c.healthCheckConfig }}
 healthCheckConfig:
 {{ toYaml . | indent 2 }}

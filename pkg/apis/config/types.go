@@ -49,6 +49,17 @@ type ControllerConfiguration struct {
 	AllowInsecureHostKeys bool
 	// HealthCheckConfig configures the health check controller.
 	HealthCheckConfig *healthcheckconfigv1alpha1.HealthCheckConfig
+	// HostPolicy limits the hosts the controller connects to from the seed to scan SSH host keys.
+	HostPolicy HostPolicy
+}
+
+// HostPolicy limits the hosts the controller connects to from the seed to scan SSH host keys.
+type HostPolicy struct {
+	// AllowedNetworks are CIDRs that may be scanned although they are not public.
+	AllowedNetworks []string
+	// AllowedPorts are the ports (or ranges "from-to") that may be scanned; empty means the
+	// defaults of package hostpolicy.
+	AllowedPorts []string
 }
 
 // SSHKeyConfig configures generated deploy keys.

@@ -3,7 +3,9 @@ package extension
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -19,6 +21,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -111,6 +114,10 @@ func (a *actuator) deployKey(ctx context.Context, log logr.Logger, cluster *exte
 	if a.config.SSHKey.Scope == config.KeyScopeShoot {
 		scope, comment = deploykey.ScopeShoot, "shoot-flux "+shoot.Namespace+"/"+shoot.Name
 	}
+	policy, err := hostpolicy.New(a.config.HostPolicy.AllowedNetworks, a.config.HostPolicy.AllowedPorts, seedNetworks(log, cluster))
+	if err != nil {
+		return nil, fmt.Errorf("host policy: %w", err)
+	}
 	key, err := a.keys.Ensure(ctx, log, deploykey.Request{
 		Namespace:            shoot.Namespace,
 		SecretName:           deploykey.SecretName(scope, shoot.Name),
@@ -118,6 +125,7 @@ func (a *actuator) deployKey(ctx context.Context, log logr.Logger, cluster *exte
 		Comment:              comment,
 		GitHost:              url.HostPort(),
 		ConfiguredKnownHosts: []byte(cfg.Source.KnownHosts),
+		Dial:                 policy.DialContext,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed ensuring deploy key: %w", err)
@@ -215,4 +223,33 @@ func sshkeyAlgorithm(cfg config.ControllerConfiguration) sshkey.Algorithm {
 		return sshkey.AlgorithmRSA4096
 	}
 	return sshkey.AlgorithmED25519
+}
+
+// seedNetworks are the seed's pod, service and node networks and the networks the seed blocks for
+// shoot control planes, which a host key scan must never reach.
+func seedNetworks(log logr.Logger, cluster *extensionscontroller.Cluster) []netip.Prefix {
+	if cluster.Seed == nil {
+		return nil
+	}
+	n := cluster.Seed.Spec.Networks
+	cidrs := []*string{&n.Pods, &n.Services, n.Nodes}
+	for i := range n.BlockCIDRs {
+		cidrs = append(cidrs, &n.BlockCIDRs[i])
+	}
+	var out []netip.Prefix
+	for _, cidr := range cidrs {
+		if cidr == nil || *cidr == "" {
+			continue
+		}
+		// A seed may list several networks of a kind, separated by commas (dual-stack).
+		for _, c := range strings.Split(*cidr, ",") {
+			prefix, err := netip.ParsePrefix(strings.TrimSpace(c))
+			if err != nil {
+				log.Info("Ignoring invalid seed network", "cidr", c)
+				continue
+			}
+			out = append(out, prefix.Masked())
+		}
+	}
+	return out
 }

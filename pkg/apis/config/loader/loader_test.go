@@ -44,6 +44,7 @@ var _ = Describe("Loader", func() {
 			cfg.AllowInsecureHostKeys = true
 			cfg.Timeouts.Deletion = metav1.Duration{Duration: time.Minute}
 			cfg.HealthCheckConfig = &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: 5 * time.Second}}
+			cfg.HostPolicy = config.HostPolicy{AllowedNetworks: []string{"127.0.0.0/8"}, AllowedPorts: []string{"1024-65535"}}
 
 			versioned, err := Versioned(cfg)
 			Expect(err).NotTo(HaveOccurred())

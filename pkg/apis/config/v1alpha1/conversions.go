@@ -70,3 +70,23 @@ func Convert_config_KeyScope_To_Pointer_v1alpha1_KeyScope(in *config.KeyScope, o
 	*out = &scope
 	return nil
 }
+
+// Convert_Pointer_v1alpha1_HostPolicy_To_config_HostPolicy converts an optional HostPolicy.
+func Convert_Pointer_v1alpha1_HostPolicy_To_config_HostPolicy(in **HostPolicy, out *config.HostPolicy, s conversion.Scope) error {
+	if *in == nil {
+		*out = config.HostPolicy{}
+		return nil
+	}
+	return Convert_v1alpha1_HostPolicy_To_config_HostPolicy(*in, out, s)
+}
+
+// Convert_config_HostPolicy_To_Pointer_v1alpha1_HostPolicy converts a HostPolicy; an empty one is
+// left out.
+func Convert_config_HostPolicy_To_Pointer_v1alpha1_HostPolicy(in *config.HostPolicy, out **HostPolicy, s conversion.Scope) error {
+	if len(in.AllowedNetworks) == 0 && len(in.AllowedPorts) == 0 {
+		*out = nil
+		return nil
+	}
+	*out = &HostPolicy{}
+	return Convert_config_HostPolicy_To_v1alpha1_HostPolicy(in, *out, s)
+}

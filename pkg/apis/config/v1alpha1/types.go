@@ -66,6 +66,26 @@ type ControllerConfiguration struct {
 	// HealthCheckConfig configures the health check controller.
 	// +optional
 	HealthCheckConfig *healthcheckconfigv1alpha1.HealthCheckConfig `json:"healthCheckConfig,omitempty"`
+	// HostPolicy limits the hosts the controller connects to from the seed to scan the SSH host keys
+	// of repository hosts. By default only public addresses on SSH ports are scanned; names of
+	// cluster services, the seed's own networks and loopback, link-local, private and multicast
+	// addresses are refused.
+	// +optional
+	HostPolicy *HostPolicy `json:"hostPolicy,omitempty"`
+}
+
+// HostPolicy limits the hosts the controller connects to from the seed for SSH host key scans.
+// Names are resolved once and every address is checked; the seed's pod, service and node networks
+// are always refused.
+type HostPolicy struct {
+	// AllowedNetworks are CIDRs that may be scanned although they are not public, e.g. the network
+	// of a git server in a private network.
+	// +optional
+	AllowedNetworks []string `json:"allowedNetworks,omitempty"`
+	// AllowedPorts are the ports, or ranges like "1024-65535", that may be scanned. Defaults to 22,
+	// 443, 2222, 7999 and 29418.
+	// +optional
+	AllowedPorts []string `json:"allowedPorts,omitempty"`
 }
 
 // SSHKeyConfig configures generated deploy keys.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	fluxvalidation "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 )
 
 var (
@@ -38,6 +39,18 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 	}
 
 	allErrs = append(allErrs, fluxvalidation.ValidateKnownHosts(cfg.KnownHosts, field.NewPath("knownHosts"))...)
+
+	hostPolicyPath := field.NewPath("hostPolicy")
+	for i, cidr := range cfg.HostPolicy.AllowedNetworks {
+		if _, err := hostpolicy.New([]string{cidr}, nil, nil); err != nil {
+			allErrs = append(allErrs, field.Invalid(hostPolicyPath.Child("allowedNetworks").Index(i), cidr, "must be a CIDR, e.g. 10.20.0.0/16"))
+		}
+	}
+	for i, port := range cfg.HostPolicy.AllowedPorts {
+		if _, err := hostpolicy.ParsePortRange(port); err != nil {
+			allErrs = append(allErrs, field.Invalid(hostPolicyPath.Child("allowedPorts").Index(i), port, "must be a port 1-65535 or a range like 1024-65535"))
+		}
+	}
 
 	// The registry replaces the host part of image references, so it cannot carry a scheme.
 	if r := cfg.Registry; r != "" && (strings.Contains(r, "://") || strings.HasSuffix(r, "/") || strings.IndexFunc(r, unicode.IsSpace) >= 0) {

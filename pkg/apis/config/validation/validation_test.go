@@ -61,6 +61,15 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 		))
 	})
 
+	It("rejects host policies that do not parse, naming the entry", func() {
+		cfg.HostPolicy = config.HostPolicy{AllowedNetworks: []string{"10.0.0.0/8", "10.0.0.0/33"}, AllowedPorts: []string{"22", "0", "9-1"}}
+		Expect(validate()).To(ConsistOf(
+			`hostPolicy.allowedNetworks[1]: Invalid value: "10.0.0.0/33": must be a CIDR, e.g. 10.20.0.0/16`,
+			`hostPolicy.allowedPorts[1]: Invalid value: "0": must be a port 1-65535 or a range like 1024-65535`,
+			`hostPolicy.allowedPorts[2]: Invalid value: "9-1": must be a port 1-65535 or a range like 1024-65535`,
+		))
+	})
+
 	It("rejects known_hosts that do not parse", func() {
 		cfg.KnownHosts = "github.com ssh-ed25519 AAAA"
 		Expect(validate()).To(ConsistOf(`knownHosts: Invalid value: "github.com ssh-ed25519 AAAA": line 1 is not a known_hosts entry: ssh: short read`))

@@ -1,0 +1,13 @@
+package hostpolicy_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestHostPolicy(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Host Policy Suite")
+}
