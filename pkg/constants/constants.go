@@ -54,6 +54,12 @@ const (
 
 	// GitCredentialsSecretName is the name of the git credentials Secret in the shoot.
 	GitCredentialsSecretName = "shoot-flux-git-credentials"
+	// DecryptionSecretName is the name of the SOPS key Secret in the shoot.
+	DecryptionSecretName = "shoot-flux-sops"
 	// BootstrapName is the name of the bootstrap KluctlDeployment or GitRepository/Kustomization in the shoot.
 	BootstrapName = "shoot-flux-bootstrap"
 )
+
+// ReservedSecretNames are the Secrets the extension itself writes into the shoot, next to the
+// bootstrap object; an additional Secret must not take their names.
+var ReservedSecretNames = []string{GitCredentialsSecretName, DecryptionSecretName}

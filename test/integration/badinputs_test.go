@@ -49,6 +49,7 @@ var _ = Describe("Bad configuration", Ordered, Label(labelDeployed), func() {
 		Entry("unsupported Flux version", `{"flux":{"version":"v2.0.0"}}`, "flux.version"),
 		Entry("args that are no object", `{"bootstrap":{"kluctl":{"args":["a","b"]}}}`, "bootstrap.kluctl.args"),
 		Entry("a Secret that is not in spec.resources", `{"source":{"secretResourceName":"git-credentials"}}`, "source.secretResourceName"),
+		Entry("an additional Secret named like the extension's own", `{"additionalSecretResources":[{"name":"pull","targetName":"shoot-flux-git-credentials"}]}`, "additionalSecretResources[0].targetName"),
 	)
 
 	It("rejects a bad project ConfigMap and keeps the last good deployment", func(ctx SpecContext) {

@@ -74,7 +74,7 @@ var _ = Describe("Rendered KluctlDeployment", Ordered, func() {
 			"bootstrap":{"kluctl":{"decryption":{"secretResourceName":"sops"}}}}`, false, true,
 			func(kd *unstructured.Unstructured) {
 				Expect(nestedString(kd, "spec", "decryption", "provider")).To(Equal("sops"))
-				Expect(nestedString(kd, "spec", "decryption", "secretRef", "name")).To(Equal(bootstrap.DecryptionSecretName))
+				Expect(nestedString(kd, "spec", "decryption", "secretRef", "name")).To(Equal(constants.DecryptionSecretName))
 			}),
 		Entry("dry run, prune and delete", `{"source":{"url":"https://git.example.com/fleet.git"},
 			"bootstrap":{"kluctl":{"dryRun":true,"prune":true,"delete":true}}}`, false, false,

@@ -137,6 +137,13 @@ var _ = Describe("Shoot validator", func() {
 			Expect(err).To(MatchError(`spec.extensions[1].providerConfig: Invalid value: must be a FluxConfig object`))
 		})
 
+		It("rejects an additional Secret that would take the name of one of the extension's own", func() {
+			err := validator.Validate(ctx, newShoot(`{"additionalSecretResources": [{"name": "pull-secret", "targetName": "shoot-flux-git-credentials"}, {"name": "shoot-flux-sops"}]}`,
+				secretResource("pull-secret"), secretResource("shoot-flux-sops")), nil)
+			Expect(err).To(MatchError(ContainSubstring(`spec.extensions[1].providerConfig.additionalSecretResources[0].targetName: Invalid value: "shoot-flux-git-credentials": is the name of a Secret the extension writes into the shoot`)))
+			Expect(err).To(MatchError(ContainSubstring(`spec.extensions[1].providerConfig.additionalSecretResources[1].name: Invalid value: "shoot-flux-sops"`)))
+		})
+
 		It("reports an empty secretResourceName once, as a field error", func() {
 			err := validator.Validate(ctx, newShoot(`{"source": {"url": "ssh://git@github.com/owner/repo", "secretResourceName": ""}}`), nil)
 			Expect(err).To(MatchError(`spec.extensions[1].providerConfig.source.secretResourceName: Required value: must name a Shoot spec.resources Secret if set`))

@@ -30,9 +30,6 @@ var (
 	TimeoutDeleted = 5 * time.Minute
 )
 
-// DecryptionSecretName is the name of the SOPS key Secret in the shoot.
-const DecryptionSecretName = "shoot-flux-sops"
-
 // Credentials are the git credentials delivered to the shoot.
 type Credentials struct {
 	// Host is the host the credentials apply to, normalised the way kluctl matches it.
@@ -100,7 +97,7 @@ func Data(v Values) (map[string][]byte, error) {
 		objects = append(objects, secret(constants.GitCredentialsSecretName, namespace, v.Credentials.Data))
 	}
 	if v.Decryption != nil {
-		objects = append(objects, secret(DecryptionSecretName, namespace, v.Decryption))
+		objects = append(objects, secret(constants.DecryptionSecretName, namespace, v.Decryption))
 	}
 	for _, s := range v.AdditionalSecrets {
 		objects = append(objects, secret(s.Name, s.Namespace, s.Data))
@@ -179,7 +176,7 @@ func kluctlObjects(v Values, namespace string) map[string]any {
 		}}}
 	}
 	if v.Decryption != nil {
-		spec.Decryption = &decryption{Provider: "sops", SecretRef: secretRef{Name: DecryptionSecretName}}
+		spec.Decryption = &decryption{Provider: "sops", SecretRef: secretRef{Name: constants.DecryptionSecretName}}
 	}
 
 	return map[string]any{
@@ -242,7 +239,7 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 		},
 	}
 	if v.Decryption != nil {
-		ks.Spec.Decryption = &decryption{Provider: "sops", SecretRef: secretRef{Name: DecryptionSecretName}}
+		ks.Spec.Decryption = &decryption{Provider: "sops", SecretRef: secretRef{Name: constants.DecryptionSecretName}}
 	}
 
 	return map[string]any{

@@ -13,6 +13,7 @@ import (
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
 func config(mode fluxapi.BootstrapMode) *fluxapi.FluxConfig {
@@ -75,10 +76,10 @@ var _ = Describe("Data", func() {
 			Decryption:        map[string][]byte{"sops.asc": []byte("PGP")},
 			AdditionalSecrets: []Secret{{Name: "db", Namespace: "apps", Data: map[string][]byte{"password": []byte("x")}}},
 		})
-		Expect(objs).To(HaveKey("Secret/kluctl-system/" + DecryptionSecretName))
+		Expect(objs).To(HaveKey("Secret/kluctl-system/" + constants.DecryptionSecretName))
 		Expect(objs).To(HaveKey("Secret/apps/db"))
 		spec := objs["KluctlDeployment/kluctl-system/shoot-flux-bootstrap"]["spec"].(map[string]any)
-		Expect(spec["decryption"]).To(Equal(map[string]any{"provider": "sops", "secretRef": map[string]any{"name": DecryptionSecretName}}))
+		Expect(spec["decryption"]).To(Equal(map[string]any{"provider": "sops", "secretRef": map[string]any{"name": constants.DecryptionSecretName}}))
 		Expect(spec).NotTo(HaveKey("credentials"))
 	})
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
 // SupportedVersions are the Flux and kluctl versions the extension has manifests for, each with a
@@ -355,12 +356,17 @@ func ValidateAdditionalSecretResources(resources []flux.AdditionalSecretResource
 		names.Insert(res.Name)
 
 		targetName := res.TargetName
+		targetPath := idxPath.Child("targetName")
 		if targetName != "" {
 			for _, msg := range apivalidation.IsDNS1123Subdomain(targetName) {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("targetName"), targetName, msg))
+				allErrs = append(allErrs, field.Invalid(targetPath, targetName, msg))
 			}
 		} else {
-			targetName = res.Name
+			// Without a target name the Secret keeps its name in spec.resources.
+			targetName, targetPath = res.Name, idxPath.Child("name")
+		}
+		if slices.Contains(constants.ReservedSecretNames, targetName) {
+			allErrs = append(allErrs, field.Invalid(targetPath, targetName, fmt.Sprintf("is the name of a Secret the extension writes into the shoot; reserved: %s", strings.Join(constants.ReservedSecretNames, ", "))))
 		}
 		if res.Namespace != "" {
 			allErrs = append(allErrs, ValidateNamespace(res.Namespace, idxPath.Child("namespace"))...)
