@@ -3,10 +3,12 @@ package mrutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/component"
 	"github.com/gardener/gardener/pkg/utils/kubernetes/health"
@@ -41,14 +43,33 @@ func (t Timeouts) Or(applied, deleted time.Duration) Timeouts {
 // cache, so a short interval costs no API requests and shortens every reconcile.
 var PollInterval = 250 * time.Millisecond
 
+// ApplyFailedGrace is how long after a write an apply failure that gardener-resource-manager reports
+// is waited out. A failure that lasts longer (a missing namespace, an object the shoot's API server
+// rejects) ends the wait with the resource manager's message, so that one tenant's broken input
+// does not hold a worker until the timeout; the reconcile is retried with backoff. Shorter failures
+// (a CRD that is not established yet) are retried by the resource manager itself.
+var ApplyFailedGrace = 5 * time.Second
+
+// ApplyFailedError is gardener-resource-manager's report that it cannot apply the ManagedResource.
+type ApplyFailedError struct {
+	Namespace, Name string
+	// Message is the resource manager's message.
+	Message string
+}
+
+func (e *ApplyFailedError) Error() string {
+	return fmt.Sprintf("gardener-resource-manager cannot apply managed resource %s/%s: %s", e.Namespace, e.Name, e.Message)
+}
+
 // WaitUntilApplied waits until gardener-resource-manager has applied the current generation of the
 // ManagedResource. It deliberately does not wait for the objects to become healthy: health is
 // reported asynchronously and must not block a reconcile for minutes.
 //
-// secretName, if set, is the Secret the caller just wrote into the ManagedResource: a cached reader
-// may still return the previous, applied generation right after the write, so only a
-// ManagedResource that references the new Secret counts.
-func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name, secretName string, timeout time.Duration) error {
+// secretName, if set, is the Secret the caller just wrote into the ManagedResource at written: a
+// cached reader may still return the previous, applied generation right after the write, so only
+// a ManagedResource that references the new Secret counts, and an apply failure reported after
+// written that lasts ApplyFailedGrace ends the wait with an *ApplyFailedError.
+func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name, secretName string, written time.Time, timeout time.Duration) error {
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		mr := &resourcesv1alpha1.ManagedResource{}
@@ -60,6 +81,9 @@ func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name
 			lastErr = fmt.Errorf("the ManagedResource does not reference Secret %s yet", secretName)
 			return false, nil
 		}
+		if message, failed := applyFailure(mr, written); failed && !written.IsZero() && time.Since(written) >= ApplyFailedGrace {
+			return false, &ApplyFailedError{Namespace: namespace, Name: name, Message: message}
+		}
 		if err := health.CheckManagedResourceApplied(mr); err != nil {
 			lastErr = err
 			return false, nil
@@ -67,12 +91,31 @@ func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name
 		return true, nil
 	})
 	if err != nil {
+		var failed *ApplyFailedError
+		if errors.As(err, &failed) {
+			return failed
+		}
 		if lastErr != nil {
 			return fmt.Errorf("managed resource %s/%s was not applied within %s: %w", namespace, name, timeout, lastErr)
 		}
 		return fmt.Errorf("managed resource %s/%s was not applied within %s: %w", namespace, name, timeout, err)
 	}
 	return nil
+}
+
+// applyFailure returns the resource manager's message if it reported an apply failure for what was
+// written at written: for the current generation, or at or after that time (conditions have a
+// resolution of seconds).
+func applyFailure(mr *resourcesv1alpha1.ManagedResource, written time.Time) (string, bool) {
+	for _, c := range mr.Status.Conditions {
+		if c.Type != resourcesv1alpha1.ResourcesApplied || c.Status != gardencorev1beta1.ConditionFalse || c.Reason != resourcesv1alpha1.ConditionApplyFailed {
+			continue
+		}
+		if mr.Status.ObservedGeneration == mr.Generation || !c.LastUpdateTime.Time.Before(written.Truncate(time.Second)) {
+			return c.Message, true
+		}
+	}
+	return "", false
 }
 
 // WaitUntilDeleted waits until the ManagedResource is gone, i.e. gardener-resource-manager has
@@ -119,8 +162,9 @@ type ShootManagedResource struct {
 	// Timeouts bound Wait and WaitCleanup.
 	Timeouts Timeouts
 
-	// secretName is the ManagedResource Secret written by the last Deploy.
+	// secretName is the ManagedResource Secret written by the last Deploy, at written.
 	secretName string
+	written    time.Time
 }
 
 var _ component.DeployWaiter = (*ShootManagedResource)(nil)
@@ -133,6 +177,7 @@ func (m *ShootManagedResource) Deploy(ctx context.Context) error {
 	}
 	// The same unique name CreateForShoot gives the Secret; Wait looks for it.
 	m.secretName, _ = managedresources.NewSecret(m.Client, m.Namespace, m.Name, data, true)
+	m.written = time.Now()
 	return managedresources.CreateForShoot(ctx, m.Client, m.Namespace, m.Name, constants.Origin, false, data)
 }
 
@@ -143,7 +188,7 @@ func (m *ShootManagedResource) Destroy(ctx context.Context) error {
 
 // Wait waits until the resource manager applied what the last Deploy wrote.
 func (m *ShootManagedResource) Wait(ctx context.Context) error {
-	return WaitUntilApplied(ctx, m.Reader, m.Namespace, m.Name, m.secretName, m.Timeouts.Applied)
+	return WaitUntilApplied(ctx, m.Reader, m.Namespace, m.Name, m.secretName, m.written, m.Timeouts.Applied)
 }
 
 // WaitCleanup waits until the ManagedResource is gone.
