@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -130,6 +131,21 @@ var _ = Describe("RenderKluctl", func() {
 		second := render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "kluctl-system"})
 		Expect(&second[0]).To(BeIdenticalTo(&first[0]))
 		Expect(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "other"})).NotTo(Equal(first))
+	})
+
+	// Tenants choose namespaces freely; memory must not grow with every new one.
+	It("keeps only the most recently used renders", func() {
+		first := render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "tenant-0"})
+		for i := 1; i <= MaxCachedRenders+10; i++ {
+			render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: fmt.Sprintf("tenant-%d", i)})
+			Expect(r.cache.Len()).To(BeNumerically("<=", MaxCachedRenders))
+		}
+		recent := fmt.Sprintf("tenant-%d", MaxCachedRenders+10)
+		again := render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: recent})
+		Expect(&again[0]).To(BeIdenticalTo(&render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: recent})[0]))
+		evicted := render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "tenant-0"})
+		Expect(evicted).To(Equal(first), "a dropped render is rendered again, the same")
+		Expect(&evicted[0]).NotTo(BeIdenticalTo(&first[0]))
 	})
 
 	It("rejects unsupported versions, listing the supported ones", func() {

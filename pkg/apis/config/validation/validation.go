@@ -2,8 +2,10 @@
 package validation
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +14,13 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	fluxvalidation "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
+)
+
+// Upper bounds of the timeouts.
+const (
+	MaxManagedResourceAppliedTimeout = 10 * time.Minute
+	MaxDeletionTimeout               = 30 * time.Minute
+	MaxHostKeyScanTimeout            = time.Minute
 )
 
 var (
@@ -57,16 +66,23 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 		allErrs = append(allErrs, field.Invalid(field.NewPath("registry"), r, `must be a registry host with an optional path, e.g. "registry.example.com/mirror", without scheme, whitespace or trailing "/"`))
 	}
 
+	// Every wait holds one of the controller's workers; an unbounded one lets a few broken shoots
+	// stall all others.
 	timeoutsPath := field.NewPath("timeouts")
 	for _, t := range []struct {
 		name string
 		d    metav1.Duration
+		max  time.Duration
 	}{
-		{"managedResourceApplied", cfg.Timeouts.ManagedResourceApplied},
-		{"deletion", cfg.Timeouts.Deletion},
-		{"hostKeyScan", cfg.Timeouts.HostKeyScan},
+		{"managedResourceApplied", cfg.Timeouts.ManagedResourceApplied, MaxManagedResourceAppliedTimeout},
+		{"deletion", cfg.Timeouts.Deletion, MaxDeletionTimeout},
+		{"hostKeyScan", cfg.Timeouts.HostKeyScan, MaxHostKeyScanTimeout},
 	} {
-		allErrs = append(allErrs, fluxvalidation.ValidatePositiveDuration(&t.d, timeoutsPath.Child(t.name))...)
+		path := timeoutsPath.Child(t.name)
+		allErrs = append(allErrs, fluxvalidation.ValidatePositiveDuration(&t.d, path)...)
+		if t.d.Duration > t.max {
+			allErrs = append(allErrs, field.Invalid(path, t.d.Duration.String(), fmt.Sprintf("must be at most %s", t.max)))
+		}
 	}
 
 	if hc := cfg.HealthCheckConfig; hc != nil {

@@ -95,4 +95,16 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 			`healthCheckConfig.syncPeriod: Invalid value: "0s": must be greater than zero`,
 		))
 	})
+
+	It("rejects timeouts above their upper bounds", func() {
+		cfg.Timeouts = config.Timeouts{
+			ManagedResourceApplied: metav1.Duration{Duration: time.Hour},
+			Deletion:               metav1.Duration{Duration: 30 * time.Minute},
+			HostKeyScan:            metav1.Duration{Duration: 2 * time.Minute},
+		}
+		Expect(validate()).To(ConsistOf(
+			`timeouts.managedResourceApplied: Invalid value: "1h0m0s": must be at most 10m0s`,
+			`timeouts.hostKeyScan: Invalid value: "2m0s": must be at most 1m0s`,
+		))
+	})
 })
