@@ -646,6 +646,11 @@ func (h *ShootHandle) annotateExtension(ctx context.Context, operation string) e
 	if err := h.sandbox.Seed.Client.Patch(ctx, ex, patch); err != nil {
 		return fmt.Errorf("failed annotating extension of %s with operation %s: %w", h.SeedNamespace, operation, err)
 	}
+	// Only what happens after the request counts: a reconcile that was already running (e.g. one
+	// that still read the Cluster before this operation changed it) may finish between the
+	// checkpoint and the annotation, and its result is not the answer to this request. One that
+	// finishes later leaves the annotation in place, which the waits do not accept.
+	h.setSince(ex.ResourceVersion)
 	return nil
 }
 
