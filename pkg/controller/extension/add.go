@@ -160,21 +160,42 @@ type projectMapper struct {
 // data, i.e. the shoots that missed a change while the extension was down: the others were built
 // from this very data, and reconciling all of them on every restart would only rewrite their
 // lastOperation. Later events enqueue all, as a reconcile with older data may be running.
+//
+// A shoot whose reconciles are failing keeps its backoff: one project's ConfigMap edits must not
+// turn the failing reconciles of its shoots into a stream that occupies the workers.
 func projectConfigHandler(m *projectMapper) handler.EventHandler {
-	all := handler.EnqueueRequestsFromMapFunc(m.extensionsOfProject)
+	enqueueAll := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		enqueue(q, m.extensionsOfProject(ctx, o))
+	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if !e.IsInInitialList {
-				all.Create(ctx, e, q)
+				enqueueAll(ctx, e.Object, q)
 				return
 			}
-			for _, req := range m.outdatedExtensionsOfProject(ctx, e.Object) {
-				q.Add(req)
-			}
+			enqueue(q, m.outdatedExtensionsOfProject(ctx, e.Object))
 		},
-		UpdateFunc:  all.Update,
-		DeleteFunc:  all.Delete,
-		GenericFunc: all.Generic,
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueueAll(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueueAll(ctx, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueueAll(ctx, e.Object, q)
+		},
+	}
+}
+
+// enqueue adds requests at once, except those in backoff after failed reconciles, which wait for
+// their next turn.
+func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], requests []reconcile.Request) {
+	for _, req := range requests {
+		if q.NumRequeues(req) > 0 {
+			q.AddRateLimited(req)
+			continue
+		}
+		q.Add(req)
 	}
 }
 

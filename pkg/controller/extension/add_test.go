@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -133,6 +134,21 @@ var _ = Describe("projectConfigHandler", func() {
 		Expect(queued(q)).To(ConsistOf(all...))
 		h.Delete(ctx, event.DeleteEvent{Object: cm}, q)
 		Expect(queued(q)).To(ConsistOf(all...))
+	})
+
+	It("keeps the backoff of shoots whose reconciles are failing", func() {
+		h := handler(seedWith(map[string]string{"healthy": "-", "failing": "-"}))
+		limiter := workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()
+		q := workqueue.NewTypedRateLimitingQueue(limiter)
+		failing := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "shoot--foo--failing", Name: "shoot-flux"}}
+		// Twelve failed reconciles, as the controller records them: each one doubles the delay.
+		for range 12 {
+			limiter.When(failing)
+		}
+
+		h.Update(ctx, event.UpdateEvent{ObjectOld: cm, ObjectNew: cm}, q)
+		Expect(queued(q)).To(ConsistOf("shoot--foo--healthy"), "the failing shoot waits for its backoff (about 20s by now)")
+		Expect(q.NumRequeues(failing)).To(BeNumerically(">", 12))
 	})
 
 	It("enqueues nothing for another project", func() {
