@@ -160,10 +160,10 @@ var _ = Describe("examples", func() {
 			Expect(s.Matches(labels.Set{v1beta1constants.LabelControllerRegistrationName: "shoot-flux"})).To(BeFalse())
 		})
 
-		It("grants reading ConfigMaps and writing, but not listing, Secrets", func() {
+		It("grants reading the ConfigMaps flux-config and writing, but not listing or patching, Secrets", func() {
 			Expect(clusterRole.Rules).To(ConsistOf(
-				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
-				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "patch", "delete"}},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"flux-config"}, Verbs: []string{"get", "list", "watch"}},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "delete"}},
 			))
 		})
 	})

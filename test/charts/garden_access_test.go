@@ -120,10 +120,32 @@ var _ = Describe("dedicated garden access", Ordered, func() {
 		Expect(garden.Delete(ctx, secret)).To(Succeed())
 	})
 
-	It("reads project ConfigMaps across namespaces but changes none", func(ctx SpecContext) {
-		Expect(garden.List(ctx, &corev1.ConfigMapList{})).To(Succeed())
+	It("reads the project ConfigMaps flux-config across namespaces, no other ConfigMap, and changes none", func(ctx SpecContext) {
+		byName := client.MatchingFields{"metadata.name": constants.ProjectConfigMapName}
+		Expect(garden.List(ctx, &corev1.ConfigMapList{}, byName)).To(Succeed())
+		Expect(garden.List(ctx, &corev1.ConfigMapList{}, byName, client.InNamespace(projectNS))).To(Succeed())
+		Expect(garden.List(ctx, &corev1.ConfigMapList{})).To(Satisfy(apierrors.IsForbidden))
+		Expect(garden.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(projectNS))).To(Satisfy(apierrors.IsForbidden))
+
+		other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cloud-settings", Namespace: projectNS}}
+		Expect(k8s.Create(ctx, other)).To(Succeed())
+		Expect(garden.Get(ctx, client.ObjectKeyFromObject(other), &corev1.ConfigMap{})).To(Satisfy(apierrors.IsForbidden))
+
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: constants.ProjectConfigMapName, Namespace: projectNS}}
 		Expect(garden.Create(ctx, cm)).To(Satisfy(apierrors.IsForbidden))
+		Expect(k8s.Create(ctx, cm)).To(Succeed())
+		Expect(garden.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})).To(Succeed())
+		cm.Data = map[string]string{"repositoryUrl": "https://example.com/x.git"}
+		Expect(garden.Update(ctx, cm)).To(Satisfy(apierrors.IsForbidden))
+	})
+
+	It("does not patch deploy key Secrets", func(ctx SpecContext) {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: constants.DeployKeySecretPrefix, Namespace: projectNS}}
+		Expect(garden.Create(ctx, secret)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(garden.Delete(ctx, secret))).To(Succeed()) })
+		patch := client.MergeFrom(secret.DeepCopy())
+		secret.Annotations = map[string]string{constants.AnnotationRotate: "true"}
+		Expect(garden.Patch(ctx, secret, patch)).To(Satisfy(apierrors.IsForbidden))
 	})
 
 	It("cannot list Secrets", func(ctx SpecContext) {
