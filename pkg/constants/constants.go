@@ -49,9 +49,6 @@ const (
 	// DeployKeySecretPrefix prefixes the names of deploy key Secrets in the garden project namespace.
 	DeployKeySecretPrefix = "shoot-flux-deploy-key"
 
-	// ReferencedResourcePrefix is what gardenlet prefixes copies of Shoot spec.resources with in the seed.
-	ReferencedResourcePrefix = "ref-"
-
 	// GitCredentialsSecretName is the name of the git credentials Secret in the shoot.
 	GitCredentialsSecretName = "shoot-flux-git-credentials"
 	// DecryptionSecretName is the name of the SOPS key Secret in the shoot.

@@ -2,6 +2,7 @@ package gitserver_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,8 +117,8 @@ var _ = Describe("Server", func() {
 		func(command, wantStderr string) {
 			_, stderr, err := uploadPack(server, client, command)
 			var exitErr *ssh.ExitError
-			Expect(err).To(BeAssignableToTypeOf(exitErr))
-			Expect(err.(*ssh.ExitError).ExitStatus()).To(Equal(128))
+			Expect(errors.As(err, &exitErr)).To(BeTrue(), "got %v", err)
+			Expect(exitErr.ExitStatus()).To(Equal(128))
 			Expect(stderr).To(ContainSubstring(wantStderr))
 		},
 		Entry("push", "git-receive-pack '/project'", "only git-upload-pack is served"),

@@ -63,7 +63,7 @@ func WaitReady(ctx context.Context, healthAddr string, exited func() (bool, erro
 	client := &http.Client{Timeout: httpTimeout}
 	err := wait.PollUntilContextTimeout(ctx, readyPollInterval, ReadyTimeout, true, func(ctx context.Context) (bool, error) {
 		if done, err := exited(); done {
-			return false, fmt.Errorf("the process exited: %v", err)
+			return false, fmt.Errorf("the process exited: %w", err)
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+healthAddr+"/readyz", nil)
 		if err != nil {
@@ -71,7 +71,7 @@ func WaitReady(ctx context.Context, healthAddr string, exited func() (bool, erro
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not listening yet: the poll goes on
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -88,7 +89,7 @@ func DecodeManagedResourceData(key string, data []byte) ([]*unstructured.Unstruc
 	for {
 		obj := map[string]any{}
 		if err := decoder.Decode(&obj); err != nil {
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				return objects, nil
 			}
 			return nil, fmt.Errorf("failed decoding key %s: %w", key, err)

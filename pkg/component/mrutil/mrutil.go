@@ -86,7 +86,7 @@ func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name
 		}
 		if err := health.CheckManagedResourceApplied(mr); err != nil {
 			lastErr = err
-			return false, nil
+			return false, nil //nolint:nilerr // not applied yet: the poll goes on, lastErr tells why
 		}
 		return true, nil
 	})

@@ -9,6 +9,7 @@ import (
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/go-logr/logr"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -211,7 +212,7 @@ func (r *resourceReader) secret(ctx context.Context, name, field string) (map[st
 	secret := &corev1.Secret{}
 	if err := extensionscontroller.GetObjectByReference(ctx, r.actuator.client, &autoscalingv1.CrossVersionObjectReference{Kind: ref.Kind, Name: ref.Name, APIVersion: ref.APIVersion}, r.seedNamespace, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, configurationError(fmt.Errorf("%s: Secret %q referenced by resource %q was not found (gardenlet copies it as %s%s)", field, ref.Name, name, constants.ReferencedResourcePrefix, ref.Name))
+			return nil, configurationError(fmt.Errorf("%s: Secret %q referenced by resource %q was not found (gardenlet copies it as %s%s)", field, ref.Name, name, v1beta1constants.ReferencedResourcesPrefix, ref.Name))
 		}
 		return nil, fmt.Errorf("failed reading referenced Secret %q: %w", ref.Name, err)
 	}
