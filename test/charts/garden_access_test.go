@@ -5,9 +5,6 @@ import (
 	"path/filepath"
 
 	seedidentity "github.com/gardener/gardener/pkg/admissioncontroller/gardenletidentity/seed"
-	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
-	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
-	"github.com/gardener/gardener/pkg/controllermanager/controller/controllerregistration/extensionclusterrole"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -15,17 +12,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 // The chain from the chart's garden access Secret to the extension's permissions in the garden,
@@ -34,7 +27,7 @@ import (
 // extension ClusterRole reconciler binds example/garden-rbac.yaml to it, and the extension's
 // kubeconfig loader reads the token like from gardenlet's generic kubeconfig.
 var _ = Describe("dedicated garden access", Ordered, func() {
-	const seedNamespace = "seed-local"
+	const seedNamespace = sandbox.GardenAccessNamespace
 
 	var (
 		garden      client.Client
@@ -55,23 +48,9 @@ var _ = Describe("dedicated garden access", Ordered, func() {
 		accessSecret := typed[corev1.Secret](find(mustRender(extensionNS, gardenletValues()), "Secret", "garden-access-shoot-flux"))
 		Expect(k8s.Create(ctx, accessSecret)).To(Succeed())
 
-		// gardenlet's token requestor for the garden class, targeting the seed's namespace.
-		requestor := &tokenrequestor.Reconciler{
-			SourceClient:    k8s,
-			TargetClient:    k8s,
-			Clock:           clock.RealClock{},
-			JitterFunc:      wait.Jitter,
-			Class:           ptr.To(resourcesv1alpha1.ResourceManagerClassGarden),
-			TargetNamespace: seedNamespace,
-		}
-		_, err := requestor.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(accessSecret)})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(accessSecret), accessSecret)).To(Succeed())
-		token := accessSecret.Data[resourcesv1alpha1.DataKeyToken]
-		Expect(token).NotTo(BeEmpty())
-
-		// gardener-controller-manager's reconciler for ClusterRoles with custom extension permissions.
-		_, err = (&extensionclusterrole.Reconciler{Client: k8s}).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: clusterRole.Name}})
+		// gardenlet's token requestor and gardener-controller-manager's extension ClusterRole
+		// reconciler, with the one API server as seed and garden.
+		token, _, err := sandbox.GrantGardenAccess(ctx, k8s, k8s, client.ObjectKeyFromObject(accessSecret), []string{clusterRole.Name})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx SpecContext) {
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: clusterRole.Name}}))).To(Succeed())

@@ -103,9 +103,8 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 	if err := s.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DeployedNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed creating namespace %s: %w", DeployedNamespace, err)
 	}
-	seedNamespace := "seed-" + SeedName
-	if err := s.Garden.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: seedNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed creating garden namespace %s: %w", seedNamespace, err)
+	if err := s.Garden.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: GardenAccessNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed creating garden namespace %s: %w", GardenAccessNamespace, err)
 	}
 
 	root, err := RepoRoot()
@@ -136,34 +135,18 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 	if err != nil {
 		return err
 	}
-	requestor := &tokenrequestor.Reconciler{
-		SourceClient:    s.Seed.Client,
-		TargetClient:    s.Garden.Client,
-		Clock:           clock.RealClock{},
-		JitterFunc:      wait.Jitter,
-		Class:           ptr.To(resourcesv1alpha1.ResourceManagerClassGarden),
-		TargetNamespace: seedNamespace,
-	}
-	if _, err := requestor.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: DeployedNamespace, Name: accessSecret}}); err != nil {
-		return fmt.Errorf("failed requesting the garden token: %w", err)
-	}
-	secret := &corev1.Secret{}
-	if err := s.Seed.Client.Get(ctx, client.ObjectKey{Namespace: DeployedNamespace, Name: accessSecret}, secret); err != nil {
-		return fmt.Errorf("failed reading the garden access Secret: %w", err)
-	}
-	if len(secret.Data[resourcesv1alpha1.DataKeyToken]) == 0 {
-		return errors.New("the token requestor wrote no garden token")
-	}
-	env.gardenUser = "system:serviceaccount:" + seedNamespace + ":" + secret.Annotations[resourcesv1alpha1.ServiceAccountName]
-	env.seedUser = "system:serviceaccount:" + DeployedNamespace + ":" + deployment.Spec.Template.Spec.ServiceAccountName
+	var clusterRoles []string
 	for _, o := range rbacObjs {
-		if o.GetKind() != "ClusterRole" {
-			continue
-		}
-		if _, err := (&extensionclusterrole.Reconciler{Client: s.Garden.Client}).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: o.GetName()}}); err != nil {
-			return fmt.Errorf("failed binding ClusterRole %s: %w", o.GetName(), err)
+		if o.GetKind() == "ClusterRole" {
+			clusterRoles = append(clusterRoles, o.GetName())
 		}
 	}
+	_, gardenUser, err := GrantGardenAccess(ctx, s.Seed.Client, s.Garden.Client, client.ObjectKey{Namespace: DeployedNamespace, Name: accessSecret}, clusterRoles)
+	if err != nil {
+		return err
+	}
+	env.gardenUser = gardenUser
+	env.seedUser = "system:serviceaccount:" + DeployedNamespace + ":" + deployment.Spec.Template.Spec.ServiceAccountName
 
 	// gardenlet's generic garden kubeconfig: the garden's address and CA, and the token file that
 	// the chart projects next to it.
@@ -185,6 +168,44 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 		return fmt.Errorf("failed creating the generic garden kubeconfig: %w", err)
 	}
 	return nil
+}
+
+// GardenAccessNamespace is the garden namespace of the sandbox's seed, where gardenlet's token
+// requestor creates the extension's dedicated garden ServiceAccount.
+const GardenAccessNamespace = "seed-" + SeedName
+
+// GrantGardenAccess does what gardener does for the chart's dedicated garden access, with gardener's
+// own code: gardenlet's token requestor reads the access Secret in the seed, creates the
+// ServiceAccount in the garden namespace of the seed and writes its token into the Secret, and
+// gardener-controller-manager's reconciler binds each of the extension ClusterRoles (labelled for
+// custom extension permissions, like example/garden-rbac.yaml) to it. It returns the token and the
+// ServiceAccount's user name.
+func GrantGardenAccess(ctx context.Context, seed, garden client.Client, accessSecret client.ObjectKey, clusterRoles []string) ([]byte, string, error) {
+	requestor := &tokenrequestor.Reconciler{
+		SourceClient:    seed,
+		TargetClient:    garden,
+		Clock:           clock.RealClock{},
+		JitterFunc:      wait.Jitter,
+		Class:           ptr.To(resourcesv1alpha1.ResourceManagerClassGarden),
+		TargetNamespace: GardenAccessNamespace,
+	}
+	if _, err := requestor.Reconcile(ctx, reconcile.Request{NamespacedName: accessSecret}); err != nil {
+		return nil, "", fmt.Errorf("failed requesting the garden token: %w", err)
+	}
+	secret := &corev1.Secret{}
+	if err := seed.Get(ctx, accessSecret, secret); err != nil {
+		return nil, "", fmt.Errorf("failed reading the garden access Secret: %w", err)
+	}
+	token := secret.Data[resourcesv1alpha1.DataKeyToken]
+	if len(token) == 0 {
+		return nil, "", errors.New("the token requestor wrote no garden token")
+	}
+	for _, name := range clusterRoles {
+		if _, err := (&extensionclusterrole.Reconciler{Client: garden}).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
+			return nil, "", fmt.Errorf("failed binding ClusterRole %s: %w", name, err)
+		}
+	}
+	return token, "system:serviceaccount:" + GardenAccessNamespace + ":" + secret.Annotations[resourcesv1alpha1.ServiceAccountName], nil
 }
 
 // deployedValues are the values of one installation: gardenlet's, free ports, and the settings of
