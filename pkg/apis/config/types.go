@@ -44,8 +44,8 @@ type ControllerConfiguration struct {
 	Registry string
 	// Timeouts bound the controller's waits.
 	Timeouts Timeouts
-	// AllowInsecureHostKeys lets the controller trust host keys it scanned itself when neither the
-	// operator nor the user provided known_hosts for the repository host.
+	// AllowInsecureHostKeys lets the kluctl controller connect without host key checking when no
+	// host key of the repository host is known and the scan fails.
 	AllowInsecureHostKeys bool
 	// HealthCheckConfig configures the health check controller.
 	HealthCheckConfig *healthcheckconfigv1alpha1.HealthCheckConfig

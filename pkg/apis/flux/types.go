@@ -94,7 +94,8 @@ type Source struct {
 	Path string
 	// Type tells whether the repository needs credentials.
 	Type RepositoryType
-	// KnownHosts are known_hosts lines trusted for the repository host in addition to the scanned ones.
+	// KnownHosts are the known_hosts lines trusted for the repository host; when set, the host is not
+	// scanned.
 	KnownHosts string
 	// SecretResourceName names a Shoot spec.resources Secret with user credentials; empty means a
 	// generated deploy key for private repositories.

@@ -59,8 +59,10 @@ type ControllerConfiguration struct {
 	// Timeouts bound the controller's waits.
 	// +optional
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
-	// AllowInsecureHostKeys lets the controller trust host keys it scanned itself when neither the
-	// operator nor the user provided known_hosts for the repository host. Defaults to false.
+	// AllowInsecureHostKeys lets the kluctl controller in the shoot connect without host key checking
+	// when no host key of the repository host is known (not in source.knownHosts, the operator's
+	// knownHosts or the deploy key Secret) and the scan from the seed fails or is refused. Flux
+	// cannot skip the check, so bootstrap mode flux still fails. Defaults to false.
 	// +optional
 	AllowInsecureHostKeys *bool `json:"allowInsecureHostKeys,omitempty"`
 	// HealthCheckConfig configures the health check controller.

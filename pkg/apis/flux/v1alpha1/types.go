@@ -122,8 +122,8 @@ type Source struct {
 	// ssh or scp-like URL, and to public for https URLs without secretResourceName.
 	// +optional
 	Type *RepositoryType `json:"type,omitempty"`
-	// KnownHosts are known_hosts lines trusted for the repository host in addition to the ones the
-	// extension scans.
+	// KnownHosts are the known_hosts lines trusted for the repository host. When set, the extension
+	// does not scan the host and uses these lines (plus the operator's knownHosts) instead.
 	// +optional
 	KnownHosts *string `json:"knownHosts,omitempty"`
 	// SecretResourceName names a Shoot spec.resources Secret with user credentials: identity (and
