@@ -43,7 +43,6 @@ var deniedPrefixes = mustPrefixes(
 	"100::/64",        // discard
 	"2001:db8::/32",   // documentation
 	"fec0::/10",       // deprecated site-local
-	"::ffff:0:0/96",   // IPv4-mapped; checked as IPv4 after unmapping, listed for completeness
 	"2002::/16",       // 6to4, embeds arbitrary IPv4 addresses
 	"2001::/32",       // Teredo, embeds arbitrary IPv4 addresses
 	"::/96",           // IPv4-compatible (deprecated), embeds IPv4 addresses
@@ -99,16 +98,25 @@ func ParsePortRange(s string) (PortRange, error) {
 	return PortRange{From: uint16(f), To: uint16(t)}, nil
 }
 
+// ParseNetwork parses an allowed network (a CIDR).
+func ParseNetwork(cidr string) (netip.Prefix, error) {
+	prefix, err := netip.ParsePrefix(strings.TrimSpace(cidr))
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("invalid allowed network %q: %w", cidr, err)
+	}
+	return prefix.Masked(), nil
+}
+
 // New builds a policy from the operator's allowed networks and ports (CIDRs and ports or port
 // ranges, as in the ControllerConfiguration) and the networks that are always denied.
 func New(allowedNetworks, allowedPorts []string, denied []netip.Prefix) (*Policy, error) {
 	p := &Policy{Denied: denied}
 	for _, cidr := range allowedNetworks {
-		prefix, err := netip.ParsePrefix(strings.TrimSpace(cidr))
+		prefix, err := ParseNetwork(cidr)
 		if err != nil {
-			return nil, fmt.Errorf("invalid allowed network %q: %w", cidr, err)
+			return nil, err
 		}
-		p.Allowed = append(p.Allowed, prefix.Masked())
+		p.Allowed = append(p.Allowed, prefix)
 	}
 	if len(allowedPorts) == 0 {
 		allowedPorts = DefaultAllowedPorts

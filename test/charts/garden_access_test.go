@@ -12,8 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
@@ -60,12 +58,7 @@ var _ = Describe("dedicated garden access", Ordered, func() {
 		// next to it (the projected volume of the chart).
 		dir := GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(dir, "token"), token, 0o600)).To(Succeed())
-		kubeconfig, err := clientcmd.Write(clientcmdapi.Config{
-			Clusters:       map[string]*clientcmdapi.Cluster{"garden": {Server: restCfg.Host, CertificateAuthorityData: restCfg.CAData}},
-			AuthInfos:      map[string]*clientcmdapi.AuthInfo{"extension": {TokenFile: filepath.Join(dir, "token")}},
-			Contexts:       map[string]*clientcmdapi.Context{"garden": {Cluster: "garden", AuthInfo: "extension"}},
-			CurrentContext: "garden",
-		})
+		kubeconfig, err := sandbox.GenericGardenKubeconfig(restCfg, filepath.Join(dir, "token"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(os.WriteFile(filepath.Join(dir, "kubeconfig"), kubeconfig, 0o600)).To(Succeed())
 		cfg, err := fluxcmd.RESTConfigFromKubeconfig(filepath.Join(dir, "kubeconfig"))

@@ -71,24 +71,35 @@ func RenderExtensionChart(namespace string, values map[string]any) ([]*unstructu
 	return DecodeObjects(rendered.Manifest())
 }
 
-// DecodeObjects decodes a multi-document YAML stream, skipping empty documents.
+// DecodeObjects decodes a multi-document YAML stream, skipping empty documents; every object must
+// have apiVersion, kind and name.
 func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	objs, err := decodeStream(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range objs {
+		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("object without apiVersion, kind or name: %v", u.Object)
+		}
+	}
+	return objs, nil
+}
+
+// decodeStream decodes a multi-document YAML or JSON stream, skipping empty documents.
+func decodeStream(r io.Reader) ([]*unstructured.Unstructured, error) {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	var objs []*unstructured.Unstructured
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
-		u := &unstructured.Unstructured{}
-		if err := decoder.Decode(&u.Object); err != nil {
+		obj := map[string]any{}
+		if err := decoder.Decode(&obj); err != nil {
 			if errors.Is(err, io.EOF) {
 				return objs, nil
 			}
 			return nil, err
 		}
-		if len(u.Object) == 0 {
-			continue
+		if len(obj) > 0 {
+			objs = append(objs, &unstructured.Unstructured{Object: obj})
 		}
-		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
-			return nil, fmt.Errorf("object without apiVersion, kind or name: %v", u.Object)
-		}
-		objs = append(objs, u)
 	}
 }

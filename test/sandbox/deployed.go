@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/clock"
@@ -54,6 +55,8 @@ type deployedEnv struct {
 	// seedUser and gardenUser are the extension's identities in the seed and the garden.
 	seedUser, gardenUser   string
 	seedAudit, gardenAudit *AuditLog
+	// installed is set once installDeployed succeeded; later starts only apply the chart.
+	installed bool
 }
 
 // deployedExtension is a running deployed extension.
@@ -95,7 +98,7 @@ func (s *Sandbox) prepareDeployed(ctx context.Context) error {
 // installDeployed sets up what gardenlet and gardener-controller-manager set up once per seed: the
 // release namespace, the garden ClusterRole of GardenRBACFile bound to the extension's dedicated
 // garden ServiceAccount, its token and the generic garden kubeconfig.
-func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unstructured) error {
+func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unstructured, deployment *appsv1.Deployment) error {
 	env := s.deployedEnv
 	env.seedAudit = &AuditLog{Path: s.Seed.AuditLogPath}
 	env.gardenAudit = &AuditLog{Path: s.Garden.AuditLogPath}
@@ -127,10 +130,6 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 	if err := applyObjects(ctx, s.Seed.Client, objs); err != nil {
 		return err
 	}
-	deployment, err := chartDeployment(objs)
-	if err != nil {
-		return err
-	}
 	accessSecret, kubeconfigDir, err := gardenAccess(deployment)
 	if err != nil {
 		return err
@@ -150,14 +149,9 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 
 	// gardenlet's generic garden kubeconfig: the garden's address and CA, and the token file that
 	// the chart projects next to it.
-	kubeconfig, err := clientcmd.Write(clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"garden": {Server: s.Garden.Config.Host, CertificateAuthorityData: s.Garden.Config.CAData}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"extension": {TokenFile: path.Join(kubeconfigDir, "token")}},
-		Contexts:       map[string]*clientcmdapi.Context{"garden": {Cluster: "garden", AuthInfo: "extension"}},
-		CurrentContext: "garden",
-	})
+	kubeconfig, err := GenericGardenKubeconfig(s.Garden.Config, path.Join(kubeconfigDir, "token"))
 	if err != nil {
-		return fmt.Errorf("failed writing the generic garden kubeconfig: %w", err)
+		return err
 	}
 	generic := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: GenericKubeconfigSecret, Namespace: DeployedNamespace},
@@ -168,6 +162,21 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 		return fmt.Errorf("failed creating the generic garden kubeconfig: %w", err)
 	}
 	return nil
+}
+
+// GenericGardenKubeconfig is the kubeconfig gardenlet writes for injectGardenKubeconfig: the
+// garden's address and CA, and a token file that is renewed next to it.
+func GenericGardenKubeconfig(garden *rest.Config, tokenFile string) ([]byte, error) {
+	kubeconfig, err := clientcmd.Write(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"garden": {Server: garden.Host, CertificateAuthorityData: garden.CAData}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"extension": {TokenFile: tokenFile}},
+		Contexts:       map[string]*clientcmdapi.Context{"garden": {Cluster: "garden", AuthInfo: "extension"}},
+		CurrentContext: "garden",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed writing the generic garden kubeconfig: %w", err)
+	}
+	return kubeconfig, nil
 }
 
 // GardenAccessNamespace is the garden namespace of the sandbox's seed, where gardenlet's token
@@ -261,16 +270,17 @@ func (s *Sandbox) startDeployed(ctx context.Context, cfg *config.ControllerConfi
 	if err != nil {
 		return nil, err
 	}
-	env := s.deployedEnv
-	if env.seedUser == "" {
-		if err := s.installDeployed(ctx, objs); err != nil {
-			return nil, err
-		}
-	} else if err := applyObjects(ctx, s.Seed.Client, objs); err != nil {
-		return nil, err
-	}
 	deployment, err := chartDeployment(objs)
 	if err != nil {
+		return nil, err
+	}
+	env := s.deployedEnv
+	if !env.installed {
+		if err := s.installDeployed(ctx, objs, deployment); err != nil {
+			return nil, err
+		}
+		env.installed = true
+	} else if err := applyObjects(ctx, s.Seed.Client, objs); err != nil {
 		return nil, err
 	}
 	pod := &Pod{

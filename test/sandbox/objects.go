@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -84,18 +82,9 @@ func DecodeManagedResourceData(key string, data []byte) ([]*unstructured.Unstruc
 	if strings.HasSuffix(key, resourcesv1alpha1.BrotliCompressionSuffix) {
 		r = brotli.NewReader(r)
 	}
-	decoder := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
-	var objects []*unstructured.Unstructured
-	for {
-		obj := map[string]any{}
-		if err := decoder.Decode(&obj); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objects, nil
-			}
-			return nil, fmt.Errorf("failed decoding key %s: %w", key, err)
-		}
-		if len(obj) > 0 {
-			objects = append(objects, &unstructured.Unstructured{Object: obj})
-		}
+	objects, err := decodeStream(r)
+	if err != nil {
+		return nil, fmt.Errorf("failed decoding key %s: %w", key, err)
 	}
+	return objects, nil
 }

@@ -51,7 +51,7 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 
 	hostPolicyPath := field.NewPath("hostPolicy")
 	for i, cidr := range cfg.HostPolicy.AllowedNetworks {
-		if _, err := hostpolicy.New([]string{cidr}, nil, nil); err != nil {
+		if _, err := hostpolicy.ParseNetwork(cidr); err != nil {
 			allErrs = append(allErrs, field.Invalid(hostPolicyPath.Child("allowedNetworks").Index(i), cidr, "must be a CIDR, e.g. 10.20.0.0/16"))
 		}
 	}
