@@ -517,16 +517,16 @@ func (h *ShootHandle) CreateExtension(ctx context.Context) error {
 	return nil
 }
 
-// nudgeUntilPickedUp stands in for gardenlet's retries with an extension running as a separate
-// process, whose cache the sandbox cannot wait for (see waitUntilExtensionSeesCluster): while the
-// new Extension has no lastOperation, it is touched again, which is an event the extension
-// evaluates anew, with the Cluster in its cache by then.
 // annotationNudge is the annotation nudgeUntilPickedUp changes.
 const annotationNudge = "sandbox.shoot-flux.extensions.gardener.cloud/nudge"
 
+// nudgeUntilPickedUp stands in for gardenlet's retries with an extension running as a separate
+// process, whose cache the sandbox cannot wait for (see waitUntilExtensionSeesCluster): while the
+// new Extension has no lastOperation, it is touched again every NudgeInterval, which is an event
+// the extension evaluates anew, with the Cluster in its cache by then.
 func (h *ShootHandle) nudgeUntilPickedUp(ctx context.Context) error {
-	nudges := 0
-	err := wait.PollUntilContextTimeout(ctx, NudgeInterval, CacheSyncTimeout, false, func(ctx context.Context) (bool, error) {
+	nudges, lastNudge := 0, time.Now()
+	err := wait.PollUntilContextTimeout(ctx, PollInterval, CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
 		ex, err := h.Extension(ctx)
 		if err != nil {
 			return false, err
@@ -534,7 +534,10 @@ func (h *ShootHandle) nudgeUntilPickedUp(ctx context.Context) error {
 		if ex.Status.LastOperation != nil {
 			return true, nil
 		}
-		nudges++
+		if time.Since(lastNudge) < NudgeInterval {
+			return false, nil
+		}
+		nudges, lastNudge = nudges+1, time.Now()
 		patch := client.MergeFrom(ex.DeepCopy())
 		metav1.SetMetaDataAnnotation(&ex.ObjectMeta, annotationNudge, strconv.Itoa(nudges))
 		return false, client.IgnoreNotFound(h.sandbox.Seed.Client.Patch(ctx, ex, patch))
