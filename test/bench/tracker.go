@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -20,7 +19,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 )
 
 var (
@@ -153,11 +152,8 @@ func (t *tracker) observeExtension(obj any) {
 }
 
 func providerStatusRef(ex *extensionsv1alpha1.Extension) string {
-	if ex.Status.ProviderStatus == nil {
-		return ""
-	}
-	status := &fluxv1alpha1.FluxStatus{}
-	if err := json.Unmarshal(ex.Status.ProviderStatus.Raw, status); err != nil {
+	status, err := helper.DecodeStatus(ex.Status.ProviderStatus)
+	if err != nil || status == nil {
 		return ""
 	}
 	return status.Ref

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 )
 
@@ -32,12 +32,9 @@ func (h *ShootHandle) ProviderStatus(ctx context.Context) (*fluxv1alpha1.FluxSta
 	if err != nil {
 		return nil, err
 	}
-	if ex.Status.ProviderStatus == nil {
-		return nil, nil
-	}
-	status := &fluxv1alpha1.FluxStatus{}
-	if err := json.Unmarshal(ex.Status.ProviderStatus.Raw, status); err != nil {
-		return nil, fmt.Errorf("failed decoding providerStatus of %s: %w", h.SeedNamespace, err)
+	status, err := helper.DecodeStatus(ex.Status.ProviderStatus)
+	if err != nil {
+		return nil, fmt.Errorf("providerStatus of %s: %w", h.SeedNamespace, err)
 	}
 	return status, nil
 }

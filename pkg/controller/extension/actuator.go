@@ -16,11 +16,11 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/controllers"
@@ -226,18 +226,16 @@ func (a *actuator) kluctlOptions(cfg *fluxapi.FluxConfig) *manifests.KluctlOptio
 }
 
 func (a *actuator) updateStatus(ctx context.Context, ex *extensionsv1alpha1.Extension, status *fluxv1alpha1.FluxStatus) error {
-	status.APIVersion = fluxv1alpha1.SchemeGroupVersion.String()
-	status.Kind = "FluxStatus"
-	raw, err := json.Marshal(status)
+	raw, err := helper.EncodeStatus(status)
 	if err != nil {
-		return fmt.Errorf("failed encoding provider status: %w", err)
+		return err
 	}
 	// Resyncs of unchanged shoots must not write.
-	if ex.Status.ProviderStatus != nil && jsonEqual(ex.Status.ProviderStatus.Raw, raw) {
+	if ex.Status.ProviderStatus != nil && jsonEqual(ex.Status.ProviderStatus.Raw, raw.Raw) {
 		return nil
 	}
 	patch := client.MergeFrom(ex.DeepCopy())
-	ex.Status.ProviderStatus = &runtime.RawExtension{Raw: raw}
+	ex.Status.ProviderStatus = raw
 	if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
 		return fmt.Errorf("failed updating provider status: %w", err)
 	}

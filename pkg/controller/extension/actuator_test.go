@@ -30,6 +30,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
@@ -174,8 +175,8 @@ func managedResourceObjects(c client.Client, name string) []string {
 
 func providerStatus(ex *extensionsv1alpha1.Extension) *fluxv1alpha1.FluxStatus {
 	ExpectWithOffset(1, ex.Status.ProviderStatus).NotTo(BeNil())
-	status := &fluxv1alpha1.FluxStatus{}
-	ExpectWithOffset(1, json.Unmarshal(ex.Status.ProviderStatus.Raw, status)).To(Succeed())
+	status, err := helper.DecodeStatus(ex.Status.ProviderStatus)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return status
 }
 

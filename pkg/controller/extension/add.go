@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
@@ -240,13 +241,8 @@ func (m *projectMapper) requests(ctx context.Context, o client.Object, include f
 // recordedConfigHash returns the project ConfigMap hash in the Extension's providerStatus; "" if
 // there is none or it cannot be read, which makes the Extension count as outdated.
 func recordedConfigHash(ex *extensionsv1alpha1.Extension) string {
-	if ex.Status.ProviderStatus == nil || ex.Status.ProviderStatus.Raw == nil {
-		return ""
-	}
-	var status struct {
-		ProjectConfigHash string `json:"projectConfigHash"`
-	}
-	if err := json.Unmarshal(ex.Status.ProviderStatus.Raw, &status); err != nil {
+	status, err := helper.DecodeStatus(ex.Status.ProviderStatus)
+	if err != nil || status == nil {
 		return ""
 	}
 	return status.ProjectConfigHash

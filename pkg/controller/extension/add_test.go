@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 )
@@ -87,7 +89,7 @@ var _ = Describe("projectConfigHandler", func() {
 				Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: constants.ExtensionType}},
 			}
 			if hash != "-" {
-				ex.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"flux.extensions.gardener.cloud/v1alpha1","kind":"FluxStatus","projectConfigHash":"` + hash + `"}`)}
+				ex.Status.ProviderStatus = encodeStatus(&fluxv1alpha1.FluxStatus{ProjectConfigHash: hash})
 			}
 			other := &extensionsv1alpha1.Extension{
 				ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: cluster.Name},
@@ -168,7 +170,7 @@ var _ = Describe("extensionsWithDeletedConfigMap", func() {
 		scheme := runtime.NewScheme()
 		Expect(extensionsv1alpha1.AddToScheme(scheme)).To(Succeed())
 		withHash := func(ex *extensionsv1alpha1.Extension, hash string) *extensionsv1alpha1.Extension {
-			ex.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"projectConfigHash":"` + hash + `"}`)}
+			ex.Status.ProviderStatus = encodeStatus(&fluxv1alpha1.FluxStatus{ProjectConfigHash: hash})
 			return ex
 		}
 		var objs []client.Object
@@ -202,3 +204,9 @@ var _ = Describe("extensionsWithDeletedConfigMap", func() {
 		Expect(orphans[0].Namespace).To(Equal("shoot--deleted"))
 	})
 })
+
+func encodeStatus(status *fluxv1alpha1.FluxStatus) *runtime.RawExtension {
+	raw, err := helper.EncodeStatus(status)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return raw
+}

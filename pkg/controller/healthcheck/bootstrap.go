@@ -2,7 +2,6 @@ package healthcheck
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -17,7 +16,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
-	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
@@ -89,11 +88,8 @@ func CheckBootstrapState(ctx context.Context, seed, shoot client.Client, request
 // bootstrapMode reads the mode the last successful reconcile deployed; no source means no
 // bootstrap.
 func bootstrapMode(ex *extensionsv1alpha1.Extension) string {
-	if ex.Status.ProviderStatus == nil {
-		return ""
-	}
-	status := &fluxv1alpha1.FluxStatus{}
-	if err := json.Unmarshal(ex.Status.ProviderStatus.Raw, status); err != nil || status.Repository == "" {
+	status, err := helper.DecodeStatus(ex.Status.ProviderStatus)
+	if err != nil || status == nil || status.Repository == "" {
 		return ""
 	}
 	return status.BootstrapMode
