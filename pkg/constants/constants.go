@@ -40,14 +40,18 @@ const (
 	// SecretKeyPassword is the data key of a basic-auth password or token.
 	SecretKeyPassword = "password"
 
-	// AnnotationRotate on a deploy key Secret asks the extension for a new key pair.
+	// AnnotationRotate on the deploy key Secret asks the extension for new key pairs: "true" for
+	// all of them, or a comma-separated list of key names.
 	AnnotationRotate = "shoot-flux.extensions.gardener.cloud/rotate"
-	// LabelKeyScope labels deploy key Secrets with their scope (project or shoot).
-	LabelKeyScope = "shoot-flux.extensions.gardener.cloud/key-scope"
 	// LabelManagedBy marks garden objects written by this extension.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// DeployKeySecretPrefix prefixes the names of deploy key Secrets in the garden project namespace.
-	DeployKeySecretPrefix = "shoot-flux-deploy-key"
+	// DeployKeysSecretName is the Secret in each garden project namespace that holds the project's
+	// deploy keys. The name is fixed so that the extension's garden permissions can name it.
+	DeployKeysSecretName = "shoot-flux-deploy-keys"
+	// LegacyDeployKeySecretName is the project's deploy key Secret of releases before
+	// DeployKeysSecretName; shoot-scoped keys were named LegacyDeployKeySecretName-<shoot>. Keys
+	// in use are migrated from them.
+	LegacyDeployKeySecretName = "shoot-flux-deploy-key"
 
 	// GitCredentialsSecretName is the name of the git credentials Secret in the shoot.
 	GitCredentialsSecretName = "shoot-flux-git-credentials"

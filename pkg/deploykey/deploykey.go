@@ -1,14 +1,23 @@
-// Package deploykey keeps the SSH deploy keys of private git repositories in Secrets of the
-// garden project namespace, where project members can read the public key, register it with
-// their git host, check the recorded host keys and ask for a new key.
+// Package deploykey keeps the SSH deploy keys of private git repositories in one Secret per garden
+// project namespace, where project members can read the public keys, register them with their git
+// host, check the recorded host keys and ask for new keys.
+//
+// The Secret has a fixed name (constants.DeployKeysSecretName), so the extension's garden
+// permissions can be restricted to it. It holds one key pair per repository (or per shoot and
+// repository): a git host such as GitHub refuses a deploy key that is already registered at another
+// repository, so a key must not be shared between repositories.
 package deploykey
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,18 +30,36 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
-// Scope tells whether a deploy key is shared by all shoots of a project or belongs to one shoot.
+// Scope tells whether a deploy key is shared by all shoots of a project that use a repository or
+// belongs to one shoot.
 type Scope string
 
 const (
-	// ScopeProject is a key shared by all shoots of a project that use the same repository.
-	ScopeProject Scope = "project"
-	// ScopeShoot is a key of a single shoot, deleted together with the shoot.
+	// ScopeRepository is a key shared by all shoots of a project that use the same repository.
+	ScopeRepository Scope = "repository"
+	// ScopeShoot is a key of a single shoot (and repository), removed together with the shoot.
 	ScopeShoot Scope = "shoot"
 )
 
-// RotateValue is the value of constants.AnnotationRotate that asks for a new key pair.
-const RotateValue = "true"
+// RotateAll is the value of constants.AnnotationRotate that asks for new key pairs for every key
+// in the Secret; any other value is a comma-separated list of key names.
+const RotateAll = "true"
+
+// Suffixes of the data keys of one key pair: "<name>.identity" and so on. known_hosts is shared by
+// all key pairs (constants.SecretKeyKnownHosts), since host keys belong to hosts, not repositories.
+const (
+	suffixIdentity    = "." + constants.SecretKeyIdentity
+	suffixIdentityPub = "." + constants.SecretKeyIdentityPub
+	// suffixRepository records which repository a key pair is for, so users can tell them apart.
+	suffixRepository = ".repository"
+)
+
+const (
+	prefixRepository = "repo."
+	prefixShoot      = "shoot."
+	// maxSlugLength keeps the data keys well below the 253 characters Kubernetes allows.
+	maxSlugLength = 100
+)
 
 var (
 	// DefaultScanTimeout bounds a host key scan when Manager.ScanTimeout is not set.
@@ -42,19 +69,45 @@ var (
 	MaxWriteAttempts = 5
 )
 
-// SecretName returns the name of the deploy key Secret for a scope; shootName matters only
-// for ScopeShoot.
-func SecretName(scope Scope, shootName string) string {
+// KeyName returns the name of the key pair for a repository ("host:port/path", see
+// helper.GitURL.Repository) in the deploy key Secret; shootName matters only for ScopeShoot. The
+// name is readable (host and path) and unique (a hash of the repository), and only contains
+// characters Secret data keys allow.
+func KeyName(scope Scope, shootName, repository string) string {
+	sum := sha256.Sum256([]byte(repository))
+	name := slug(repository) + "-" + hex.EncodeToString(sum[:])[:10]
 	if scope == ScopeShoot {
-		return constants.DeployKeySecretPrefix + "-" + shootName
+		return prefixShoot + shootName + "." + name
 	}
-	return constants.DeployKeySecretPrefix
+	return prefixRepository + name
 }
 
-// Manager creates, reuses and rotates deploy key Secrets in the garden cluster.
+func slug(repository string) string {
+	var b strings.Builder
+	for _, r := range repository {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := strings.Trim(b.String(), "_.-")
+	if len(s) > maxSlugLength {
+		s = s[:maxSlugLength]
+	}
+	return s
+}
+
+// shootPrefix is what the names of a shoot's key pairs start with.
+func shootPrefix(shootName string) string {
+	return prefixShoot + shootName + "."
+}
+
+// Manager creates, reuses and rotates the key pairs in the deploy key Secrets of the garden.
 type Manager struct {
 	// Client reads and writes Secrets in the garden cluster. It should read from the API server
-	// rather than a cache, or a Secret created by a concurrent reconcile may not be visible yet.
+	// rather than a cache, or a key stored by a concurrent reconcile may not be visible yet.
 	Client client.Client
 	// Algorithm of generated keys; empty means sshkey.DefaultAlgorithm.
 	Algorithm sshkey.Algorithm
@@ -75,12 +128,12 @@ type Manager struct {
 type Request struct {
 	// Namespace is the garden project namespace, e.g. garden-foo.
 	Namespace string
-	// SecretName is the name of the deploy key Secret, see SecretName.
-	SecretName string
-	// Scope is recorded on a created Secret.
-	Scope Scope
-	// Comment ends the public key line so users can tell keys apart at their git host,
-	// e.g. "shoot-flux garden-foo" or "shoot-flux garden-foo/bar".
+	// KeyName is the name of the key pair in the Secret, see KeyName.
+	KeyName string
+	// Repository is recorded next to a new key pair, e.g. "github.com:22/org/repo".
+	Repository string
+	// Comment ends the public key line of a new key so users can tell keys apart at their git
+	// host, e.g. "shoot-flux garden-foo github.com:22/org/repo".
 	Comment string
 	// GitHost is the "host:port" of the SSH git server; empty when the repository is not
 	// reached through SSH, which skips host key handling.
@@ -91,6 +144,10 @@ type Request struct {
 	// Dial opens the connections of a host key scan, e.g. through the operator's host policy
 	// (hostpolicy.Policy.DialContext); nil dials directly.
 	Dial sshkey.DialFunc
+	// Adopt is the private key to store when the Secret has no key pair of this name yet, instead
+	// of generating one: the key a shoot already uses, so that the key registered at the git host
+	// keeps working when keys move to this Secret.
+	Adopt []byte
 }
 
 // ScanFailedMessage is all a shoot owner learns about a failed or refused host key scan: the
@@ -102,6 +159,8 @@ const ScanFailedMessage = "the host cannot be reached from the seed or is not al
 type DeployKey struct {
 	// SecretName is the name of the Secret in the request's namespace.
 	SecretName string
+	// KeyName is the name of the key pair in the Secret.
+	KeyName string
 	// PrivateKey is the OpenSSH private key. It must never reach a log, event or status.
 	PrivateKey []byte
 	// AuthorizedKey is the public key as authorized_keys line, to be registered at the git host.
@@ -113,36 +172,67 @@ type DeployKey struct {
 	// InsecureHostKey is set when no host key could be determined and the operator allows
 	// connecting without host key checking.
 	InsecureHostKey bool
-	// Created is set when this call created the Secret.
+	// Created is set when this call stored a new key pair.
 	Created bool
+	// Adopted is set when this call stored the request's Adopt key.
+	Adopted bool
 	// Rotated is set when this call replaced the key pair on request.
 	Rotated bool
 }
 
-// Ensure returns the deploy key of the request's Secret, creating the Secret with a new key
-// pair if it does not exist. An existing key is never replaced unless the Secret is annotated
-// for rotation, so the key the user registered at the git host keeps working. Concurrent
-// calls for the same Secret, also from other processes, end with one key pair: creation relies
-// on Create failing for an existing name and rotation on optimistic locking.
+// DataKeys returns the data keys of the Secret that hold the private and the public key of a key
+// pair, e.g. for a kubectl command that prints the public key.
+func DataKeys(keyName string) (identity, identityPub string) {
+	return keyName + suffixIdentity, keyName + suffixIdentityPub
+}
+
+// Ensure returns the request's key pair, storing a new (or the adopted) key pair in the project's
+// Secret, and the Secret itself, if they do not exist. An existing key is never replaced unless the
+// Secret is annotated for its rotation, so the key the user registered at the git host keeps
+// working. Concurrent calls, also from other processes, end with one key pair per name: creation
+// relies on Create failing for an existing Secret and every change on optimistic locking.
 func (m *Manager) Ensure(ctx context.Context, log logr.Logger, req Request) (*DeployKey, error) {
 	if err := validateRequest(req); err != nil {
 		return nil, err
 	}
-	log = log.WithValues("secret", client.ObjectKey{Namespace: req.Namespace, Name: req.SecretName})
+	log = log.WithValues("secret", client.ObjectKey{Namespace: req.Namespace, Name: constants.DeployKeysSecretName}, "key", req.KeyName)
 
-	secret, created, err := m.getOrCreate(ctx, log, req)
+	var created, adopted, rotated bool
+	secret, err := m.write(ctx, req.Namespace, true, func(secret *corev1.Secret) (bool, error) {
+		created, adopted, rotated = false, false, false
+		replaced, changed, err := m.rotateIfRequested(secret)
+		if err != nil {
+			return false, err
+		}
+		rotated = slices.Contains(replaced, req.KeyName)
+		if _, ok := secret.Data[req.KeyName+suffixIdentity]; ok {
+			return changed, nil
+		}
+		pair, err := m.newPair(req)
+		if err != nil {
+			return false, err
+		}
+		setPair(secret, req.KeyName, req.Repository, pair)
+		created, adopted = true, len(req.Adopt) > 0
+		return true, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	secret, rotated, err := m.rotateIfRequested(ctx, log, req, secret)
+
+	result, err := keyFromSecret(secret, req.KeyName, req.Comment)
 	if err != nil {
 		return nil, err
 	}
-	result, err := keyFromSecret(secret, req.Comment)
-	if err != nil {
-		return nil, err
+	result.Created, result.Adopted, result.Rotated = created, adopted, rotated
+	switch {
+	case adopted:
+		log.Info("Moved the deploy key in use into the project's deploy key Secret", "fingerprint", result.Fingerprint)
+	case created:
+		log.Info("Created deploy key", "fingerprint", result.Fingerprint)
+	case rotated:
+		log.Info("Rotated deploy key", "fingerprint", result.Fingerprint)
 	}
-	result.Created, result.Rotated = created, rotated
 
 	result.KnownHosts, result.InsecureHostKey, err = m.knownHosts(ctx, log, req, secret)
 	if err != nil {
@@ -151,144 +241,190 @@ func (m *Manager) Ensure(ctx context.Context, log logr.Logger, req Request) (*De
 	return result, nil
 }
 
-// Delete deletes a deploy key Secret this extension created. A Secret the user created under
-// that name, or one that is already gone, is left alone.
-func (m *Manager) Delete(ctx context.Context, namespace, name string) error {
-	secret := &corev1.Secret{}
-	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
+// Forget removes the key pairs of a shoot (ScopeShoot) from the project's Secret; the key pairs of
+// repositories stay, since other shoots may use them.
+func (m *Manager) Forget(ctx context.Context, namespace, shootName string) error {
+	prefix := shootPrefix(shootName)
+	_, err := m.write(ctx, namespace, false, func(secret *corev1.Secret) (bool, error) {
+		changed := false
+		for key := range secret.Data {
+			if strings.HasPrefix(key, prefix) {
+				delete(secret.Data, key)
+				changed = true
+			}
 		}
-		return fmt.Errorf("reading deploy key Secret %s/%s: %w", namespace, name, err)
-	}
-	if secret.Labels[constants.LabelManagedBy] != constants.ExtensionName {
-		return nil
-	}
-	// The UID precondition keeps us from deleting a Secret recreated meanwhile for a new owner.
-	err := m.Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting deploy key Secret %s/%s: %w", namespace, name, err)
-	}
-	return nil
+		return changed, nil
+	})
+	return err
 }
 
 func validateRequest(req Request) error {
-	if req.Namespace == "" || req.SecretName == "" {
-		return fmt.Errorf("deploy key request needs a namespace and a Secret name, got %q and %q", req.Namespace, req.SecretName)
+	if req.Namespace == "" || req.KeyName == "" {
+		return fmt.Errorf("deploy key request needs a namespace and a key name, got %q and %q", req.Namespace, req.KeyName)
 	}
-	if req.Scope != ScopeProject && req.Scope != ScopeShoot {
-		return fmt.Errorf("invalid deploy key scope %q, must be %q or %q", req.Scope, ScopeProject, ScopeShoot)
+	if !strings.HasPrefix(req.KeyName, prefixRepository) && !strings.HasPrefix(req.KeyName, prefixShoot) {
+		return fmt.Errorf("deploy key name %q was not made by KeyName", req.KeyName)
 	}
 	return nil
 }
 
-func (m *Manager) getOrCreate(ctx context.Context, log logr.Logger, req Request) (*corev1.Secret, bool, error) {
-	key := client.ObjectKey{Namespace: req.Namespace, Name: req.SecretName}
-	secret := &corev1.Secret{}
-	err := m.Client.Get(ctx, key, secret)
-	if err == nil {
-		return secret, false, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return nil, false, fmt.Errorf("reading deploy key Secret %s: %w", key, err)
-	}
-
-	pair, err := sshkey.Generate(m.Algorithm, req.Comment)
-	if err != nil {
-		return nil, false, fmt.Errorf("generating deploy key for Secret %s: %w", key, err)
-	}
-	secret = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: req.Namespace,
-			Name:      req.SecretName,
-			Labels: map[string]string{
-				constants.LabelManagedBy: constants.ExtensionName,
-				constants.LabelKeyScope:  string(req.Scope),
-			},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{
-			constants.SecretKeyIdentity:    pair.PrivateKey,
-			constants.SecretKeyIdentityPub: []byte(pair.AuthorizedKey),
-		},
-	}
-	err = m.Client.Create(ctx, secret)
-	if err == nil {
-		log.Info("Created deploy key", "fingerprint", pair.Fingerprint)
-		return secret, true, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return nil, false, fmt.Errorf("creating deploy key Secret %s: %w", key, err)
-	}
-
-	// Another reconcile created the Secret since we looked; its key is the one to use, and
-	// ours was never shown to anyone.
-	secret = &corev1.Secret{}
-	if err := m.Client.Get(ctx, key, secret); err != nil {
-		return nil, false, fmt.Errorf("reading deploy key Secret %s created concurrently: %w", key, err)
-	}
-	return secret, false, nil
-}
-
-func rotationRequested(secret *corev1.Secret) bool {
-	return secret.Annotations[constants.AnnotationRotate] == RotateValue
-}
-
-func (m *Manager) rotateIfRequested(ctx context.Context, log logr.Logger, req Request, secret *corev1.Secret) (*corev1.Secret, bool, error) {
-	key := client.ObjectKeyFromObject(secret)
-	for attempt := 1; rotationRequested(secret); attempt++ {
+// newPair returns the request's key pair to store: the adopted private key, or a new one.
+func (m *Manager) newPair(req Request) (*sshkey.KeyPair, error) {
+	if len(req.Adopt) == 0 {
 		pair, err := sshkey.Generate(m.Algorithm, req.Comment)
 		if err != nil {
-			return nil, false, fmt.Errorf("generating new deploy key for Secret %s: %w", key, err)
+			return nil, fmt.Errorf("generating deploy key %s: %w", req.KeyName, err)
 		}
-		updated := secret.DeepCopy()
-		delete(updated.Annotations, constants.AnnotationRotate)
-		if updated.Data == nil {
-			updated.Data = map[string][]byte{}
-		}
-		updated.Data[constants.SecretKeyIdentity] = pair.PrivateKey
-		updated.Data[constants.SecretKeyIdentityPub] = []byte(pair.AuthorizedKey)
-
-		// The resourceVersion from our read makes the update fail if anybody changed the
-		// Secret since, in particular a concurrent rotation whose key must not be overwritten.
-		err = m.Client.Update(ctx, updated)
-		if err == nil {
-			log.Info("Rotated deploy key", "fingerprint", pair.Fingerprint)
-			return updated, true, nil
-		}
-		if !apierrors.IsConflict(err) {
-			return nil, false, fmt.Errorf("rotating deploy key in Secret %s: %w", key, err)
-		}
-		if attempt >= MaxWriteAttempts {
-			return nil, false, fmt.Errorf("rotating deploy key in Secret %s: gave up after %d conflicting writes: %w", key, attempt, err)
-		}
-		secret = &corev1.Secret{}
-		if err := m.Client.Get(ctx, key, secret); err != nil {
-			return nil, false, fmt.Errorf("reading deploy key Secret %s: %w", key, err)
-		}
+		return pair, nil
 	}
-	return secret, false, nil
+	signer, err := sshkey.ParsePrivateKey(req.Adopt)
+	if err != nil {
+		return nil, fmt.Errorf("deploy key to adopt for %s is not usable: %w", req.KeyName, err)
+	}
+	authorizedKey := sshkey.AuthorizedKey(signer.PublicKey(), req.Comment)
+	fingerprint, err := sshkey.FingerprintOf(authorizedKey)
+	if err != nil {
+		return nil, err
+	}
+	return &sshkey.KeyPair{PrivateKey: req.Adopt, AuthorizedKey: authorizedKey, Fingerprint: fingerprint}, nil
 }
 
-// keyFromSecret reads the key pair of a deploy key Secret. A Secret without a usable private
-// key is an error even if we created it: replacing it would silently invalidate whatever the
-// user registered, so the user decides by deleting the Secret or annotating it for rotation.
-func keyFromSecret(secret *corev1.Secret, comment string) (*DeployKey, error) {
+func setPair(secret *corev1.Secret, keyName, repository string, pair *sshkey.KeyPair) {
+	secret.Data[keyName+suffixIdentity] = pair.PrivateKey
+	secret.Data[keyName+suffixIdentityPub] = []byte(pair.AuthorizedKey)
+	if repository != "" {
+		secret.Data[keyName+suffixRepository] = []byte(repository)
+	}
+}
+
+// rotateIfRequested replaces the key pairs the rotation annotation names and removes the
+// annotation; it returns the names of the replaced key pairs and whether it changed the Secret.
+// Whichever reconcile sees the
+// annotation first rotates all of them at once, so the annotation cannot stay behind for keys no
+// shoot uses any more; the other shoots pick their new key up on their next reconcile.
+func (m *Manager) rotateIfRequested(secret *corev1.Secret) ([]string, bool, error) {
+	value, ok := secret.Annotations[constants.AnnotationRotate]
+	if !ok {
+		return nil, false, nil
+	}
+	var names []string
+	if strings.TrimSpace(value) == RotateAll {
+		names = keyNames(secret)
+	} else {
+		for _, name := range strings.Split(value, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				names = append(names, name)
+			}
+		}
+	}
+	var rotated []string
+	for _, name := range names {
+		if _, ok := secret.Data[name+suffixIdentity]; !ok {
+			continue
+		}
+		pair, err := sshkey.Generate(m.Algorithm, commentOf(secret.Data[name+suffixIdentityPub]))
+		if err != nil {
+			return nil, false, fmt.Errorf("generating new deploy key %s: %w", name, err)
+		}
+		setPair(secret, name, "", pair)
+		rotated = append(rotated, name)
+	}
+	delete(secret.Annotations, constants.AnnotationRotate)
+	return rotated, true, nil
+}
+
+// keyNames lists the key pairs in the Secret.
+func keyNames(secret *corev1.Secret) []string {
+	var names []string
+	for key := range secret.Data {
+		if name, ok := strings.CutSuffix(key, suffixIdentity); ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// commentOf keeps the comment of a key pair's public key for its successor.
+func commentOf(authorizedKey []byte) string {
+	_, comment, err := sshkey.ParseAuthorizedKey(string(authorizedKey))
+	if err != nil {
+		return ""
+	}
+	return comment
+}
+
+// write applies mutate to the project's deploy key Secret and stores the result if mutate reports
+// a change. A missing Secret is created when create is set (and mutate changes it) or left missing
+// otherwise. A write that lost a race against another writer is retried on the fresh object, so
+// mutate must be idempotent and look at the object it is given.
+func (m *Manager) write(ctx context.Context, namespace string, create bool, mutate func(*corev1.Secret) (bool, error)) (*corev1.Secret, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: constants.DeployKeysSecretName}
+	for attempt := 1; ; attempt++ {
+		secret := &corev1.Secret{}
+		err := m.Client.Get(ctx, key, secret)
+		exists := err == nil
+		switch {
+		case apierrors.IsNotFound(err):
+			if !create {
+				return nil, nil
+			}
+			secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: constants.DeployKeysSecretName}, Type: corev1.SecretTypeOpaque}
+		case err != nil:
+			return nil, fmt.Errorf("reading deploy key Secret %s: %w", key, err)
+		}
+		if secret.Data == nil {
+			secret.Data = map[string][]byte{}
+		}
+		changed, err := mutate(secret)
+		if err != nil {
+			return nil, err
+		}
+		if !changed {
+			return secret, nil
+		}
+		// The garden admission policy lets the extension write only Secrets that carry its label.
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, constants.LabelManagedBy, constants.ExtensionName)
+
+		if exists {
+			// The resourceVersion from our read makes the update fail if anybody changed the Secret
+			// since, in particular a concurrent writer whose key must not be overwritten.
+			err = m.Client.Update(ctx, secret)
+		} else {
+			err = m.Client.Create(ctx, secret)
+		}
+		if err == nil {
+			return secret, nil
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("writing deploy key Secret %s: %w", key, err)
+		}
+		if attempt >= MaxWriteAttempts {
+			return nil, fmt.Errorf("writing deploy key Secret %s: gave up after %d conflicting writes: %w", key, attempt, err)
+		}
+	}
+}
+
+// keyFromSecret reads a key pair of the deploy key Secret. A key pair without a usable private key
+// is an error even if we created it: replacing it would silently invalidate whatever the user
+// registered, so the user decides by removing the key pair or asking for its rotation.
+func keyFromSecret(secret *corev1.Secret, keyName, comment string) (*DeployKey, error) {
 	name := client.ObjectKeyFromObject(secret)
-	howToFix := fmt.Sprintf("delete the Secret or annotate it with %s=%s to get a new key", constants.AnnotationRotate, RotateValue)
-	identity := secret.Data[constants.SecretKeyIdentity]
+	identityKey, pubKey := DataKeys(keyName)
+	howToFix := fmt.Sprintf("remove the data keys %s* or annotate the Secret with %s=%s to get a new key", keyName, constants.AnnotationRotate, keyName)
+	identity := secret.Data[identityKey]
 	if len(bytes.TrimSpace(identity)) == 0 {
-		return nil, fmt.Errorf("deploy key Secret %s has no private key in %q; %s", name, constants.SecretKeyIdentity, howToFix)
+		return nil, fmt.Errorf("deploy key Secret %s has no private key in %q; %s", name, identityKey, howToFix)
 	}
 	signer, err := sshkey.ParsePrivateKey(identity)
 	if err != nil {
-		return nil, fmt.Errorf("deploy key Secret %s has no usable private key in %q (%w); %s", name, constants.SecretKeyIdentity, err, howToFix)
+		return nil, fmt.Errorf("deploy key Secret %s has no usable private key in %q (%w); %s", name, identityKey, err, howToFix)
 	}
 
 	// The stored public key carries the comment the user saw; if it does not belong to the
 	// private key (the user replaced only the identity), the derived one is the truth.
 	authorizedKey := sshkey.AuthorizedKey(signer.PublicKey(), comment)
-	if pub := secret.Data[constants.SecretKeyIdentityPub]; len(pub) > 0 {
+	if pub := secret.Data[pubKey]; len(pub) > 0 {
 		if stored, _, err := sshkey.ParseAuthorizedKey(string(pub)); err == nil && sshkey.SamePublicKey(stored, signer.PublicKey()) {
 			authorizedKey = string(pub)
 		}
@@ -299,10 +435,20 @@ func keyFromSecret(secret *corev1.Secret, comment string) (*DeployKey, error) {
 	}
 	return &DeployKey{
 		SecretName:    secret.Name,
+		KeyName:       keyName,
 		PrivateKey:    identity,
 		AuthorizedKey: authorizedKey,
 		Fingerprint:   fingerprint,
 	}, nil
+}
+
+// Fingerprint returns the fingerprint of the public key of an OpenSSH private key.
+func Fingerprint(privateKey []byte) (string, error) {
+	signer, err := sshkey.ParsePrivateKey(privateKey)
+	if err != nil {
+		return "", err
+	}
+	return sshkey.FingerprintOf(sshkey.AuthorizedKey(signer.PublicKey(), ""))
 }
 
 func (m *Manager) knownHosts(ctx context.Context, log logr.Logger, req Request, secret *corev1.Secret) ([]byte, bool, error) {
@@ -313,10 +459,10 @@ func (m *Manager) knownHosts(ctx context.Context, log logr.Logger, req Request, 
 		if err := sshkey.ValidateKnownHosts(req.ConfiguredKnownHosts); err != nil {
 			return nil, false, fmt.Errorf("source.knownHosts: %w", err)
 		}
-		return joinKnownHosts(req.ConfiguredKnownHosts, m.ExtraKnownHosts), false, nil
+		return JoinKnownHosts(req.ConfiguredKnownHosts, m.ExtraKnownHosts), false, nil
 	}
 	if req.GitHost == "" {
-		return joinKnownHosts(m.ExtraKnownHosts), false, nil
+		return JoinKnownHosts(m.ExtraKnownHosts), false, nil
 	}
 
 	key := client.ObjectKeyFromObject(secret)
@@ -327,7 +473,7 @@ func (m *Manager) knownHosts(ctx context.Context, log logr.Logger, req Request, 
 	// A stored entry wins over a new scan: the user may have checked or replaced it, and a
 	// changed host key must fail loudly rather than be trusted on sight.
 	if sshkey.KnownHostsContains(stored, req.GitHost) || sshkey.KnownHostsContains(m.ExtraKnownHosts, req.GitHost) {
-		return joinKnownHosts(stored, m.ExtraKnownHosts), false, nil
+		return JoinKnownHosts(stored, m.ExtraKnownHosts), false, nil
 	}
 
 	host, port := sshkey.SplitHostPort(req.GitHost)
@@ -336,18 +482,18 @@ func (m *Manager) knownHosts(ctx context.Context, log logr.Logger, req Request, 
 	if err != nil {
 		if m.AllowInsecureHostKeys {
 			log.Info("Cannot determine SSH host key, connecting without host key checking", "host", hostPort, "reason", err.Error())
-			return joinKnownHosts(stored, m.ExtraKnownHosts), true, nil
+			return JoinKnownHosts(stored, m.ExtraKnownHosts), true, nil
 		}
 		log.Info("Cannot determine SSH host key", "host", hostPort, "reason", err.Error())
 		return nil, false, fmt.Errorf("cannot determine the SSH host key of %q: %s; set source.knownHosts or add it to Secret %s key %s",
 			hostPort, ScanFailedMessage, key, constants.SecretKeyKnownHosts)
 	}
 
-	stored, err = m.storeKnownHosts(ctx, log, secret, hostPort, scanned)
+	stored, err = m.storeKnownHosts(ctx, log, req.Namespace, hostPort, scanned)
 	if err != nil {
 		return nil, false, err
 	}
-	return joinKnownHosts(stored, m.ExtraKnownHosts), false, nil
+	return JoinKnownHosts(stored, m.ExtraKnownHosts), false, nil
 }
 
 func (m *Manager) scan(ctx context.Context, dial sshkey.DialFunc, hostPort string) ([]byte, error) {
@@ -377,38 +523,30 @@ func (m *Manager) scan(ctx context.Context, dial sshkey.DialFunc, hostPort strin
 // storeKnownHosts appends scanned host keys to the Secret, so later reconciles trust the key
 // seen first and users can inspect it. If a concurrent reconcile stored a key for the host
 // first, that one is used.
-func (m *Manager) storeKnownHosts(ctx context.Context, log logr.Logger, secret *corev1.Secret, hostPort string, scanned []byte) ([]byte, error) {
-	key := client.ObjectKeyFromObject(secret)
-	for attempt := 1; ; attempt++ {
-		updated := secret.DeepCopy()
-		if updated.Data == nil {
-			updated.Data = map[string][]byte{}
+func (m *Manager) storeKnownHosts(ctx context.Context, log logr.Logger, namespace, hostPort string, scanned []byte) ([]byte, error) {
+	stored := false
+	secret, err := m.write(ctx, namespace, true, func(secret *corev1.Secret) (bool, error) {
+		current := secret.Data[constants.SecretKeyKnownHosts]
+		if sshkey.KnownHostsContains(current, hostPort) {
+			stored = false
+			return false, nil
 		}
-		updated.Data[constants.SecretKeyKnownHosts] = joinKnownHosts(secret.Data[constants.SecretKeyKnownHosts], scanned)
-		err := m.Client.Update(ctx, updated)
-		if err == nil {
-			log.Info("Stored scanned SSH host keys", "host", hostPort)
-			return updated.Data[constants.SecretKeyKnownHosts], nil
-		}
-		if !apierrors.IsConflict(err) {
-			return nil, fmt.Errorf("storing SSH host keys in Secret %s: %w", key, err)
-		}
-		if attempt >= MaxWriteAttempts {
-			return nil, fmt.Errorf("storing SSH host keys in Secret %s: gave up after %d conflicting writes: %w", key, attempt, err)
-		}
-		secret = &corev1.Secret{}
-		if err := m.Client.Get(ctx, key, secret); err != nil {
-			return nil, fmt.Errorf("reading deploy key Secret %s: %w", key, err)
-		}
-		if stored := secret.Data[constants.SecretKeyKnownHosts]; sshkey.KnownHostsContains(stored, hostPort) {
-			return stored, nil
-		}
+		secret.Data[constants.SecretKeyKnownHosts] = JoinKnownHosts(current, scanned)
+		stored = true
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storing SSH host keys: %w", err)
 	}
+	if stored {
+		log.Info("Stored scanned SSH host keys", "host", hostPort)
+	}
+	return secret.Data[constants.SecretKeyKnownHosts], nil
 }
 
-// joinKnownHosts concatenates known_hosts data, making sure every part ends with a newline so
-// the last line of one part does not run into the first of the next.
-func joinKnownHosts(parts ...[]byte) []byte {
+// JoinKnownHosts concatenates known_hosts data, making sure every part ends with a newline so the
+// last line of one part does not run into the first of the next.
+func JoinKnownHosts(parts ...[]byte) []byte {
 	var out []byte
 	for _, part := range parts {
 		if len(bytes.TrimSpace(part)) == 0 {

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -29,8 +30,14 @@ import (
 )
 
 const (
-	namespace = "garden-foo"
-	gitHost   = "git.example.org:22"
+	namespace  = "garden-foo"
+	gitHost    = "git.example.org:22"
+	repository = "git.example.org:22/org/a"
+)
+
+var (
+	keyName                  = deploykey.KeyName(deploykey.ScopeRepository, "", repository)
+	identityKey, identityPub = deploykey.DataKeys(keyName)
 )
 
 // fakeScanner hands out a fixed host key per host and counts the scans.
@@ -82,8 +89,8 @@ func newClient(funcs interceptor.Funcs, objs ...client.Object) client.WithWatch 
 func projectRequest() deploykey.Request {
 	return deploykey.Request{
 		Namespace:  namespace,
-		SecretName: deploykey.SecretName(deploykey.ScopeProject, ""),
-		Scope:      deploykey.ScopeProject,
+		KeyName:    keyName,
+		Repository: repository,
 		Comment:    "shoot-flux " + namespace,
 		GitHost:    gitHost,
 	}
@@ -116,10 +123,31 @@ func expectNoKeyMaterial(err error, privateKeys ...[]byte) {
 	}
 }
 
-var _ = Describe("SecretName", func() {
-	It("names project and shoot keys", func() {
-		Expect(deploykey.SecretName(deploykey.ScopeProject, "bar")).To(Equal("shoot-flux-deploy-key"))
-		Expect(deploykey.SecretName(deploykey.ScopeShoot, "bar")).To(Equal("shoot-flux-deploy-key-bar"))
+var _ = Describe("KeyName", func() {
+	It("names keys after the repository, readable and unique", func() {
+		Expect(keyName).To(MatchRegexp(`^repo\.git\.example\.org_22_org_a-[0-9a-f]{10}$`))
+		Expect(deploykey.KeyName(deploykey.ScopeRepository, "bar", repository)).To(Equal(keyName), "the shoot does not matter")
+		Expect(deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/b")).NotTo(Equal(keyName))
+		// Characters that data keys do not allow are replaced, and the hash keeps such names apart.
+		Expect(deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/a+b")).NotTo(Equal(deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/a_b")))
+	})
+
+	It("names shoot keys after shoot and repository", func() {
+		Expect(deploykey.KeyName(deploykey.ScopeShoot, "bar", repository)).To(MatchRegexp(`^shoot\.bar\.git\.example\.org_22_org_a-[0-9a-f]{10}$`))
+	})
+
+	It("makes only valid, bounded data keys", func() {
+		long := "git.example.org:22/" + strings.Repeat("very/long/path/", 40) + "ü"
+		for _, name := range []string{
+			deploykey.KeyName(deploykey.ScopeRepository, "", long),
+			deploykey.KeyName(deploykey.ScopeShoot, "a-very-long-shoot-name", long),
+			deploykey.KeyName(deploykey.ScopeRepository, "", "[::1]:2222/r"),
+		} {
+			identity, pub := deploykey.DataKeys(name)
+			for _, key := range []string{identity, pub, name + ".repository"} {
+				Expect(validation.IsConfigMapKey(key)).To(BeEmpty(), key)
+			}
+		}
 	})
 })
 
@@ -152,7 +180,8 @@ var _ = Describe("Manager", func() {
 			Expect(key.Created).To(BeTrue())
 			Expect(key.Rotated).To(BeFalse())
 			Expect(key.InsecureHostKey).To(BeFalse())
-			Expect(key.SecretName).To(Equal("shoot-flux-deploy-key"))
+			Expect(key.SecretName).To(Equal("shoot-flux-deploy-keys"))
+			Expect(key.KeyName).To(Equal(keyName))
 			Expect(key.AuthorizedKey).To(HavePrefix("ssh-ed25519 "))
 			Expect(key.AuthorizedKey).To(HaveSuffix(" shoot-flux garden-foo\n"))
 			Expect(sshkey.FingerprintOf(key.AuthorizedKey)).To(Equal(key.Fingerprint))
@@ -160,14 +189,13 @@ var _ = Describe("Manager", func() {
 			Expect(scanner.timeouts).To(Equal([]time.Duration{3 * time.Second}))
 
 			secret := getSecret(c, key.SecretName)
-			Expect(secret.Labels).To(Equal(map[string]string{
-				constants.LabelManagedBy: "gardener-extension-shoot-flux",
-				constants.LabelKeyScope:  "project",
-			}))
-			Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(key.PrivateKey))
-			Expect(string(secret.Data[constants.SecretKeyIdentityPub])).To(Equal(key.AuthorizedKey))
+			Expect(secret.Labels).To(Equal(map[string]string{constants.LabelManagedBy: "gardener-extension-shoot-flux"}))
+			Expect(secret.Type).To(Equal(corev1.SecretTypeOpaque))
+			Expect(string(secret.Data[keyName+".repository"])).To(Equal(repository))
+			Expect(secret.Data[identityKey]).To(Equal(key.PrivateKey))
+			Expect(string(secret.Data[identityPub])).To(Equal(key.AuthorizedKey))
 			Expect(string(secret.Data[constants.SecretKeyKnownHosts])).To(Equal(scanner.line(gitHost)))
-			signer, err := sshkey.ParsePrivateKey(secret.Data[constants.SecretKeyIdentity])
+			signer, err := sshkey.ParsePrivateKey(secret.Data[identityKey])
 			Expect(err).NotTo(HaveOccurred())
 			Expect(sshkey.AuthorizedKey(signer.PublicKey(), "shoot-flux garden-foo")).To(Equal(key.AuthorizedKey))
 		})
@@ -184,14 +212,71 @@ var _ = Describe("Manager", func() {
 			Expect(scanner.calls.Load()).To(BeEquivalentTo(1))
 		})
 
-		It("labels shoot-scoped keys and names them after the shoot", func() {
-			req.Scope = deploykey.ScopeShoot
-			req.SecretName = deploykey.SecretName(deploykey.ScopeShoot, "bar")
+		It("keeps one key pair per repository in the project's Secret", func() {
+			a, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			req.KeyName = deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/b")
+			req.Repository = "git.example.org:22/org/b"
+			b, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(b.Created).To(BeTrue())
+			Expect(b.Fingerprint).NotTo(Equal(a.Fingerprint))
+			Expect(b.KnownHosts).To(Equal(a.KnownHosts), "host keys are per host")
+			Expect(scanner.calls.Load()).To(BeEquivalentTo(1))
+
+			again, err := m.Ensure(ctx, log, projectRequest())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(again.Fingerprint).To(Equal(a.Fingerprint))
+			Expect(getSecret(c, constants.DeployKeysSecretName).Data).To(HaveLen(7), "two key pairs with their repositories and known_hosts")
+		})
+
+		It("names shoot-scoped keys after the shoot", func() {
+			req.KeyName = deploykey.KeyName(deploykey.ScopeShoot, "bar", repository)
 			req.Comment = "shoot-flux garden-foo/bar"
 			key, err := m.Ensure(ctx, log, req)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(key.AuthorizedKey).To(HaveSuffix(" shoot-flux garden-foo/bar\n"))
-			Expect(getSecret(c, "shoot-flux-deploy-key-bar").Labels).To(HaveKeyWithValue(constants.LabelKeyScope, "shoot"))
+			Expect(getSecret(c, constants.DeployKeysSecretName).Data).To(HaveKey(HavePrefix("shoot.bar.")))
+		})
+
+		Describe("adopting the key a shoot already uses", func() {
+			var inUse *sshkey.KeyPair
+
+			BeforeEach(func() {
+				var err error
+				inUse, err = sshkey.Generate(sshkey.AlgorithmED25519, "old")
+				Expect(err).NotTo(HaveOccurred())
+				req.Adopt = inUse.PrivateKey
+			})
+
+			It("stores it instead of a new key", func() {
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.Created).To(BeTrue())
+				Expect(key.Adopted).To(BeTrue())
+				Expect(key.PrivateKey).To(Equal(inUse.PrivateKey))
+				Expect(key.Fingerprint).To(Equal(inUse.Fingerprint))
+				Expect(key.AuthorizedKey).To(HaveSuffix(" shoot-flux garden-foo\n"))
+				Expect(getSecret(c, constants.DeployKeysSecretName).Data[identityKey]).To(Equal(inUse.PrivateKey))
+			})
+
+			It("keeps a key the repository already has", func() {
+				req.Adopt = nil
+				first, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				req.Adopt = inUse.PrivateKey
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.Adopted).To(BeFalse())
+				Expect(key.Fingerprint).To(Equal(first.Fingerprint))
+			})
+
+			It("rejects an unusable key without revealing it", func() {
+				req.Adopt = damagedKey()
+				_, err := m.Ensure(ctx, log, req)
+				expectNoKeyMaterial(err, req.Adopt)
+				Expect(err).To(MatchError(ContainSubstring("deploy key to adopt for " + keyName + " is not usable")))
+			})
 		})
 
 		It("generates RSA keys when configured", func() {
@@ -204,9 +289,9 @@ var _ = Describe("Manager", func() {
 		It("uses a Secret the user created with their own key as it is", func() {
 			own, err := sshkey.Generate(sshkey.AlgorithmRSA4096, "mine")
 			Expect(err).NotTo(HaveOccurred())
-			Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{
-				constants.SecretKeyIdentity:    own.PrivateKey,
-				constants.SecretKeyIdentityPub: []byte(own.AuthorizedKey),
+			Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{
+				identityKey: own.PrivateKey,
+				identityPub: []byte(own.AuthorizedKey),
 			}, nil))).To(Succeed())
 
 			key, err := m.Ensure(ctx, log, req)
@@ -215,7 +300,8 @@ var _ = Describe("Manager", func() {
 			Expect(key.PrivateKey).To(Equal(own.PrivateKey))
 			Expect(key.AuthorizedKey).To(Equal(own.AuthorizedKey))
 			Expect(key.Fingerprint).To(Equal(own.Fingerprint))
-			Expect(getSecret(c, req.SecretName).Labels).To(BeEmpty())
+			// Storing the scanned host key labels the Secret, as the garden admission policy demands.
+			Expect(getSecret(c, constants.DeployKeysSecretName).Labels).To(HaveKeyWithValue(constants.LabelManagedBy, "gardener-extension-shoot-flux"))
 		})
 
 		It("derives the public key when the stored one does not belong to the private key", func() {
@@ -223,9 +309,9 @@ var _ = Describe("Manager", func() {
 			Expect(err).NotTo(HaveOccurred())
 			stale, err := sshkey.Generate(sshkey.AlgorithmED25519, "stale")
 			Expect(err).NotTo(HaveOccurred())
-			Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{
-				constants.SecretKeyIdentity:    own.PrivateKey,
-				constants.SecretKeyIdentityPub: []byte(stale.AuthorizedKey),
+			Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{
+				identityKey: own.PrivateKey,
+				identityPub: []byte(stale.AuthorizedKey),
 			}, nil))).To(Succeed())
 
 			key, err := m.Ensure(ctx, log, req)
@@ -241,11 +327,11 @@ var _ = Describe("Manager", func() {
 			c = m.Client.(client.WithWatch)
 			results, errs := ensureConcurrently(ctx, m, req, workers)
 
-			stored := getSecret(c, req.SecretName)
+			stored := getSecret(c, constants.DeployKeysSecretName)
 			created := 0
 			for i := range workers {
 				Expect(errs[i]).NotTo(HaveOccurred())
-				Expect(results[i].PrivateKey).To(Equal(stored.Data[constants.SecretKeyIdentity]))
+				Expect(results[i].PrivateKey).To(Equal(stored.Data[identityKey]))
 				Expect(results[i].KnownHosts).To(Equal(stored.Data[constants.SecretKeyKnownHosts]))
 				if results[i].Created {
 					created++
@@ -270,8 +356,8 @@ var _ = Describe("Manager", func() {
 					Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 						if _, ok := obj.(*corev1.Secret); ok {
 							Expect(c.Create(ctx, userSecret(obj.GetName(), map[string][]byte{
-								constants.SecretKeyIdentity:    winner.PrivateKey,
-								constants.SecretKeyIdentityPub: []byte(winner.AuthorizedKey),
+								identityKey: winner.PrivateKey,
+								identityPub: []byte(winner.AuthorizedKey),
 							}, nil))).To(Succeed())
 						}
 						return c.Create(ctx, obj, opts...)
@@ -291,12 +377,12 @@ var _ = Describe("Manager", func() {
 		It("returns errors other than AlreadyExists from create", func() {
 			c = newClient(interceptor.Funcs{
 				Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
-					return apierrors.NewForbidden(corev1.Resource("secrets"), req.SecretName, errors.New("no access"))
+					return apierrors.NewForbidden(corev1.Resource("secrets"), constants.DeployKeysSecretName, errors.New("no access"))
 				},
 			})
 			m.Client = c
 			_, err := m.Ensure(ctx, log, req)
-			Expect(err).To(MatchError(ContainSubstring("creating deploy key Secret garden-foo/shoot-flux-deploy-key")))
+			Expect(err).To(MatchError(ContainSubstring("writing deploy key Secret garden-foo/shoot-flux-deploy-keys")))
 			Expect(apierrors.IsForbidden(err)).To(BeTrue())
 		})
 	})
@@ -305,7 +391,7 @@ var _ = Describe("Manager", func() {
 		var original *deploykey.DeployKey
 
 		annotate := func(value string) {
-			secret := getSecret(c, req.SecretName)
+			secret := getSecret(c, constants.DeployKeysSecretName)
 			metav1.SetMetaDataAnnotation(&secret.ObjectMeta, constants.AnnotationRotate, value)
 			Expect(c.Update(ctx, secret)).To(Succeed())
 		}
@@ -325,10 +411,10 @@ var _ = Describe("Manager", func() {
 			Expect(rotated.AuthorizedKey).To(HaveSuffix(" shoot-flux garden-foo\n"))
 			Expect(rotated.KnownHosts).To(Equal(original.KnownHosts))
 
-			secret := getSecret(c, req.SecretName)
+			secret := getSecret(c, constants.DeployKeysSecretName)
 			Expect(secret.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
-			Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(rotated.PrivateKey))
-			Expect(string(secret.Data[constants.SecretKeyIdentityPub])).To(Equal(rotated.AuthorizedKey))
+			Expect(secret.Data[identityKey]).To(Equal(rotated.PrivateKey))
+			Expect(string(secret.Data[identityPub])).To(Equal(rotated.AuthorizedKey))
 			Expect(secret.Data[constants.SecretKeyKnownHosts]).To(Equal(original.KnownHosts))
 
 			again, err := m.Ensure(ctx, log, req)
@@ -337,24 +423,43 @@ var _ = Describe("Manager", func() {
 			Expect(again.Fingerprint).To(Equal(rotated.Fingerprint))
 		})
 
-		It("ignores other annotation values", func() {
+		It("rotates only the keys the annotation names", func() {
+			other := projectRequest()
+			other.KeyName = deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/b")
+			otherKey, err := m.Ensure(ctx, log, other)
+			Expect(err).NotTo(HaveOccurred())
+
+			annotate(other.KeyName + ", no-such-key")
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(key.Rotated).To(BeFalse())
+			Expect(key.Fingerprint).To(Equal(original.Fingerprint))
+			Expect(getSecret(c, constants.DeployKeysSecretName).Annotations).NotTo(HaveKey(constants.AnnotationRotate))
+
+			rotatedOther, err := m.Ensure(ctx, log, other)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(rotatedOther.Fingerprint).NotTo(Equal(otherKey.Fingerprint), "rotated by the first reconcile that saw the annotation")
+		})
+
+		It("drops an annotation that names no key", func() {
 			annotate("false")
 			key, err := m.Ensure(ctx, log, req)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(key.Rotated).To(BeFalse())
 			Expect(key.Fingerprint).To(Equal(original.Fingerprint))
+			Expect(getSecret(c, constants.DeployKeysSecretName).Annotations).NotTo(HaveKey(constants.AnnotationRotate))
 		})
 
 		It("replaces an unusable private key", func() {
-			secret := getSecret(c, req.SecretName)
-			secret.Data[constants.SecretKeyIdentity] = []byte("garbage")
+			secret := getSecret(c, constants.DeployKeysSecretName)
+			secret.Data[identityKey] = []byte("garbage")
 			metav1.SetMetaDataAnnotation(&secret.ObjectMeta, constants.AnnotationRotate, "true")
 			Expect(c.Update(ctx, secret)).To(Succeed())
 
 			key, err := m.Ensure(ctx, log, req)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(key.Rotated).To(BeTrue())
-			Expect(sshkey.ParsePrivateKey(getSecret(c, req.SecretName).Data[constants.SecretKeyIdentity])).NotTo(BeNil())
+			Expect(sshkey.ParsePrivateKey(getSecret(c, constants.DeployKeysSecretName).Data[identityKey])).NotTo(BeNil())
 		})
 
 		It("produces one new key when many reconciles rotate at once", func() {
@@ -363,18 +468,18 @@ var _ = Describe("Manager", func() {
 			// All reconciles see the rotation request before any of them rotates.
 			m.Client = newClient(barrierOnGet(workers, func(obj client.Object, err error) bool {
 				return err == nil && obj.GetAnnotations()[constants.AnnotationRotate] == "true"
-			}), getSecret(c, req.SecretName))
+			}), getSecret(c, constants.DeployKeysSecretName))
 			c = m.Client.(client.WithWatch)
 			results, errs := ensureConcurrently(ctx, m, req, workers)
 
-			stored := getSecret(c, req.SecretName)
+			stored := getSecret(c, constants.DeployKeysSecretName)
 			Expect(stored.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
 			rotations := 0
 			for i := range workers {
 				Expect(errs[i]).NotTo(HaveOccurred())
 				if results[i].Rotated {
 					rotations++
-					Expect(results[i].PrivateKey).To(Equal(stored.Data[constants.SecretKeyIdentity]))
+					Expect(results[i].PrivateKey).To(Equal(stored.Data[identityKey]))
 				}
 				// A reconcile that read before the rotation may still return the old key; the
 				// next one picks up the new key. No reconcile may return a third key.
@@ -416,15 +521,15 @@ var _ = Describe("Manager", func() {
 			It("uses the key of a concurrent rotation instead of overwriting it", func() {
 				competingWrite = func(s *corev1.Secret) {
 					delete(s.Annotations, constants.AnnotationRotate)
-					s.Data[constants.SecretKeyIdentity] = competitor.PrivateKey
-					s.Data[constants.SecretKeyIdentityPub] = []byte(competitor.AuthorizedKey)
+					s.Data[identityKey] = competitor.PrivateKey
+					s.Data[identityPub] = []byte(competitor.AuthorizedKey)
 				}
 				annotate("true")
 				key, err := m.Ensure(ctx, log, req)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(key.Rotated).To(BeFalse())
 				Expect(key.Fingerprint).To(Equal(competitor.Fingerprint))
-				Expect(getSecret(c, req.SecretName).Data[constants.SecretKeyIdentity]).To(Equal(competitor.PrivateKey))
+				Expect(getSecret(c, constants.DeployKeysSecretName).Data[identityKey]).To(Equal(competitor.PrivateKey))
 			})
 
 			It("retries the rotation when the concurrent change left the annotation", func() {
@@ -436,7 +541,7 @@ var _ = Describe("Manager", func() {
 				Expect(err).NotTo(HaveOccurred())
 				Expect(key.Rotated).To(BeTrue())
 				Expect(key.Fingerprint).NotTo(Equal(original.Fingerprint))
-				secret := getSecret(c, req.SecretName)
+				secret := getSecret(c, constants.DeployKeysSecretName)
 				Expect(secret.Labels).To(HaveKeyWithValue("team", "a"))
 				Expect(secret.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
 				Expect(fingerprintOf(secret)).To(Equal(key.Fingerprint))
@@ -447,9 +552,9 @@ var _ = Describe("Manager", func() {
 			annotate("true")
 			m.Client = newClient(interceptor.Funcs{
 				Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
-					return apierrors.NewConflict(corev1.Resource("secrets"), req.SecretName, errors.New("changed"))
+					return apierrors.NewConflict(corev1.Resource("secrets"), constants.DeployKeysSecretName, errors.New("changed"))
 				},
-			}, getSecret(c, req.SecretName))
+			}, getSecret(c, constants.DeployKeysSecretName))
 			_, err := m.Ensure(ctx, log, req)
 			Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("gave up after %d conflicting writes", deploykey.MaxWriteAttempts))))
 			expectNoKeyMaterial(err, original.PrivateKey)
@@ -459,24 +564,24 @@ var _ = Describe("Manager", func() {
 	Describe("unusable Secrets", func() {
 		DescribeTable("fail with a hint instead of replacing the user's data",
 			func(identity []byte, want string) {
-				Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{constants.SecretKeyIdentity: identity}, nil))).To(Succeed())
+				Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{identityKey: identity}, nil))).To(Succeed())
 				_, err := m.Ensure(ctx, log, req)
 				Expect(err).To(MatchError(And(
-					ContainSubstring("deploy key Secret garden-foo/shoot-flux-deploy-key "+want),
-					ContainSubstring("annotate it with shoot-flux.extensions.gardener.cloud/rotate=true"),
+					ContainSubstring("deploy key Secret garden-foo/shoot-flux-deploy-keys "+want),
+					ContainSubstring("annotate the Secret with shoot-flux.extensions.gardener.cloud/rotate="+keyName),
 				)))
 				expectNoKeyMaterial(err, identity)
-				Expect(getSecret(c, req.SecretName).Data[constants.SecretKeyIdentity]).To(Equal(identity))
+				Expect(getSecret(c, constants.DeployKeysSecretName).Data[identityKey]).To(Equal(identity))
 			},
-			Entry("missing identity", nil, `has no private key in "identity"`),
-			Entry("garbage identity", []byte("hello"), `has no usable private key in "identity"`),
-			Entry("damaged identity", damagedKey(), `has no usable private key in "identity"`),
+			Entry("empty identity", []byte{}, `has no private key in "`+identityKey+`"`),
+			Entry("garbage identity", []byte("hello"), `has no usable private key in "`+identityKey+`"`),
+			Entry("damaged identity", damagedKey(), `has no usable private key in "`+identityKey+`"`),
 		)
 
 		It("rejects invalid requests", func() {
-			req.Scope = "cluster"
+			req.KeyName = "cluster"
 			_, err := m.Ensure(ctx, log, req)
-			Expect(err).To(MatchError(ContainSubstring(`invalid deploy key scope "cluster"`)))
+			Expect(err).To(MatchError(ContainSubstring(`deploy key name "cluster" was not made by KeyName`)))
 			req = projectRequest()
 			req.Namespace = ""
 			_, err = m.Ensure(ctx, log, req)
@@ -502,7 +607,7 @@ var _ = Describe("Manager", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(string(key.KnownHosts)).To(Equal(configured + extra))
 			Expect(scanner.calls.Load()).To(BeZero())
-			Expect(getSecret(c, req.SecretName).Data).NotTo(HaveKey(constants.SecretKeyKnownHosts))
+			Expect(getSecret(c, constants.DeployKeysSecretName).Data).NotTo(HaveKey(constants.SecretKeyKnownHosts))
 		})
 
 		It("rejects invalid configured known_hosts", func() {
@@ -515,8 +620,8 @@ var _ = Describe("Manager", func() {
 			stored := newFakeScanner().line(gitHost)
 			own, err := sshkey.Generate(sshkey.AlgorithmED25519, "")
 			Expect(err).NotTo(HaveOccurred())
-			Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{
-				constants.SecretKeyIdentity:   own.PrivateKey,
+			Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{
+				identityKey:                   own.PrivateKey,
 				constants.SecretKeyKnownHosts: []byte(stored),
 			}, nil))).To(Succeed())
 			m.ExtraKnownHosts = []byte(extra)
@@ -539,15 +644,15 @@ var _ = Describe("Manager", func() {
 			other := newFakeScanner().line("github.com:22")
 			own, err := sshkey.Generate(sshkey.AlgorithmED25519, "")
 			Expect(err).NotTo(HaveOccurred())
-			Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{
-				constants.SecretKeyIdentity:   own.PrivateKey,
+			Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{
+				identityKey:                   own.PrivateKey,
 				constants.SecretKeyKnownHosts: []byte(strings.TrimSuffix(other, "\n")),
 			}, nil))).To(Succeed())
 
 			key, err := m.Ensure(ctx, log, req)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(string(key.KnownHosts)).To(Equal(other + scanner.line(gitHost)))
-			Expect(getSecret(c, req.SecretName).Data[constants.SecretKeyKnownHosts]).To(Equal(key.KnownHosts))
+			Expect(getSecret(c, constants.DeployKeysSecretName).Data[constants.SecretKeyKnownHosts]).To(Equal(key.KnownHosts))
 		})
 
 		It("scans hosts on other ports under their own name", func() {
@@ -560,12 +665,12 @@ var _ = Describe("Manager", func() {
 		It("rejects invalid stored known_hosts", func() {
 			own, err := sshkey.Generate(sshkey.AlgorithmED25519, "")
 			Expect(err).NotTo(HaveOccurred())
-			Expect(c.Create(ctx, userSecret(req.SecretName, map[string][]byte{
-				constants.SecretKeyIdentity:   own.PrivateKey,
+			Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{
+				identityKey:                   own.PrivateKey,
 				constants.SecretKeyKnownHosts: []byte("git.example.org ssh-ed25519 AAAA\n"),
 			}, nil))).To(Succeed())
 			_, err = m.Ensure(ctx, log, req)
-			Expect(err).To(MatchError(ContainSubstring("deploy key Secret garden-foo/shoot-flux-deploy-key, key known_hosts: invalid known_hosts data")))
+			Expect(err).To(MatchError(ContainSubstring("deploy key Secret garden-foo/shoot-flux-deploy-keys, key known_hosts: invalid known_hosts data")))
 			expectNoKeyMaterial(err, own.PrivateKey)
 		})
 
@@ -592,9 +697,9 @@ var _ = Describe("Manager", func() {
 				key, err := m.Ensure(ctx, log, req)
 				Expect(key).To(BeNil())
 				Expect(err).To(MatchError(`cannot determine the SSH host key of "git.example.org:22": ` + deploykey.ScanFailedMessage + `; ` +
-					`set source.knownHosts or add it to Secret garden-foo/shoot-flux-deploy-key key known_hosts`))
+					`set source.knownHosts or add it to Secret garden-foo/shoot-flux-deploy-keys key known_hosts`))
 				Expect(err.Error()).NotTo(ContainSubstring("connection refused"), "the reason stays in the extension's log")
-				expectNoKeyMaterial(err, getSecret(c, req.SecretName).Data[constants.SecretKeyIdentity])
+				expectNoKeyMaterial(err, getSecret(c, constants.DeployKeysSecretName).Data[identityKey])
 			})
 
 			It("names the default port of a host given without one", func() {
@@ -610,7 +715,7 @@ var _ = Describe("Manager", func() {
 				Expect(err).NotTo(HaveOccurred())
 				Expect(key.InsecureHostKey).To(BeTrue())
 				Expect(string(key.KnownHosts)).To(Equal(extra))
-				Expect(getSecret(c, req.SecretName).Data).NotTo(HaveKey(constants.SecretKeyKnownHosts))
+				Expect(getSecret(c, constants.DeployKeysSecretName).Data).NotTo(HaveKey(constants.SecretKeyKnownHosts))
 			})
 
 			It("scans again on the next reconcile", func() {
@@ -679,27 +784,32 @@ var _ = Describe("Manager", func() {
 			key, err := m.Ensure(ctx, log, req)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(string(key.KnownHosts)).To(Equal(first))
-			Expect(string(getSecret(c, req.SecretName).Data[constants.SecretKeyKnownHosts])).To(Equal(first))
+			Expect(string(getSecret(c, constants.DeployKeysSecretName).Data[constants.SecretKeyKnownHosts])).To(Equal(first))
 		})
 	})
 
-	Describe("Delete", func() {
-		It("deletes a Secret the extension created", func() {
-			key, err := m.Ensure(ctx, log, req)
+	Describe("Forget", func() {
+		It("removes the shoot's keys and keeps the repositories' keys", func() {
+			shared, err := m.Ensure(ctx, log, req)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(m.Delete(ctx, namespace, key.SecretName)).To(Succeed())
-			err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: key.SecretName}, &corev1.Secret{})
+			for _, shoot := range []string{"bar", "bar-2"} {
+				own := projectRequest()
+				own.KeyName = deploykey.KeyName(deploykey.ScopeShoot, shoot, repository)
+				_, err = m.Ensure(ctx, log, own)
+				Expect(err).NotTo(HaveOccurred())
+			}
+
+			Expect(m.Forget(ctx, namespace, "bar")).To(Succeed())
+			data := getSecret(c, constants.DeployKeysSecretName).Data
+			Expect(data).NotTo(HaveKey(HavePrefix("shoot.bar.")))
+			Expect(data).To(HaveKey(HavePrefix("shoot.bar-2.")))
+			Expect(data[identityKey]).To(Equal(shared.PrivateKey))
+		})
+
+		It("succeeds without a Secret", func() {
+			Expect(m.Forget(ctx, namespace, "bar")).To(Succeed())
+			err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.DeployKeysSecretName}, &corev1.Secret{})
 			Expect(apierrors.IsNotFound(err)).To(BeTrue())
-		})
-
-		It("leaves a Secret the user created", func() {
-			Expect(c.Create(ctx, userSecret("shoot-flux-deploy-key-bar", map[string][]byte{"identity": []byte("x")}, nil))).To(Succeed())
-			Expect(m.Delete(ctx, namespace, "shoot-flux-deploy-key-bar")).To(Succeed())
-			getSecret(c, "shoot-flux-deploy-key-bar")
-		})
-
-		It("succeeds for a missing Secret", func() {
-			Expect(m.Delete(ctx, namespace, "shoot-flux-deploy-key-gone")).To(Succeed())
 		})
 	})
 })
@@ -730,9 +840,7 @@ func barrierOnGet(workers int32, match func(client.Object, error) bool) intercep
 }
 
 func fingerprintOf(secret *corev1.Secret) string {
-	signer, err := sshkey.ParsePrivateKey(secret.Data[constants.SecretKeyIdentity])
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	fingerprint, err := sshkey.FingerprintOf(sshkey.AuthorizedKey(signer.PublicKey(), ""))
+	fingerprint, err := deploykey.Fingerprint(secret.Data[identityKey])
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return fingerprint
 }

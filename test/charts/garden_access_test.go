@@ -84,7 +84,7 @@ var _ = Describe("dedicated garden access", Ordered, func() {
 	})
 
 	It("keeps deploy key Secrets in project namespaces", func(ctx SpecContext) {
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: constants.DeployKeySecretPrefix, Namespace: projectNS}}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: constants.DeployKeysSecretName, Namespace: projectNS}}
 		Expect(garden.Create(ctx, secret)).To(Succeed())
 		Expect(garden.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
 		secret.Annotations = map[string]string{constants.AnnotationRotate: "true"}
@@ -112,7 +112,7 @@ var _ = Describe("dedicated garden access", Ordered, func() {
 	})
 
 	It("does not patch deploy key Secrets", func(ctx SpecContext) {
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: constants.DeployKeySecretPrefix, Namespace: projectNS}}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: constants.DeployKeysSecretName, Namespace: projectNS}}
 		Expect(garden.Create(ctx, secret)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(garden.Delete(ctx, secret))).To(Succeed()) })
 		patch := client.MergeFrom(secret.DeepCopy())

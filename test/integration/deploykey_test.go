@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,7 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -40,9 +45,9 @@ var _ = Describe("Deploy keys", func() {
 			Expect(err).NotTo(HaveOccurred())
 		}
 
-		keys := deployKeySecrets(ctx, projectNamespace)
+		_, keys := deployKeys(ctx, projectNamespace)
 		Expect(keys).To(HaveLen(1))
-		identity := keys[0].Data[constants.SecretKeyIdentity]
+		identity := keys[0].Identity
 		Expect(identity).NotTo(BeEmpty())
 		for _, h := range shoots {
 			secret, err := credentials(ctx, h, kluctlNamespace)
@@ -50,9 +55,111 @@ var _ = Describe("Deploy keys", func() {
 			Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(identity), "shoot %s", h.SeedNamespace)
 			status, err := h.ProviderStatus(ctx)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(status.PublicKey).To(Equal(string(keys[0].Data[constants.SecretKeyIdentityPub])))
+			Expect(status.PublicKey).To(Equal(keys[0].Pub))
 		}
 	})
+
+	// GitHub refuses a deploy key that another repository already has, so every repository gets
+	// its own key, shared by the project's shoots that use it.
+	It("gives each repository its own key and each shoot its repository's key", Label(labelDeployed), func(ctx SpecContext) {
+		project := "two-repos"
+		projectNamespace := newProject(ctx, project)
+		const otherRepo = "fleet-two-repos"
+		_, err := gitserver.NewKluctlProjectRepo(filepath.Join(gitRepoRoot, otherRepo))
+		Expect(err).NotTo(HaveOccurred())
+		setProjectConfig(ctx, projectNamespace, legacyConfig(git.URL(repoName), "main", "private"))
+		onB := func(name string) sandbox.ShootSpec {
+			return sandbox.ShootSpec{Project: project, Name: name, ProviderConfig: []byte(`{"source":{"url":"` + git.URL(otherRepo) + `"}}`)}
+		}
+		shoots := map[string]*sandbox.ShootHandle{
+			"a1": createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "a1"}),
+			"a2": createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "a2"}),
+			"b1": createShootSucceeded(ctx, onB("b1")),
+		}
+
+		_, keys := deployKeys(ctx, projectNamespace)
+		Expect(keys).To(HaveLen(2))
+		byRepository := map[string]keyPair{}
+		for _, k := range keys {
+			byRepository[k.Repository] = k
+		}
+		repository := func(raw string) string {
+			u, err := helper.ParseGitURL(raw)
+			Expect(err).NotTo(HaveOccurred())
+			return u.Repository()
+		}
+		a, b := byRepository[repository(git.URL(repoName))], byRepository[repository(git.URL(otherRepo))]
+		Expect(a.Identity).NotTo(BeEmpty())
+		Expect(b.Identity).NotTo(BeEmpty())
+		Expect(a.Identity).NotTo(Equal(b.Identity))
+		for name, want := range map[string]keyPair{"a1": a, "a2": a, "b1": b} {
+			h := shoots[name]
+			secret, err := credentials(ctx, h, kluctlNamespace)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(want.Identity), "shoot %s", name)
+			status, err := h.ProviderStatus(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status.DeployKey).To(Equal(want.Name), "shoot %s", name)
+			Expect(status.PublicKey).To(Equal(want.Pub), "shoot %s", name)
+		}
+
+		By("moving a shoot to the other repository")
+		Expect(shoots["a2"].UpdateProviderConfig(ctx, onB("a2").ProviderConfig)).To(Succeed())
+		_, err = shoots["a2"].WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			secret, err := credentials(ctx, shoots["a2"], kluctlNamespace)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(b.Identity))
+		}).WithTimeout(reconcileTimeout).Should(Succeed())
+		_, after := deployKeys(ctx, projectNamespace)
+		Expect(after).To(Equal(keys), "no key is generated or changed by the move")
+	})
+
+	// Releases before the one-Secret storage kept a project's key in shoot-flux-deploy-key and
+	// shoot-scoped keys in shoot-flux-deploy-key-<shoot>. The key a shoot uses is registered at the
+	// git host, so it must survive the upgrade.
+	DescribeTable("keeps the key a shoot used with an earlier release",
+		func(ctx SpecContext, project string, legacyName func(shoot string) string) {
+			projectNamespace := newProject(ctx, project)
+			setProjectConfig(ctx, projectNamespace, legacyConfig(git.URL(repoName), "main", "private"))
+			h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one"})
+			inUse, err := credentials(ctx, h, kluctlNamespace)
+			Expect(err).NotTo(HaveOccurred())
+			identity := inUse.Data[constants.SecretKeyIdentity]
+
+			By("turning the garden and the status into what an earlier release left")
+			keySecret, _ := deployKeys(ctx, projectNamespace)
+			Expect(sb.Garden.Client.Delete(ctx, keySecret)).To(Succeed())
+			Expect(sb.Garden.Client.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: projectNamespace, Name: legacyName(h.Name)},
+				Data:       map[string][]byte{constants.SecretKeyIdentity: identity},
+			})).To(Succeed())
+			Expect(h.UpdateProviderStatus(ctx, func(status *fluxv1alpha1.FluxStatus) {
+				status.DeployKeySecret = projectNamespace + "/" + legacyName(h.Name)
+				status.DeployKey = ""
+			})).To(Succeed())
+
+			Expect(h.TriggerReconcile(ctx)).To(Succeed())
+			_, err = h.WaitSucceeded(ctx, reconcileTimeout)
+			Expect(err).NotTo(HaveOccurred())
+
+			_, keys := deployKeys(ctx, projectNamespace)
+			Expect(keys).To(HaveLen(1))
+			Expect(keys[0].Identity).To(Equal(identity))
+			status, err := h.ProviderStatus(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status.DeployKeySecret).To(Equal(projectNamespace + "/" + constants.DeployKeysSecretName))
+			Expect(status.Warnings).To(BeEmpty())
+			secret, err := credentials(ctx, h, kluctlNamespace)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(identity))
+		},
+		Entry("from the project's Secret", Label(labelDeployed), "legacy-project", func(string) string { return constants.LegacyDeployKeySecretName }),
+		Entry("from a shoot's Secret, which the extension may not read", Label(labelDeployed), "legacy-shoot", func(shoot string) string {
+			return constants.LegacyDeployKeySecretName + "-" + shoot
+		}),
+	)
 
 	It("rotates the key when the garden Secret is annotated", Label(labelDeployed), func(ctx SpecContext) {
 		project := "rotation"
@@ -66,10 +173,9 @@ var _ = Describe("Deploy keys", func() {
 		oldSecret, err := credentials(ctx, h, kluctlNamespace)
 		Expect(err).NotTo(HaveOccurred())
 
-		key := &corev1.Secret{}
-		Expect(get(ctx, sb.Garden.Client, key, projectNamespace, constants.DeployKeySecretPrefix)).To(Succeed())
+		key, _ := deployKeys(ctx, projectNamespace)
 		patch := client.MergeFrom(key.DeepCopy())
-		metav1.SetMetaDataAnnotation(&key.ObjectMeta, constants.AnnotationRotate, "true")
+		metav1.SetMetaDataAnnotation(&key.ObjectMeta, constants.AnnotationRotate, before.DeployKey)
 		Expect(sb.Garden.Client.Patch(ctx, key, patch)).To(Succeed())
 
 		Expect(h.TriggerReconcile(ctx)).To(Succeed())
@@ -81,14 +187,15 @@ var _ = Describe("Deploy keys", func() {
 		Expect(after.Fingerprint).NotTo(Equal(before.Fingerprint))
 		Expect(after.PublicKey).NotTo(Equal(before.PublicKey))
 
-		Expect(get(ctx, sb.Garden.Client, key, projectNamespace, constants.DeployKeySecretPrefix)).To(Succeed())
+		key, keys := deployKeys(ctx, projectNamespace)
 		Expect(key.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
-		Expect(string(key.Data[constants.SecretKeyIdentityPub])).To(Equal(after.PublicKey))
+		Expect(keys).To(HaveLen(1))
+		Expect(keys[0].Pub).To(Equal(after.PublicKey))
 
 		Eventually(func(g Gomega) {
 			secret, err := credentials(ctx, h, kluctlNamespace)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(key.Data[constants.SecretKeyIdentity]))
+			g.Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(keys[0].Identity))
 			g.Expect(secret.Data[constants.SecretKeyIdentity]).NotTo(Equal(oldSecret.Data[constants.SecretKeyIdentity]))
 		}).Should(Succeed())
 	})
@@ -116,13 +223,13 @@ var _ = Describe("Deploy keys", func() {
 				Expect(h.StopResourceManager()).To(Succeed())
 				Expect(h.CreateExtension(ctx)).To(Succeed())
 			}
-			var firstKeys []corev1.Secret
+			var firstKeys []keyPair
 			Eventually(func(g Gomega) {
 				for _, h := range shoots {
 					_, err := h.ManagedResource(ctx, constants.ManagedResourceControllers)
 					g.Expect(err).NotTo(HaveOccurred())
 				}
-				firstKeys = deployKeySecrets(ctx, projectNamespace)
+				_, firstKeys = deployKeys(ctx, projectNamespace)
 				g.Expect(firstKeys).To(HaveLen(wantKeys))
 			}).WithTimeout(reconcileTimeout).Should(Succeed())
 
@@ -141,26 +248,22 @@ var _ = Describe("Deploy keys", func() {
 				Expect(err).NotTo(HaveOccurred())
 			}
 
-			keys := deployKeySecrets(ctx, projectNamespace)
-			Expect(keys).To(HaveLen(wantKeys))
-			for i := range keys {
-				Expect(keys[i].UID).To(Equal(firstKeys[i].UID))
-				Expect(keys[i].Data).To(Equal(firstKeys[i].Data))
-			}
+			_, keys := deployKeys(ctx, projectNamespace)
+			Expect(keys).To(Equal(firstKeys))
 			for _, h := range shoots {
 				key := keys[0]
 				if scope == config.KeyScopeShoot {
-					idx := slices.IndexFunc(keys, func(s corev1.Secret) bool { return s.Name == constants.DeployKeySecretPrefix+"-"+h.Name })
+					idx := slices.IndexFunc(keys, func(k keyPair) bool { return strings.HasPrefix(k.Name, "shoot."+h.Name+".") })
 					Expect(idx).NotTo(BeNumerically("<", 0), "no key of shoot %s", h.Name)
 					key = keys[idx]
 				}
 				expectControllers(ctx, h, true)
 				secret, err := credentials(ctx, h, kluctlNamespace)
 				Expect(err).NotTo(HaveOccurred())
-				Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(key.Data[constants.SecretKeyIdentity]), "shoot %s", h.Name)
+				Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(key.Identity), "shoot %s", h.Name)
 			}
 		},
-		Entry("project-scoped keys", config.KeyScopeProject),
+		Entry("repository-scoped keys", config.KeyScopeRepository),
 		Entry("shoot-scoped keys", config.KeyScopeShoot),
 	)
 })

@@ -9,7 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -33,7 +35,7 @@ var _ = Describe("Enabling the extension with the legacy project ConfigMap", fun
 
 		_, err = credentials(ctx, h, kluctlNamespace)
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no credentials Secret expected, got %v", err)
-		Expect(deployKeySecrets(ctx, projectNamespace)).To(BeEmpty())
+		Expect(deployKeys(ctx, projectNamespace)).To(BeNil())
 
 		status, err := h.ProviderStatus(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -59,35 +61,40 @@ var _ = Describe("Enabling the extension with the legacy project ConfigMap", fun
 		Expect(err).NotTo(HaveOccurred())
 		Expect(creds).To(ConsistOf(HaveKeyWithValue("secretRef", HaveKeyWithValue("name", constants.GitCredentialsSecretName))))
 
-		keys := deployKeySecrets(ctx, projectNamespace)
+		keySecret, keys := deployKeys(ctx, projectNamespace)
+		Expect(keySecret.Labels).To(HaveKeyWithValue(constants.LabelManagedBy, constants.ExtensionName))
 		Expect(keys).To(HaveLen(1))
 		deployKey := keys[0]
-		Expect(deployKey.Name).To(Equal(constants.DeployKeySecretPrefix))
-		Expect(deployKey.Data).To(HaveKey(constants.SecretKeyIdentity))
-		Expect(deployKey.Data).To(HaveKey(constants.SecretKeyIdentityPub))
+		repository, err := helper.ParseGitURL(url)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(deployKey.Name).To(Equal(deploykey.KeyName(deploykey.ScopeRepository, "", repository.Repository())))
+		Expect(deployKey.Repository).To(Equal(repository.Repository()))
+		Expect(deployKey.Identity).NotTo(BeEmpty())
+		Expect(deployKey.Pub).NotTo(BeEmpty())
 
 		secret, err := credentials(ctx, h, kluctlNamespace)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(deployKey.Data[constants.SecretKeyIdentity]))
+		Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(deployKey.Identity))
 		Expect(string(secret.Data[constants.SecretKeyKnownHosts])).To(ContainSubstring(git.KnownHostsLine()),
 			"the scanned host key of the git server must be trusted")
 
 		status, err := h.ProviderStatus(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(status.PublicKey).NotTo(BeEmpty())
-		Expect(strings.TrimSpace(status.PublicKey)).To(Equal(strings.TrimSpace(string(deployKey.Data[constants.SecretKeyIdentityPub]))))
+		Expect(strings.TrimSpace(status.PublicKey)).To(Equal(strings.TrimSpace(deployKey.Pub)))
 		Expect(status.Fingerprint).To(HavePrefix("SHA256:"))
-		Expect(status.DeployKeySecret).To(Equal(projectNamespace + "/" + constants.DeployKeySecretPrefix))
+		Expect(status.DeployKeySecret).To(Equal(projectNamespace + "/" + constants.DeployKeysSecretName))
+		Expect(status.DeployKey).To(Equal(deployKey.Name))
 
-		expectNoPrivateKey(ctx, h, deployKey)
+		expectNoPrivateKey(ctx, h, deployKey.Identity)
 	})
 })
 
 // expectNoPrivateKey checks that the private key appears nowhere in the Extension, its status or
 // the events of the seed namespace.
-func expectNoPrivateKey(ctx SpecContext, h *sandbox.ShootHandle, deployKey corev1.Secret) {
+func expectNoPrivateKey(ctx SpecContext, h *sandbox.ShootHandle, identity []byte) {
 	GinkgoHelper()
-	private := strings.TrimSpace(string(deployKey.Data[constants.SecretKeyIdentity]))
+	private := strings.TrimSpace(string(identity))
 	Expect(private).To(ContainSubstring("PRIVATE KEY"))
 	fragments := privateKeyFragments(private)
 	Expect(fragments).NotTo(BeEmpty())

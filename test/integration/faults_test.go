@@ -49,7 +49,7 @@ var _ = Describe("Faults", func() {
 		setProjectConfig(ctx, projectNamespace, legacyConfig(git.URL(repoName), "main", "private"))
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one", SharedControlPlane: true})
 		before := snapshotManagedResources(ctx, h)
-		keys := deployKeySecrets(ctx, projectNamespace)
+		keySecret, keys := deployKeys(ctx, projectNamespace)
 		Expect(keys).To(HaveLen(1))
 
 		By("stopping the garden API server and asking for a reconcile")
@@ -73,9 +73,9 @@ var _ = Describe("Faults", func() {
 		Expect(err).NotTo(HaveOccurred())
 		AddReportEntry("garden recovery", fmt.Sprintf("Succeeded %s after the garden API server was back", time.Since(start).Round(time.Millisecond)))
 		Expect(snapshotManagedResources(ctx, h)).To(Equal(before))
-		after := deployKeySecrets(ctx, projectNamespace)
-		Expect(after).To(HaveLen(1))
-		Expect(after[0].UID).To(Equal(keys[0].UID))
+		afterSecret, after := deployKeys(ctx, projectNamespace)
+		Expect(afterSecret.UID).To(Equal(keySecret.UID))
+		Expect(after).To(Equal(keys))
 	})
 
 	It("converges after the seed API server was restarted", func(ctx SpecContext) {
@@ -138,10 +138,10 @@ var _ = Describe("Faults", func() {
 		})).To(Succeed())
 		AddReportEntry("crowd", fmt.Sprintf("%d shoots Succeeded %s after their Extensions were created", crowdSize, time.Since(start).Round(time.Millisecond)))
 
-		keys := deployKeySecrets(ctx, projectNamespace)
+		_, keys := deployKeys(ctx, projectNamespace)
 		Expect(keys).To(HaveLen(1))
-		publicKey := string(keys[0].Data[constants.SecretKeyIdentityPub])
-		identity := string(keys[0].Data[constants.SecretKeyIdentity])
+		publicKey := keys[0].Pub
+		identity := string(keys[0].Identity)
 		for _, h := range shoots {
 			status, err := h.ProviderStatus(ctx)
 			Expect(err).NotTo(HaveOccurred())

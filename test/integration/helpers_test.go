@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -154,18 +156,34 @@ func credentials(ctx context.Context, h *sandbox.ShootHandle, namespace string) 
 	return s, nil
 }
 
-// deployKeySecrets lists the deploy key Secrets of a project.
-func deployKeySecrets(ctx context.Context, projectNamespace string) []corev1.Secret {
+// keyPair is one key pair of a project's deploy key Secret.
+type keyPair struct {
+	Name       string
+	Identity   []byte
+	Pub        string
+	Repository string
+}
+
+// deployKeys reads the project's deploy key Secret and returns it (nil if there is none) with its
+// key pairs, sorted by name.
+func deployKeys(ctx context.Context, projectNamespace string) (*corev1.Secret, []keyPair) {
 	GinkgoHelper()
-	list := &corev1.SecretList{}
-	Expect(sb.Garden.Client.List(ctx, list, client.InNamespace(projectNamespace))).To(Succeed())
-	var keys []corev1.Secret
-	for _, s := range list.Items {
-		if strings.HasPrefix(s.Name, constants.DeployKeySecretPrefix) {
-			keys = append(keys, s)
-		}
+	secret := &corev1.Secret{}
+	if err := get(ctx, sb.Garden.Client, secret, projectNamespace, constants.DeployKeysSecretName); err != nil {
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "reading the deploy key Secret: %v", err)
+		return nil, nil
 	}
-	return keys
+	var pairs []keyPair
+	for key, identity := range secret.Data {
+		name, ok := strings.CutSuffix(key, "."+constants.SecretKeyIdentity)
+		if !ok {
+			continue
+		}
+		_, pub := deploykey.DataKeys(name)
+		pairs = append(pairs, keyPair{Name: name, Identity: identity, Pub: string(secret.Data[pub]), Repository: string(secret.Data[name+".repository"])})
+	}
+	slices.SortFunc(pairs, func(a, b keyPair) int { return strings.Compare(a.Name, b.Name) })
+	return secret, pairs
 }
 
 // mrSnapshot is what must not change about a ManagedResource while the extension rejects a bad

@@ -39,6 +39,33 @@ func (h *ShootHandle) ProviderStatus(ctx context.Context) (*fluxv1alpha1.FluxSta
 	return status, nil
 }
 
+// UpdateProviderStatus changes the Extension's providerStatus, e.g. into what an earlier release of
+// the extension wrote.
+func (h *ShootHandle) UpdateProviderStatus(ctx context.Context, mutate func(*fluxv1alpha1.FluxStatus)) error {
+	ex, err := h.Extension(ctx)
+	if err != nil {
+		return err
+	}
+	status, err := helper.DecodeStatus(ex.Status.ProviderStatus)
+	if err != nil {
+		return fmt.Errorf("providerStatus of %s: %w", h.SeedNamespace, err)
+	}
+	if status == nil {
+		status = &fluxv1alpha1.FluxStatus{}
+	}
+	mutate(status)
+	raw, err := helper.EncodeStatus(status)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(ex.DeepCopy())
+	ex.Status.ProviderStatus = raw
+	if err := h.sandbox.Seed.Client.Status().Patch(ctx, ex, patch); err != nil {
+		return fmt.Errorf("failed updating providerStatus of %s: %w", h.SeedNamespace, err)
+	}
+	return nil
+}
+
 // ManagedResource reads a ManagedResource of the shoot from the seed.
 func (h *ShootHandle) ManagedResource(ctx context.Context, name string) (*resourcesv1alpha1.ManagedResource, error) {
 	mr := &resourcesv1alpha1.ManagedResource{}

@@ -20,9 +20,14 @@ const (
 type KeyScope string
 
 const (
-	// KeyScopeProject shares one deploy key among all shoots of a project, whatever their repository.
+	// KeyScopeRepository shares a deploy key among the shoots of a project that use the same
+	// repository; each repository has its own key, since git hosts such as GitHub refuse a deploy
+	// key that another repository already has.
+	KeyScopeRepository KeyScope = "repository"
+	// KeyScopeProject is the name of KeyScopeRepository in earlier releases, which shared one key
+	// among all repositories of a project. It is accepted and means KeyScopeRepository.
 	KeyScopeProject KeyScope = "project"
-	// KeyScopeShoot generates a deploy key per shoot.
+	// KeyScopeShoot generates a deploy key per shoot and repository, removed with the shoot.
 	KeyScopeShoot KeyScope = "shoot"
 )
 

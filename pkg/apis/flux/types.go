@@ -196,6 +196,9 @@ type FluxStatus struct {
 	Fingerprint string
 	// DeployKeySecret is the garden Secret that holds the deploy key.
 	DeployKeySecret string
+	// DeployKey is the name of the deploy key in DeployKeySecret; its public key is in the data
+	// key "<name>.identity.pub".
+	DeployKey string
 	// ProjectConfigHash identifies the data of the project ConfigMap flux-config this state was
 	// built from; empty when the project has none.
 	ProjectConfigHash string

@@ -4,6 +4,8 @@
 package bootstrap
 
 import (
+	"context"
+	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -246,4 +249,28 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 		"gitrepository__" + namespace + "__" + constants.BootstrapName + ".yaml": repoObj,
 		"kustomization__" + namespace + "__" + constants.BootstrapName + ".yaml": ks,
 	}, nil
+}
+
+// DeliveredIdentity returns the SSH private key of the git credentials the bootstrap
+// ManagedResource in the seed namespace delivers to the shoot; nil if it delivers none.
+func DeliveredIdentity(ctx context.Context, reader client.Reader, namespace string) ([]byte, error) {
+	objects, err := mrutil.Objects(ctx, reader, namespace, constants.ManagedResourceBootstrap)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range objects {
+		if obj.GetKind() != "Secret" || obj.GetName() != constants.GitCredentialsSecretName {
+			continue
+		}
+		encoded, _, err := unstructured.NestedString(obj.Object, "data", constants.SecretKeyIdentity)
+		if err != nil || encoded == "" {
+			return nil, err
+		}
+		identity, err := base64.StdEncoding.DecodeString(encoded)
+		if err != nil {
+			return nil, fmt.Errorf("git credentials of managed resource %s/%s: %w", namespace, constants.ManagedResourceBootstrap, err)
+		}
+		return identity, nil
+	}
+	return nil, nil
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	yamlserializer "k8s.io/apimachinery/pkg/runtime/serializer/yaml"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -194,4 +196,34 @@ func (m *ShootManagedResource) Wait(ctx context.Context) error {
 // WaitCleanup waits until the ManagedResource is gone.
 func (m *ShootManagedResource) WaitCleanup(ctx context.Context) error {
 	return WaitUntilDeleted(ctx, m.Reader, m.Namespace, m.Name, m.Timeouts.Deleted)
+}
+
+// yamlDecoder decodes the manifests in ManagedResource Secrets into unstructured objects, so that
+// kinds no scheme of the extension knows (Flux and kluctl objects) are read too.
+var yamlDecoder = yamlserializer.NewDecodingSerializer(unstructured.UnstructuredJSONScheme)
+
+// Objects returns the objects of a ManagedResource as gardener-resource-manager reads them from its
+// Secrets, brotli-compressed data included.
+func Objects(ctx context.Context, reader client.Reader, namespace, name string) ([]*unstructured.Unstructured, error) {
+	mr := &resourcesv1alpha1.ManagedResource{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr); err != nil {
+		return nil, fmt.Errorf("failed reading managed resource %s/%s: %w", namespace, name, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, ref := range mr.Spec.SecretRefs {
+		secret := &corev1.Secret{}
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
+			return nil, fmt.Errorf("failed reading Secret %s of managed resource %s/%s: %w", ref.Name, namespace, name, err)
+		}
+		objects, err := managedresources.ExtractObjectsFromSecret(yamlDecoder, secret)
+		if err != nil {
+			return nil, fmt.Errorf("managed resource %s/%s, Secret %s: %w", namespace, name, ref.Name, err)
+		}
+		for _, obj := range objects {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				out = append(out, u)
+			}
+		}
+	}
+	return out, nil
 }

@@ -82,7 +82,13 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		status.KluctlVersion = cfg.Kluctl.Version
 	}
 
-	in, err := a.bootstrapInputs(ctx, log, ex.Namespace, cluster, cfg, status)
+	previous, err := helper.DecodeStatus(ex.Status.ProviderStatus)
+	if err != nil {
+		// Only the migration of an earlier release's deploy key reads it; a status that cannot be
+		// read is replaced below.
+		log.Info("Ignoring unreadable provider status", "reason", err.Error())
+	}
+	in, err := a.bootstrapInputs(ctx, log, ex.Namespace, cluster, cfg, previous, status)
 	if err != nil {
 		return err
 	}
@@ -128,11 +134,10 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 		return fmt.Errorf("failed removing the controllers: %w", err)
 	}
 
-	if cluster.Shoot.DeletionTimestamp != nil && a.config.SSHKey.Scope == config.KeyScopeShoot {
-		name := deploykey.SecretName(deploykey.ScopeShoot, cluster.Shoot.Name)
-		log.Info("Deleting shoot-scoped deploy key", "secret", client.ObjectKey{Namespace: cluster.Shoot.Namespace, Name: name})
-		if err := a.keys.Delete(ctx, cluster.Shoot.Namespace, name); err != nil {
-			return fmt.Errorf("failed deleting deploy key: %w", err)
+	if cluster.Shoot.DeletionTimestamp != nil && keyScope(a.config) == deploykey.ScopeShoot {
+		log.Info("Removing the shoot's deploy keys", "secret", client.ObjectKey{Namespace: cluster.Shoot.Namespace, Name: constants.DeployKeysSecretName})
+		if err := a.keys.Forget(ctx, cluster.Shoot.Namespace, cluster.Shoot.Name); err != nil {
+			return fmt.Errorf("failed removing the shoot's deploy keys: %w", err)
 		}
 	}
 	return nil

@@ -35,6 +35,7 @@ import (
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
@@ -278,10 +279,14 @@ var _ = Describe("Actuator", func() {
 			Expect(reconcile()).To(Succeed())
 
 			key := &corev1.Secret{}
-			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeySecretPrefix}, key)).To(Succeed())
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeysSecretName}, key)).To(Succeed())
 			status := providerStatus(ex)
-			Expect(status.PublicKey).To(Equal(string(key.Data[constants.SecretKeyIdentityPub])))
-			Expect(status.DeployKeySecret).To(Equal(projectNamespace + "/" + constants.DeployKeySecretPrefix))
+			keyName := deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.com:22/org/repo")
+			identityKey, identityPub := deploykey.DataKeys(keyName)
+			Expect(status.DeployKey).To(Equal(keyName))
+			Expect(status.PublicKey).To(Equal(string(key.Data[identityPub])))
+			Expect(status.PublicKey).To(HaveSuffix(" shoot-flux garden-foo git.example.com:22/org/repo\n"))
+			Expect(status.DeployKeySecret).To(Equal(projectNamespace + "/" + constants.DeployKeysSecretName))
 			fingerprint, err := sshkey.FingerprintOf(status.PublicKey)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(status.Fingerprint).To(Equal(fingerprint))
@@ -290,7 +295,7 @@ var _ = Describe("Actuator", func() {
 			docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "")
 			Expect(docs).To(ContainSubstring("name: " + constants.GitCredentialsSecretName))
 			Expect(docs).To(ContainSubstring("host: git.example.com\n"))
-			Expect(docs).To(ContainSubstring(b64(key.Data[constants.SecretKeyIdentity])))
+			Expect(docs).To(ContainSubstring(b64(key.Data[identityKey])))
 			Expect(docs).To(ContainSubstring(b64([]byte(hostKeyLine))))
 			Expect(scans).To(Equal(1))
 
@@ -298,6 +303,95 @@ var _ = Describe("Actuator", func() {
 			Expect(reconcile()).To(Succeed())
 			Expect(scans).To(Equal(1))
 			Expect(providerStatus(ex).Fingerprint).To(Equal(fingerprint))
+		})
+
+		Describe("moving the deploy keys of earlier releases", func() {
+			const repoURL = "ssh://git@git.example.com/org/repo"
+			var (
+				inUse       *sshkey.KeyPair
+				identityKey string
+			)
+
+			BeforeEach(func() {
+				var err error
+				inUse, err = sshkey.Generate(sshkey.AlgorithmED25519, "shoot-flux garden-foo")
+				Expect(err).NotTo(HaveOccurred())
+				identityKey, _ = deploykey.DataKeys(deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.com:22/org/repo"))
+			})
+
+			// recordEarlierRelease writes the providerStatus an earlier release left for the shoot.
+			recordEarlierRelease := func(secretName, repository string) {
+				ExpectWithOffset(1, seed.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+				raw, err := helper.EncodeStatus(&fluxv1alpha1.FluxStatus{
+					Repository: repository, Fingerprint: inUse.Fingerprint, PublicKey: inUse.AuthorizedKey,
+					DeployKeySecret: projectNamespace + "/" + secretName,
+				})
+				ExpectWithOffset(1, err).NotTo(HaveOccurred())
+				ex.Status.ProviderStatus = raw
+				ExpectWithOffset(1, seed.Status().Update(ctx, ex)).To(Succeed())
+			}
+			storedKey := func() []byte {
+				secret := &corev1.Secret{}
+				ExpectWithOffset(1, garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeysSecretName}, secret)).To(Succeed())
+				return secret.Data[identityKey]
+			}
+			// deliver makes the seed deliver inUse to the shoot, as an earlier release did.
+			deliver := func() {
+				theShoot.Spec.Resources = []gardencorev1beta1.NamedResourceReference{{Name: "git", ResourceRef: autoscalingRef("my-git")}}
+				build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": repoURL, "repositoryType": "private"})},
+					&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ref-my-git", Namespace: seedNamespace}, Data: map[string][]byte{
+						constants.SecretKeyIdentity: inUse.PrivateKey, constants.SecretKeyKnownHosts: []byte(hostKeyLine),
+					}})
+				ex.Spec.ProviderConfig = providerConfig(`{"source":{"secretResourceName":"git"}}`)
+				ExpectWithOffset(1, seed.Update(ctx, ex)).To(Succeed())
+				ExpectWithOffset(1, reconcile()).To(Succeed())
+				ex.Spec.ProviderConfig = nil
+				ExpectWithOffset(1, seed.Update(ctx, ex)).To(Succeed())
+			}
+
+			It("keeps the key of the project's old Secret for the repository the shoot used", func() {
+				build([]client.Object{
+					legacyConfigMap(map[string]string{"repositoryUrl": repoURL, "repositoryType": "private"}),
+					&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: constants.LegacyDeployKeySecretName, Namespace: projectNamespace}, Data: map[string][]byte{
+						constants.SecretKeyIdentity: inUse.PrivateKey, constants.SecretKeyIdentityPub: []byte(inUse.AuthorizedKey),
+					}},
+				})
+				recordEarlierRelease(constants.LegacyDeployKeySecretName, "git@git.example.com:org/repo.git")
+				Expect(reconcile()).To(Succeed())
+
+				Expect(storedKey()).To(Equal(inUse.PrivateKey))
+				status := providerStatus(ex)
+				Expect(status.Fingerprint).To(Equal(inUse.Fingerprint))
+				Expect(status.DeployKeySecret).To(Equal(projectNamespace + "/" + constants.DeployKeysSecretName))
+				Expect(status.Warnings).To(BeEmpty())
+				docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "")
+				Expect(docs).To(ContainSubstring(b64(inUse.PrivateKey)))
+			})
+
+			It("keeps the key the shoot was delivered when its old Secret cannot be read", func() {
+				deliver()
+				recordEarlierRelease(constants.LegacyDeployKeySecretName+"-bar", repoURL)
+				Expect(reconcile()).To(Succeed())
+				Expect(storedKey()).To(Equal(inUse.PrivateKey))
+				Expect(providerStatus(ex).Fingerprint).To(Equal(inUse.Fingerprint))
+			})
+
+			It("generates a new key when the shoot moved to another repository", func() {
+				deliver()
+				recordEarlierRelease(constants.LegacyDeployKeySecretName+"-bar", "ssh://git@git.example.com/org/other")
+				Expect(reconcile()).To(Succeed())
+				Expect(storedKey()).NotTo(Equal(inUse.PrivateKey))
+				Expect(providerStatus(ex).Warnings).To(BeEmpty())
+			})
+
+			It("generates a new key and warns when the key in use is gone", func() {
+				build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": repoURL, "repositoryType": "private"})})
+				recordEarlierRelease(constants.LegacyDeployKeySecretName+"-bar", repoURL)
+				Expect(reconcile()).To(Succeed())
+				Expect(storedKey()).NotTo(BeEmpty())
+				Expect(storedKey()).NotTo(Equal(inUse.PrivateKey))
+				Expect(providerStatus(ex).Warnings).To(ConsistOf(ContainSubstring("could not be moved into Secret shoot-flux-deploy-keys, so a new key was generated")))
+			})
 		})
 
 		It("lets the providerConfig override the project ConfigMap field by field", func() {
@@ -337,7 +431,7 @@ var _ = Describe("Actuator", func() {
 
 			docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "")
 			Expect(docs).To(And(ContainSubstring(b64([]byte("bot"))), ContainSubstring(b64([]byte("s3cret")))))
-			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeySecretPrefix}, &corev1.Secret{})).To(BeNotFoundError())
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeysSecretName}, &corev1.Secret{})).To(BeNotFoundError())
 		})
 
 		It("disables host key checking only when the operator allows it", func() {
@@ -440,12 +534,17 @@ var _ = Describe("Actuator", func() {
 			cfg.SSHKey.Scope = config.KeyScopeShoot
 			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "ssh://git@git.example.com/org/repo"})})
 			Expect(reconcile()).To(Succeed())
-			keyName := constants.DeployKeySecretPrefix + "-bar"
-			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: keyName}, &corev1.Secret{})).To(Succeed())
+			identityKey, _ := deploykey.DataKeys(deploykey.KeyName(deploykey.ScopeShoot, "bar", "git.example.com:22/org/repo"))
+			keys := func() map[string][]byte {
+				secret := &corev1.Secret{}
+				ExpectWithOffset(1, garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeysSecretName}, secret)).To(Succeed())
+				return secret.Data
+			}
+			Expect(keys()).To(HaveKey(identityKey))
 
 			By("keeping it when only the extension is removed")
 			Expect(act.Delete(ctx, logr.Discard(), ex)).To(Succeed())
-			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: keyName}, &corev1.Secret{})).To(Succeed())
+			Expect(keys()).To(HaveKey(identityKey))
 
 			By("deleting it when the shoot is deleted")
 			now := metav1.Now()
@@ -455,7 +554,8 @@ var _ = Describe("Actuator", func() {
 			c.Spec.Shoot = clusterObject(theShoot).Spec.Shoot
 			Expect(seed.Update(ctx, c)).To(Succeed())
 			Expect(act.Delete(ctx, logr.Discard(), ex)).To(Succeed())
-			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: keyName}, &corev1.Secret{})).To(BeNotFoundError())
+			Expect(keys()).NotTo(HaveKey(identityKey))
+			Expect(keys()).To(HaveKey(constants.SecretKeyKnownHosts), "host keys stay for the project's other shoots")
 		})
 	})
 

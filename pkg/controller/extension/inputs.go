@@ -15,14 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -33,7 +31,7 @@ type inputs struct {
 	insecureHostKeys bool
 }
 
-func (a *actuator) bootstrapInputs(ctx context.Context, log logr.Logger, seedNamespace string, cluster *extensionscontroller.Cluster, cfg *fluxapi.FluxConfig, status *fluxv1alpha1.FluxStatus) (*inputs, error) {
+func (a *actuator) bootstrapInputs(ctx context.Context, log logr.Logger, seedNamespace string, cluster *extensionscontroller.Cluster, cfg *fluxapi.FluxConfig, previous, status *fluxv1alpha1.FluxStatus) (*inputs, error) {
 	if cfg.Source == nil {
 		status.Message = "No source configured: only the controllers are deployed."
 		return &inputs{}, nil
@@ -68,13 +66,10 @@ func (a *actuator) bootstrapInputs(ctx context.Context, log logr.Logger, seedNam
 		values.Credentials, in.insecureHostKeys = creds, insecure
 
 	case cfg.Source.Type == fluxapi.RepositoryTypePrivate:
-		key, err := a.deployKey(ctx, log, cluster, cfg, url)
+		key, err := a.deployKey(ctx, log, seedNamespace, cluster, cfg, url, previous, status)
 		if err != nil {
 			return nil, err
 		}
-		status.PublicKey = key.AuthorizedKey
-		status.Fingerprint = key.Fingerprint
-		status.DeployKeySecret = cluster.Shoot.Namespace + "/" + key.SecretName
 		data := map[string][]byte{constants.SecretKeyIdentity: key.PrivateKey}
 		if len(key.KnownHosts) > 0 {
 			data[constants.SecretKeyKnownHosts] = key.KnownHosts
@@ -106,37 +101,6 @@ func (a *actuator) bootstrapInputs(ctx context.Context, log logr.Logger, seedNam
 	return in, nil
 }
 
-func (a *actuator) deployKey(ctx context.Context, log logr.Logger, cluster *extensionscontroller.Cluster, cfg *fluxapi.FluxConfig, url *helper.GitURL) (*deploykey.DeployKey, error) {
-	if url.Scheme != helper.SchemeSSH {
-		return nil, configurationError(fmt.Errorf("source.type: private repositories over %s need credentials in source.secretResourceName; generated deploy keys only work with ssh URLs", url.Scheme))
-	}
-	shoot := cluster.Shoot
-	scope, comment := deploykey.ScopeProject, "shoot-flux "+shoot.Namespace
-	if a.config.SSHKey.Scope == config.KeyScopeShoot {
-		scope, comment = deploykey.ScopeShoot, "shoot-flux "+shoot.Namespace+"/"+shoot.Name
-	}
-	policy, err := hostpolicy.New(a.config.HostPolicy.AllowedNetworks, a.config.HostPolicy.AllowedPorts, seedNetworks(log, cluster))
-	if err != nil {
-		return nil, fmt.Errorf("host policy: %w", err)
-	}
-	key, err := a.keys.Ensure(ctx, log, deploykey.Request{
-		Namespace:            shoot.Namespace,
-		SecretName:           deploykey.SecretName(scope, shoot.Name),
-		Scope:                scope,
-		Comment:              comment,
-		GitHost:              url.HostPort(),
-		ConfiguredKnownHosts: []byte(cfg.Source.KnownHosts),
-		Dial:                 policy.DialContext,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("failed ensuring deploy key: %w", err)
-	}
-	if key.Rotated {
-		log.Info("Rotated deploy key", "secret", key.SecretName, "fingerprint", key.Fingerprint)
-	}
-	return key, nil
-}
-
 // userCredentials turns a user's credentials Secret into the shoot's git credentials. SSH
 // credentials need known_hosts from the Secret, the configuration or the operator.
 func (a *actuator) userCredentials(cfg *fluxapi.FluxConfig, url *helper.GitURL, data map[string][]byte) (*bootstrap.Credentials, bool, error) {
@@ -151,7 +115,7 @@ func (a *actuator) userCredentials(cfg *fluxapi.FluxConfig, url *helper.GitURL, 
 			return nil, false, configurationError(fmt.Errorf("%s: Secret key %q is not a valid unencrypted SSH private key", field, constants.SecretKeyIdentity))
 		}
 		creds.Data[constants.SecretKeyIdentity] = identity
-		knownHosts := slices.Concat(data[constants.SecretKeyKnownHosts], knownHostsLine([]byte(cfg.Source.KnownHosts)), knownHostsLine([]byte(a.config.KnownHosts)))
+		knownHosts := deploykey.JoinKnownHosts(data[constants.SecretKeyKnownHosts], []byte(cfg.Source.KnownHosts), []byte(a.config.KnownHosts))
 		if len(knownHosts) == 0 {
 			if !a.config.AllowInsecureHostKeys {
 				return nil, false, configurationError(fmt.Errorf("%s: no known_hosts for %s: add key %q to the Secret or set source.knownHosts", field, url.Host, constants.SecretKeyKnownHosts))
@@ -173,13 +137,6 @@ func (a *actuator) userCredentials(cfg *fluxapi.FluxConfig, url *helper.GitURL, 
 	creds.Data[constants.SecretKeyUsername] = username
 	creds.Data[constants.SecretKeyPassword] = password
 	return creds, false, nil
-}
-
-func knownHostsLine(b []byte) []byte {
-	if len(b) == 0 || b[len(b)-1] == '\n' {
-		return b
-	}
-	return append(slices.Clone(b), '\n')
 }
 
 func refString(r fluxapi.GitRef) string {
@@ -217,13 +174,6 @@ func (r *resourceReader) secret(ctx context.Context, name, field string) (map[st
 		return nil, fmt.Errorf("failed reading referenced Secret %q: %w", ref.Name, err)
 	}
 	return secret.Data, nil
-}
-
-func sshkeyAlgorithm(cfg config.ControllerConfiguration) sshkey.Algorithm {
-	if cfg.SSHKey.Algorithm == config.KeyAlgorithmRSA4096 {
-		return sshkey.AlgorithmRSA4096
-	}
-	return sshkey.AlgorithmED25519
 }
 
 // seedNetworks are the seed's pod, service and node networks and the networks the seed blocks for

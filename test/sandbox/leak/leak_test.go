@@ -61,7 +61,7 @@ var _ = Describe("Leak detection", func() {
 		)
 
 		It("does not flag the public key, the fingerprint or other text", func() {
-			text := fmt.Sprintf("publicKey=%s fingerprint=%s deployKeySecret=garden-p/shoot-flux-deploy-key", pair.AuthorizedKey, pair.Fingerprint)
+			text := fmt.Sprintf("publicKey=%s fingerprint=%s deployKeySecret=garden-p/shoot-flux-deploy-keys deployKey=repo.github.com_22_org_repo-0123456789", pair.AuthorizedKey, pair.Fingerprint)
 			Expect(scanner.Scan("extension status", text)).To(BeEmpty())
 		})
 
@@ -83,8 +83,8 @@ var _ = Describe("Leak detection", func() {
 		BeforeEach(func() {
 			rec = NewRecorder()
 			rec.RecordSecret(&corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "garden-p", Name: constants.DeployKeySecretPrefix},
-				Data:       map[string][]byte{constants.SecretKeyIdentity: pair.PrivateKey},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "garden-p", Name: constants.DeployKeysSecretName},
+				Data:       map[string][]byte{"repo.a.identity": pair.PrivateKey, "repo.a.identity.pub": []byte(pair.AuthorizedKey)},
 			})
 			log = logr.New(rec.LogSink(funcr.New(func(string, string) {}, funcr.Options{}).GetSink()))
 		})
@@ -115,17 +115,30 @@ var _ = Describe("Leak detection", func() {
 			Expect(rec.Scan()).To(BeEmpty())
 		})
 
+		It("records every key pair of the project's deploy key Secret", func() {
+			other, err := sshkey.Generate(sshkey.AlgorithmED25519, "test")
+			Expect(err).NotTo(HaveOccurred())
+			rec.RecordSecret(&corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "garden-p", Name: constants.DeployKeysSecretName},
+				Data:       map[string][]byte{"repo.a.identity": pair.PrivateKey, "repo.b.identity": other.PrivateKey, "known_hosts": []byte("x")},
+			})
+			_, keys := rec.Counts()
+			Expect(keys).To(Equal(2))
+			log.Info("Leaked", "key", string(other.PrivateKey))
+			Expect(rec.Scan()).NotTo(BeEmpty())
+		})
+
 		It("records a rotated key of the same Secret as another key", func() {
 			next, err := sshkey.Generate(sshkey.AlgorithmED25519, "test")
 			Expect(err).NotTo(HaveOccurred())
 			rec.RecordSecret(&corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "garden-p", Name: constants.DeployKeySecretPrefix},
-				Data:       map[string][]byte{constants.SecretKeyIdentity: next.PrivateKey},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "garden-p", Name: constants.DeployKeysSecretName},
+				Data:       map[string][]byte{"repo.a.identity": next.PrivateKey},
 			})
 			_, keys := rec.Counts()
 			Expect(keys).To(Equal(2))
 			log.Info("Rotated", "old", string(pair.PrivateKey))
-			Expect(rec.Scan()).To(ContainElement(HaveField("What", ContainSubstring("Secret garden-p/"+constants.DeployKeySecretPrefix))))
+			Expect(rec.Scan()).To(ContainElement(HaveField("What", ContainSubstring("Secret garden-p/"+constants.DeployKeysSecretName))))
 		})
 	})
 })

@@ -66,22 +66,25 @@ func (r *Recorder) record(source, text string) {
 
 // RecordSecret remembers the identity of a Secret, if it has one, as a key to look for.
 func (r *Recorder) RecordSecret(secret *corev1.Secret) {
-	identity := secret.Data[constants.SecretKeyIdentity]
-	if len(identity) == 0 {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// A rotated key is a new key of the same Secret.
-	if _, ok := r.names[string(identity)]; ok {
-		return
+	// The deploy key Secret holds a private key per repository ("<name>.identity"), credentials
+	// Secrets hold one ("identity").
+	for dataKey, identity := range secret.Data {
+		if len(identity) == 0 || (dataKey != constants.SecretKeyIdentity && !strings.HasSuffix(dataKey, "."+constants.SecretKeyIdentity)) {
+			continue
+		}
+		// A rotated key is a new key of the same Secret.
+		if _, ok := r.names[string(identity)]; ok {
+			continue
+		}
+		name := fmt.Sprintf("Secret %s/%s", secret.Namespace, secret.Name)
+		for i := 2; r.keys[name] != nil; i++ {
+			name = fmt.Sprintf("Secret %s/%s (key %d)", secret.Namespace, secret.Name, i)
+		}
+		r.keys[name] = identity
+		r.names[string(identity)] = name
 	}
-	name := fmt.Sprintf("Secret %s/%s", secret.Namespace, secret.Name)
-	for i := 2; r.keys[name] != nil; i++ {
-		name = fmt.Sprintf("Secret %s/%s (key %d)", secret.Namespace, secret.Name, i)
-	}
-	r.keys[name] = identity
-	r.names[string(identity)] = name
 }
 
 // Counts tells how many distinct texts per source and how many keys were recorded, so that a test

@@ -20,7 +20,7 @@ var _ = Describe("Loader", func() {
 		return &config.ControllerConfiguration{
 			DefaultFluxVersion:   "v2.9.5",
 			DefaultKluctlVersion: "v2.28.2",
-			SSHKey:               config.SSHKeyConfig{Algorithm: config.KeyAlgorithmEd25519, Scope: config.KeyScopeProject},
+			SSHKey:               config.SSHKeyConfig{Algorithm: config.KeyAlgorithmEd25519, Scope: config.KeyScopeRepository},
 			Timeouts: config.Timeouts{
 				ManagedResourceApplied: metav1.Duration{Duration: 2 * time.Minute},
 				Deletion:               metav1.Duration{Duration: 5 * time.Minute},
@@ -129,7 +129,7 @@ sshKey:
   scope: seed
 `)
 			_, err := LoadFromFile(path)
-			Expect(err).To(MatchError(`file ` + path + `: invalid controller configuration: [defaultFluxVersion: Required value: must not be empty, sshKey.scope: Unsupported value: "seed": supported values: "project", "shoot"]`))
+			Expect(err).To(MatchError(`file ` + path + `: invalid controller configuration: [defaultFluxVersion: Required value: must not be empty, sshKey.scope: Unsupported value: "seed": supported values: "repository", "shoot", "project"]`))
 		})
 
 		It("reads a document without apiVersion and kind as v1alpha1", func() {

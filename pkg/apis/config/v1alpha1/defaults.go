@@ -39,7 +39,7 @@ func SetDefaults_SSHKeyConfig(obj *SSHKeyConfig) {
 		obj.Algorithm = ptr.To(KeyAlgorithmEd25519)
 	}
 	if obj.Scope == nil {
-		obj.Scope = ptr.To(KeyScopeProject)
+		obj.Scope = ptr.To(KeyScopeRepository)
 	}
 }
 

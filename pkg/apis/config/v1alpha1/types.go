@@ -20,9 +20,14 @@ const (
 type KeyScope string
 
 const (
-	// KeyScopeProject shares one deploy key among all shoots of a project, whatever their repository.
+	// KeyScopeRepository shares a deploy key among the shoots of a project that use the same
+	// repository; each repository has its own key, since git hosts such as GitHub refuse a deploy
+	// key that another repository already has.
+	KeyScopeRepository KeyScope = "repository"
+	// KeyScopeProject is the name of KeyScopeRepository in earlier releases, which shared one key
+	// among all repositories of a project. It is accepted and means KeyScopeRepository.
 	KeyScopeProject KeyScope = "project"
-	// KeyScopeShoot generates a deploy key per shoot.
+	// KeyScopeShoot generates a deploy key per shoot and repository, removed with the shoot.
 	KeyScopeShoot KeyScope = "shoot"
 )
 
@@ -95,7 +100,9 @@ type SSHKeyConfig struct {
 	// Algorithm is ed25519 or rsa-4096. Defaults to ed25519.
 	// +optional
 	Algorithm *KeyAlgorithm `json:"algorithm,omitempty"`
-	// Scope is project (one key for all shoots of a project) or shoot. Defaults to project.
+	// Scope is repository (one key per repository, shared by the shoots of a project that use it) or
+	// shoot (one key per shoot and repository, removed with the shoot). Defaults to repository;
+	// project, the name of earlier releases, means repository.
 	// +optional
 	Scope *KeyScope `json:"scope,omitempty"`
 }

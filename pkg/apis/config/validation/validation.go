@@ -25,7 +25,7 @@ const (
 
 var (
 	keyAlgorithms = []string{string(config.KeyAlgorithmEd25519), string(config.KeyAlgorithmRSA4096)}
-	keyScopes     = []string{string(config.KeyScopeProject), string(config.KeyScopeShoot)}
+	keyScopes     = []string{string(config.KeyScopeRepository), string(config.KeyScopeShoot), string(config.KeyScopeProject)}
 )
 
 // ValidateControllerConfiguration validates a defaulted controller configuration.

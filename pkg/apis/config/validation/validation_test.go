@@ -19,7 +19,7 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 		cfg = &config.ControllerConfiguration{
 			DefaultFluxVersion:   "v2.9.5",
 			DefaultKluctlVersion: "v2.28.2",
-			SSHKey:               config.SSHKeyConfig{Algorithm: config.KeyAlgorithmEd25519, Scope: config.KeyScopeProject},
+			SSHKey:               config.SSHKeyConfig{Algorithm: config.KeyAlgorithmEd25519, Scope: config.KeyScopeRepository},
 			Timeouts: config.Timeouts{
 				ManagedResourceApplied: metav1.Duration{Duration: 2 * time.Minute},
 				Deletion:               metav1.Duration{Duration: 5 * time.Minute},
@@ -57,7 +57,7 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 		cfg.SSHKey = config.SSHKeyConfig{Algorithm: "rsa", Scope: "seed"}
 		Expect(validate()).To(ConsistOf(
 			`sshKey.algorithm: Unsupported value: "rsa": supported values: "ed25519", "rsa-4096"`,
-			`sshKey.scope: Unsupported value: "seed": supported values: "project", "shoot"`,
+			`sshKey.scope: Unsupported value: "seed": supported values: "repository", "shoot", "project"`,
 		))
 	})
 

@@ -165,6 +165,14 @@ func (g *GitURL) String() string {
 	return u.String()
 }
 
+// Repository identifies the repository regardless of how its URL is written: the user, an explicit
+// default port, scp-like or ssh:// form, a leading or trailing "/" and a ".git" suffix do not
+// change it. It is "host:port/path" with the scheme's default port filled in.
+func (g *GitURL) Repository() string {
+	path := strings.TrimSuffix(strings.Trim(g.Path, "/"), ".git")
+	return g.HostPort() + "/" + strings.Trim(path, "/")
+}
+
 // HostPort returns the "host:port" address of the git server, with the scheme's default port if
 // none is set.
 func (g *GitURL) HostPort() string {

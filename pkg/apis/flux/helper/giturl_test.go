@@ -124,4 +124,31 @@ var _ = Describe("GitURL", func() {
 			Expect(err).To(MatchError("must not be empty"))
 		})
 	})
+
+	Describe("Repository", func() {
+		repository := func(raw string) string {
+			g, err := ParseGitURL(raw)
+			Expect(err).NotTo(HaveOccurred())
+			return g.Repository()
+		}
+
+		It("is the same for every way of writing one repository", func() {
+			for _, raw := range []string{
+				"git@github.com:org/repo.git",
+				"git@GitHub.com:org/repo",
+				"ssh://git@github.com/org/repo.git",
+				"ssh://other@github.com:22/org/repo/",
+				"ssh://git@github.com//org/repo.git/",
+			} {
+				Expect(repository(raw)).To(Equal("github.com:22/org/repo"), raw)
+			}
+		})
+
+		It("tells repositories, ports and hosts apart", func() {
+			Expect(repository("git@github.com:org/other")).To(Equal("github.com:22/org/other"))
+			Expect(repository("ssh://git@github.com:2222/org/repo")).To(Equal("github.com:2222/org/repo"))
+			Expect(repository("ssh://git@[::1]:2222/r")).To(Equal("[::1]:2222/r"))
+			Expect(repository("https://github.com/org/repo.git")).To(Equal("github.com:443/org/repo"))
+		})
+	})
 })

@@ -261,6 +261,10 @@ type FluxStatus struct {
 	// DeployKeySecret is the garden Secret that holds the deploy key.
 	// +optional
 	DeployKeySecret string `json:"deployKeySecret,omitempty"`
+	// DeployKey is the name of the deploy key in DeployKeySecret; its public key is in the data
+	// key "<name>.identity.pub".
+	// +optional
+	DeployKey string `json:"deployKey,omitempty"`
 	// ProjectConfigHash identifies the data of the project ConfigMap flux-config this state was
 	// built from; empty when the project has none. After a restart, the extension reconciles only
 	// the shoots whose hash differs from their project's current ConfigMap.

@@ -463,6 +463,7 @@ func autoConvert_v1alpha1_FluxStatus_To_flux_FluxStatus(in *FluxStatus, out *flu
 	out.PublicKey = in.PublicKey
 	out.Fingerprint = in.Fingerprint
 	out.DeployKeySecret = in.DeployKeySecret
+	out.DeployKey = in.DeployKey
 	out.ProjectConfigHash = in.ProjectConfigHash
 	out.Warnings = *(*[]string)(unsafe.Pointer(&in.Warnings))
 	out.Message = in.Message
@@ -483,6 +484,7 @@ func autoConvert_flux_FluxStatus_To_v1alpha1_FluxStatus(in *flux.FluxStatus, out
 	out.PublicKey = in.PublicKey
 	out.Fingerprint = in.Fingerprint
 	out.DeployKeySecret = in.DeployKeySecret
+	out.DeployKey = in.DeployKey
 	out.ProjectConfigHash = in.ProjectConfigHash
 	out.Warnings = *(*[]string)(unsafe.Pointer(&in.Warnings))
 	out.Message = in.Message
