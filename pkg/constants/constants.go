@@ -48,6 +48,10 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// DeployKeySecretPrefix prefixes the names of deploy key Secrets in the garden project namespace.
 	DeployKeySecretPrefix = "shoot-flux-deploy-key"
+	// DeployKeysSecretName is the one Secret per garden project namespace that holds the project's
+	// deploy keys. It is the only Secret the extension creates or updates in the garden; the garden
+	// RBAC and admission policy (example/garden-rbac.yaml) allow no other.
+	DeployKeysSecretName = "shoot-flux-deploy-keys"
 
 	// GitCredentialsSecretName is the name of the git credentials Secret in the shoot.
 	GitCredentialsSecretName = "shoot-flux-git-credentials"
