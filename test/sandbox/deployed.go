@@ -188,13 +188,21 @@ func waitGardenPolicy(ctx context.Context, garden *rest.Config, user string) err
 		return fmt.Errorf("failed creating a garden client as %s: %w", user, err)
 	}
 	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "garden-policy-probe", Namespace: GardenAccessNamespace}}
-	var last error
+	answer := "none"
 	err = wait.PollUntilContextTimeout(ctx, PollInterval, CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
-		last = c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "ValidatingAdmissionPolicy"), nil
+		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		switch {
+		case err == nil:
+			answer = "accepted"
+		case apierrors.ReasonForError(err) != metav1.StatusReasonUnknown:
+			// Only the API server's answers; the client's own errors, e.g. about the deadline,
+			// would hide what the garden said.
+			answer = err.Error()
+		}
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
 	})
 	if err != nil {
-		return fmt.Errorf("the garden does not enforce the admission policy of %s on %s (last answer to a forbidden Secret: %v): %w", GardenRBACFile, user, last, err)
+		return fmt.Errorf("the garden does not enforce the admission policy of %s on %s (last answer to a forbidden Secret: %s): %w", GardenRBACFile, user, answer, err)
 	}
 	return nil
 }
