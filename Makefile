@@ -102,7 +102,8 @@ test-integration:
 
 # The scenarios labelled "deployed" once more, with the extension run as deployed: the binary with
 # the chart's args and volumes, a read-only root, the chart's seed roles and the garden ClusterRole
-# of example/garden-rbac.yaml (see docs/development.md). Needs root (mount namespaces, chroot).
+# and admission policy of example/garden-rbac.yaml (see docs/development.md). Needs root (mount
+# namespaces, chroot).
 .PHONY: test-deployed
 test-deployed:
 	SHOOT_FLUX_DEPLOYED=true KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SOURCE_CONTROLLER_BIN="$(SOURCE_CONTROLLER)" $(GO) test -timeout 30m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)

@@ -45,12 +45,13 @@ const (
 	AnnotationRotate = "shoot-flux.extensions.gardener.cloud/rotate"
 	// LabelManagedBy marks garden objects written by this extension.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// DeployKeysSecretName is the Secret in each garden project namespace that holds the project's
-	// deploy keys. The name is fixed so that the extension's garden permissions can name it.
+	// DeployKeysSecretName is the one Secret per garden project namespace that holds the project's
+	// deploy keys. It is the only Secret the extension creates or updates in the garden; the garden
+	// RBAC and admission policy (example/garden-rbac.yaml) allow no other.
 	DeployKeysSecretName = "shoot-flux-deploy-keys"
 	// LegacyDeployKeySecretName is the project's deploy key Secret of releases before
 	// DeployKeysSecretName; shoot-scoped keys were named LegacyDeployKeySecretName-<shoot>. Keys
-	// in use are migrated from them.
+	// in use are migrated from them, which is why the extension may read this Secret.
 	LegacyDeployKeySecretName = "shoot-flux-deploy-key"
 
 	// GitCredentialsSecretName is the name of the git credentials Secret in the shoot.

@@ -16,6 +16,7 @@ import (
 	"github.com/gardener/gardener/pkg/apiserver/features"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,12 +137,22 @@ var _ = Describe("examples", func() {
 	})
 
 	Describe("garden RBAC", func() {
-		var clusterRole *rbacv1.ClusterRole
+		var (
+			clusterRole *rbacv1.ClusterRole
+			policy      *admissionregistrationv1.ValidatingAdmissionPolicy
+			binding     *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		)
 
 		BeforeEach(func() {
-			objs := exampleObjects("example/garden-rbac.yaml")
-			Expect(objs).To(HaveLen(1))
-			clusterRole = typed[rbacv1.ClusterRole](objs[0])
+			objs := exampleObjects(gardenRBACFile)
+			Expect(kindsAndNames(objs)).To(ConsistOf(
+				"ClusterRole/gardener.cloud:extension:shoot-flux",
+				"ValidatingAdmissionPolicy/shoot-flux-garden-secrets.extensions.gardener.cloud",
+				"ValidatingAdmissionPolicyBinding/shoot-flux-garden-secrets.extensions.gardener.cloud",
+			))
+			clusterRole = typed[rbacv1.ClusterRole](find(objs, "ClusterRole", "gardener.cloud:extension:shoot-flux"))
+			policy = typed[admissionregistrationv1.ValidatingAdmissionPolicy](find(objs, "ValidatingAdmissionPolicy", "shoot-flux-garden-secrets.extensions.gardener.cloud"))
+			binding = typed[admissionregistrationv1.ValidatingAdmissionPolicyBinding](find(objs, "ValidatingAdmissionPolicyBinding", "shoot-flux-garden-secrets.extensions.gardener.cloud"))
 		})
 
 		It("is a custom extension permission that selects the chart's dedicated garden ServiceAccount", func() {
@@ -160,11 +171,24 @@ var _ = Describe("examples", func() {
 			Expect(s.Matches(labels.Set{v1beta1constants.LabelControllerRegistrationName: "shoot-flux"})).To(BeFalse())
 		})
 
-		It("grants reading the ConfigMaps flux-config and writing, but not listing or patching, Secrets", func() {
+		It("grants reading the ConfigMaps flux-config, reading and updating the deploy keys Secret, reading the legacy one and creating Secrets", func() {
 			Expect(clusterRole.Rules).To(ConsistOf(
-				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"flux-config"}, Verbs: []string{"get", "list", "watch"}},
-				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "delete"}},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{constants.ProjectConfigMapName}, Verbs: []string{"get", "list", "watch"}},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{constants.DeployKeysSecretName}, Verbs: []string{"get", "update"}},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{constants.LegacyDeployKeySecretName}, Verbs: []string{"get"}},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 			))
+		})
+
+		It("confines Secret creations and updates with a policy that denies and fails closed", func() {
+			Expect(binding.Spec.PolicyName).To(Equal(policy.Name))
+			Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
+			Expect(binding.Spec.ParamRef).To(BeNil())
+			Expect(policy.Spec.FailurePolicy).To(HaveValue(Equal(admissionregistrationv1.Fail)))
+			Expect(policy.Spec.MatchConstraints.ResourceRules).To(ConsistOf(HaveField("RuleWithOperations", admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+			})))
 		})
 	})
 })

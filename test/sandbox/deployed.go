@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
@@ -40,7 +41,9 @@ const (
 	// DeployedNamespace is the seed namespace the chart is installed into, named like gardenlet
 	// names the namespace of a ControllerInstallation.
 	DeployedNamespace = "extension-shoot-flux-sandbox"
-	// GardenRBACFile is the garden ClusterRole operators apply, relative to the repository root.
+	// GardenRBACFile is what operators apply to the garden for the extension, relative to the
+	// repository root: the ClusterRole and the ValidatingAdmissionPolicy (with its binding) that
+	// confines the extension's Secret writes.
 	GardenRBACFile = "example/garden-rbac.yaml"
 	// gardenletFieldOwner applies the chart's objects, as gardenlet's resource manager would.
 	gardenletFieldOwner = "gardenlet"
@@ -97,7 +100,8 @@ func (s *Sandbox) prepareDeployed(ctx context.Context) error {
 
 // installDeployed sets up what gardenlet and gardener-controller-manager set up once per seed: the
 // release namespace, the garden ClusterRole of GardenRBACFile bound to the extension's dedicated
-// garden ServiceAccount, its token and the generic garden kubeconfig.
+// garden ServiceAccount (with the file's admission policy in effect), its token and the generic
+// garden kubeconfig.
 func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unstructured, deployment *appsv1.Deployment) error {
 	env := s.deployedEnv
 	env.seedAudit = &AuditLog{Path: s.Seed.AuditLogPath}
@@ -122,8 +126,12 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 	if err != nil {
 		return fmt.Errorf("failed decoding %s: %w", GardenRBACFile, err)
 	}
-	if err := applyObjects(ctx, s.Garden.Client, rbacObjs); err != nil {
-		return fmt.Errorf("failed applying %s to the garden: %w", GardenRBACFile, err)
+	// Unlike the chart's objects, none of these may be skipped for a kind the API server does not
+	// serve: without the policy the extension would run with more rights than in a garden.
+	for _, o := range rbacObjs {
+		if err := s.Garden.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(gardenletFieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("failed applying %s %s of %s to the garden: %w", o.GetKind(), o.GetName(), GardenRBACFile, err)
+		}
 	}
 
 	// The chart's objects exist before gardenlet's token requestor reads the access Secret.
@@ -145,6 +153,9 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 		return err
 	}
 	env.gardenUser = gardenUser
+	if err := waitGardenPolicy(ctx, s.Garden.Config, gardenUser); err != nil {
+		return err
+	}
 	env.seedUser = "system:serviceaccount:" + DeployedNamespace + ":" + deployment.Spec.Template.Spec.ServiceAccountName
 
 	// gardenlet's generic garden kubeconfig: the garden's address and CA, and the token file that
@@ -160,6 +171,38 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 	}
 	if err := s.Seed.Client.Create(ctx, generic); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed creating the generic garden kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// waitGardenPolicy waits until the garden enforces the admission policy of GardenRBACFile on the
+// extension's garden user. kube-apiserver loads policies asynchronously, and a Secret the extension
+// wrote before would escape the check. The probe is a dry-run creation that the policy forbids
+// (a Secret other than shoot-flux-deploy-keys, outside a project namespace) and the ClusterRole
+// allows, made as that user.
+func waitGardenPolicy(ctx context.Context, garden *rest.Config, user string) error {
+	cfg := rest.CopyConfig(garden)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("failed creating a garden client as %s: %w", user, err)
+	}
+	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "garden-policy-probe", Namespace: GardenAccessNamespace}}
+	answer := "none"
+	err = wait.PollUntilContextTimeout(ctx, PollInterval, CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
+		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		switch {
+		case err == nil:
+			answer = "accepted"
+		case apierrors.ReasonForError(err) != metav1.StatusReasonUnknown:
+			// Only the API server's answers; the client's own errors, e.g. about the deadline,
+			// would hide what the garden said.
+			answer = err.Error()
+		}
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the garden does not enforce the admission policy of %s on %s (last answer to a forbidden Secret: %s): %w", GardenRBACFile, user, answer, err)
 	}
 	return nil
 }

@@ -117,7 +117,8 @@ type Options struct {
 	// separate process started from the chart rendered with gardener's chart renderer (args, env,
 	// config and volumes), on a read-only root file system with only the chart's writable volumes,
 	// as the chart's seed ServiceAccount bound to the chart's roles and as the garden ServiceAccount
-	// bound to example/garden-rbac.yaml (see Pod and DeniedRequests). It needs root.
+	// bound to example/garden-rbac.yaml, whose admission policy the garden then enforces (see Pod
+	// and DeniedRequests). It needs root.
 	Deployed bool
 	// ExtensionLogPath is where the deployed extension logs; empty means a file in a temporary
 	// directory that Stop removes.
