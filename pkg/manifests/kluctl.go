@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -29,13 +30,30 @@ type KluctlOptions struct {
 	Version   string // e.g. "v2.28.2"; must be in KluctlVersions()
 	Namespace string // e.g. "kluctl-system"
 	Registry  string // optional registry override (operator setting); "" = image vector as is
+	// DisableStrictHostKeyChecking makes the controller accept any SSH host key; set when the
+	// operator allows insecure host keys and no host key of the repository could be determined.
+	DisableStrictHostKeyChecking bool
 }
+
+// EnvDisableStrictHostKeyChecking makes the kluctl controller accept any SSH host key.
+const EnvDisableStrictHostKeyChecking = "KLUCTL_SSH_DISABLE_STRICT_HOST_KEY_CHECKING"
 
 const (
 	kluctlDeploymentName = "kluctl-controller"
 	kluctlContainerName  = "controller"
 	kluctlHealthPort     = 8081
 	kluctlTmpVolume      = "tmp"
+
+	// kluctl's git client (go-git) refuses SSH connections unless a known_hosts file exists, even
+	// when the credentials Secret carries the host keys. The official image ships an empty
+	// /etc/ssh/ssh_known_hosts for that; a mirrored or rebuilt image may not, so the controller gets
+	// its own (empty) file from a ConfigMap, named by SSH_KNOWN_HOSTS, which go-git reads instead of
+	// the default locations.
+	kluctlKnownHostsConfigMap = "kluctl-ssh-known-hosts"
+	kluctlKnownHostsVolume    = "ssh-known-hosts"
+	kluctlKnownHostsDir       = "/etc/shoot-flux/ssh"
+	kluctlKnownHostsFile      = "ssh_known_hosts"
+	envSSHKnownHosts          = "SSH_KNOWN_HOSTS"
 )
 
 // RenderKluctl returns the multi-document YAML of the kluctl controller (namespace, CRD, RBAC,
@@ -60,17 +78,18 @@ func (r *renderer) renderKluctl(opts KluctlOptions) ([]byte, error) {
 		return nil, err
 	}
 
-	key := strings.Join([]string{"kluctl", opts.Version, opts.Namespace, opts.Registry}, "\x00")
+	key := strings.Join([]string{"kluctl", opts.Version, opts.Namespace, opts.Registry, strconv.FormatBool(opts.DisableStrictHostKeyChecking)}, "\x00")
 	return r.cached(key, func() ([]byte, error) {
 		image, err := findImage(r.imageVector, fluximagevector.KluctlController, opts.Version, opts.Registry)
 		if err != nil {
 			return nil, err
 		}
-		return buildKluctl(opts.Version, opts.Namespace, image)
+		return buildKluctl(opts, image)
 	})
 }
 
-func buildKluctl(version, namespace, image string) ([]byte, error) {
+func buildKluctl(opts KluctlOptions, image string) ([]byte, error) {
+	version, namespace := opts.Version, opts.Namespace
 	crds, err := readDocuments(version, "crd.yaml")
 	if err != nil {
 		return nil, err
@@ -128,9 +147,14 @@ func buildKluctl(version, namespace, image string) ([]byte, error) {
 		setNamespace(obj, namespace)
 	}
 	deployment.Namespace = namespace
-	if err := customizeDeployment(deployment, image); err != nil {
+	if err := customizeDeployment(deployment, image, opts.DisableStrictHostKeyChecking); err != nil {
 		return nil, fmt.Errorf("kluctl %s: %w", version, err)
 	}
+	objects = append(objects, &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: kluctlKnownHostsConfigMap, Namespace: namespace},
+		Data:       map[string]string{kluctlKnownHostsFile: ""},
+	})
 
 	var out bytes.Buffer
 	if err := appendObject(&out, ns); err != nil {
@@ -174,7 +198,7 @@ func setNamespace(obj runtime.Object, namespace string) {
 // extension decides: image, resources and a hardened security context. The root file system is
 // read-only, so everything kluctl writes (work dirs, caches, the embedded Python, gpg's home) is
 // directed to an emptyDir at /tmp.
-func customizeDeployment(deployment *appsv1.Deployment, image string) error {
+func customizeDeployment(deployment *appsv1.Deployment, image string, insecureHostKeys bool) error {
 	spec := &deployment.Spec.Template.Spec
 	i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == kluctlContainerName })
 	if i < 0 || len(spec.Containers) != 1 || len(spec.InitContainers) != 0 {
@@ -211,8 +235,7 @@ func customizeDeployment(deployment *appsv1.Deployment, image string) error {
 	container.ReadinessProbe = httpProbe("/readyz")
 
 	// The image already keeps the helm and kluctl caches in /tmp; gpg (for SOPS) writes to $HOME.
-	container.Env = slices.DeleteFunc(container.Env, func(e corev1.EnvVar) bool { return e.Name == "HOME" })
-	container.Env = append(container.Env, corev1.EnvVar{Name: "HOME", Value: "/tmp"})
+	setEnv(container, "HOME", "/tmp")
 	container.VolumeMounts = slices.DeleteFunc(container.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == kluctlTmpVolume })
 	container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: kluctlTmpVolume, MountPath: "/tmp"})
 	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == kluctlTmpVolume })
@@ -220,6 +243,18 @@ func customizeDeployment(deployment *appsv1.Deployment, image string) error {
 		Name:         kluctlTmpVolume,
 		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 	})
+
+	setEnv(container, envSSHKnownHosts, path.Join(kluctlKnownHostsDir, kluctlKnownHostsFile))
+	container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: kluctlKnownHostsVolume, MountPath: kluctlKnownHostsDir, ReadOnly: true})
+	spec.Volumes = append(spec.Volumes, corev1.Volume{
+		Name: kluctlKnownHostsVolume,
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: kluctlKnownHostsConfigMap},
+		}},
+	})
+	if insecureHostKeys {
+		setEnv(container, EnvDisableStrictHostKeyChecking, "true")
+	}
 
 	if spec.SecurityContext == nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{}
@@ -232,6 +267,12 @@ func customizeDeployment(deployment *appsv1.Deployment, image string) error {
 	}
 	spec.NodeSelector[corev1.LabelOSStable] = "linux"
 	return nil
+}
+
+// setEnv sets an environment variable of the container, replacing upstream's value if it has one.
+func setEnv(container *corev1.Container, name, value string) {
+	container.Env = slices.DeleteFunc(container.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+	container.Env = append(container.Env, corev1.EnvVar{Name: name, Value: value})
 }
 
 func httpProbe(path string) *corev1.Probe {

@@ -107,6 +107,25 @@ var _ = Describe("RenderKluctl", func() {
 		Expect(spec.Volumes).To(ContainElement(corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}))
 		Expect(container.Env).To(ContainElement(corev1.EnvVar{Name: "HOME", Value: "/tmp"}))
 		Expect(deployment.Spec.Template.Annotations).To(HaveKeyWithValue("kubectl.kubernetes.io/default-container", container.Name))
+		Expect(container.Env).NotTo(ContainElement(HaveField("Name", EnvDisableStrictHostKeyChecking)))
+
+		By("bringing its own known_hosts file, which kluctl's git client needs whatever the image ships")
+		Expect(container.Env).To(ContainElement(corev1.EnvVar{Name: "SSH_KNOWN_HOSTS", Value: "/etc/shoot-flux/ssh/ssh_known_hosts"}))
+		Expect(container.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "ssh-known-hosts", MountPath: "/etc/shoot-flux/ssh", ReadOnly: true}))
+		Expect(spec.Volumes).To(ContainElement(corev1.Volume{Name: "ssh-known-hosts", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "kluctl-ssh-known-hosts"}},
+		}}))
+		configMaps := objectsOfKind(objects, "ConfigMap")
+		Expect(configMaps).To(HaveKey("kluctl-ssh-known-hosts"))
+		Expect(configMaps["kluctl-ssh-known-hosts"].Object).To(HaveKeyWithValue("data", HaveKeyWithValue("ssh_known_hosts", "")))
+	})
+
+	It("lets the controller skip host key checking only when asked to", func() {
+		objects := parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "gitops", DisableStrictHostKeyChecking: true}))
+		container := deployments(objects)["kluctl-controller"].Spec.Template.Spec.Containers[0]
+		Expect(container.Env).To(ContainElement(corev1.EnvVar{Name: EnvDisableStrictHostKeyChecking, Value: "true"}))
+		secure := parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "gitops"}))
+		Expect(deployments(secure)["kluctl-controller"].Spec.Template.Spec.Containers[0].Env).NotTo(ContainElement(HaveField("Name", EnvDisableStrictHostKeyChecking)))
 	})
 
 	It("moves the image to the override registry and follows IMAGEVECTOR_OVERWRITE", func() {

@@ -3,7 +3,6 @@
 package controllers
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,10 +12,7 @@ import (
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/gardener/gardener/pkg/component"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
@@ -30,18 +26,12 @@ var (
 	TimeoutDeleted = 5 * time.Minute
 )
 
-// EnvDisableStrictHostKeyChecking makes the kluctl controller accept any SSH host key.
-const EnvDisableStrictHostKeyChecking = "KLUCTL_SSH_DISABLE_STRICT_HOST_KEY_CHECKING"
-
 // Values configure the controllers ManagedResource.
 type Values struct {
 	// Flux selects the Flux version, components, namespace and registry.
 	Flux manifests.FluxOptions
 	// Kluctl selects the kluctl controller; nil leaves it out.
 	Kluctl *manifests.KluctlOptions
-	// DisableStrictHostKeyChecking is set when the operator allows insecure host keys and no
-	// known_hosts could be determined.
-	DisableStrictHostKeyChecking bool
 }
 
 // New returns a component for the controllers ManagedResource in the given seed namespace. reader
@@ -86,11 +76,6 @@ func Data(values Values) (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("failed rendering kluctl manifests: %w", err)
 		}
-		if values.DisableStrictHostKeyChecking {
-			if kluctlYAML, err = withEnv(kluctlYAML, corev1.EnvVar{Name: EnvDisableStrictHostKeyChecking, Value: "true"}); err != nil {
-				return nil, err
-			}
-		}
 		registry.AddSerialized("kluctl.yaml", kluctlYAML)
 	}
 
@@ -102,56 +87,13 @@ func Data(values Values) (map[string][]byte, error) {
 	return data, nil
 }
 
-// withEnv adds an environment variable to every container of every Deployment in a multi-document
-// YAML stream. The input is shared cached data, so a new stream is built.
-func withEnv(stream []byte, env corev1.EnvVar) ([]byte, error) {
-	var out bytes.Buffer
-	for _, doc := range splitDocuments(stream) {
-		var meta struct {
-			Kind string `json:"kind"`
-		}
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return nil, fmt.Errorf("failed decoding kluctl manifest: %w", err)
-		}
-		if meta.Kind == "Deployment" {
-			deployment := &appsv1.Deployment{}
-			if err := yaml.UnmarshalStrict(doc, deployment); err != nil {
-				return nil, fmt.Errorf("failed decoding kluctl deployment: %w", err)
-			}
-			for i := range deployment.Spec.Template.Spec.Containers {
-				c := &deployment.Spec.Template.Spec.Containers[i]
-				c.Env = append(c.Env, env)
-			}
-			var err error
-			if doc, err = yaml.Marshal(deployment); err != nil {
-				return nil, fmt.Errorf("failed encoding kluctl deployment: %w", err)
-			}
-		}
-		out.WriteString("---\n")
-		out.Write(doc)
-	}
-	return out.Bytes(), nil
-}
-
-func splitDocuments(stream []byte) [][]byte {
-	var docs [][]byte
-	for _, doc := range bytes.Split(stream, []byte("\n---")) {
-		doc = bytes.TrimPrefix(bytes.TrimSpace(bytes.TrimPrefix(doc, []byte("---"))), []byte("\n"))
-		if len(doc) > 0 {
-			docs = append(docs, append(doc, '\n'))
-		}
-	}
-	return docs
-}
-
 func cacheKey(v Values) string {
 	components := slices.Clone(v.Flux.Components)
 	slices.Sort(components)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s|%s|%s|%s", v.Flux.Version, strings.Join(components, ","), v.Flux.Namespace, v.Flux.Registry)
 	if v.Kluctl != nil {
-		fmt.Fprintf(&b, "|kluctl|%s|%s|%s", v.Kluctl.Version, v.Kluctl.Namespace, v.Kluctl.Registry)
+		fmt.Fprintf(&b, "|kluctl|%s|%s|%s|insecure=%t", v.Kluctl.Version, v.Kluctl.Namespace, v.Kluctl.Registry, v.Kluctl.DisableStrictHostKeyChecking)
 	}
-	fmt.Fprintf(&b, "|insecure=%t", v.DisableStrictHostKeyChecking)
 	return b.String()
 }

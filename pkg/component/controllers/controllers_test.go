@@ -30,7 +30,7 @@ var _ = Describe("Data", func() {
 		m := manifestsOf(values())
 		Expect(m).To(ContainSubstring("name: source-controller"))
 		Expect(m).To(ContainSubstring("kluctldeployments.gitops.kluctl.io"))
-		Expect(m).NotTo(ContainSubstring(EnvDisableStrictHostKeyChecking))
+		Expect(m).NotTo(ContainSubstring(manifests.EnvDisableStrictHostKeyChecking))
 	})
 
 	It("leaves out the kluctl controller when disabled", func() {
@@ -41,10 +41,10 @@ var _ = Describe("Data", func() {
 
 	It("disables strict host key checking of the kluctl controller only", func() {
 		v := values()
-		v.DisableStrictHostKeyChecking = true
+		v.Kluctl.DisableStrictHostKeyChecking = true
 		m := manifestsOf(v)
-		Expect(strings.Count(m, EnvDisableStrictHostKeyChecking)).To(Equal(1))
-		Expect(manifestsOf(values())).NotTo(ContainSubstring(EnvDisableStrictHostKeyChecking), "the cached default must not be modified")
+		Expect(strings.Count(m, manifests.EnvDisableStrictHostKeyChecking)).To(Equal(1))
+		Expect(manifestsOf(values())).NotTo(ContainSubstring(manifests.EnvDisableStrictHostKeyChecking), "the cached default must not be modified")
 	})
 
 	It("caches per value set, independent of the component order", func() {

@@ -95,9 +95,8 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 
 	hibernated := isHibernated(cluster)
 	ctrls := controllers.New(a.client, a.client, ex.Namespace, controllers.Values{
-		Flux:                         a.fluxOptions(cfg),
-		Kluctl:                       a.kluctlOptions(cfg),
-		DisableStrictHostKeyChecking: in.insecureHostKeys,
+		Flux:   a.fluxOptions(cfg),
+		Kluctl: a.kluctlOptions(cfg, in.insecureHostKeys),
 	}, a.timeouts())
 	// The bootstrap objects need the CRDs and namespaces of the controllers.
 	if err := deployAndWait(ctx, ctrls, hibernated); err != nil {
@@ -223,11 +222,16 @@ func (a *actuator) fluxOptions(cfg *fluxapi.FluxConfig) manifests.FluxOptions {
 	}
 }
 
-func (a *actuator) kluctlOptions(cfg *fluxapi.FluxConfig) *manifests.KluctlOptions {
+func (a *actuator) kluctlOptions(cfg *fluxapi.FluxConfig, insecureHostKeys bool) *manifests.KluctlOptions {
 	if !cfg.Kluctl.Enabled {
 		return nil
 	}
-	return &manifests.KluctlOptions{Version: cfg.Kluctl.Version, Namespace: cfg.Kluctl.Namespace, Registry: a.config.Registry}
+	return &manifests.KluctlOptions{
+		Version:                      cfg.Kluctl.Version,
+		Namespace:                    cfg.Kluctl.Namespace,
+		Registry:                     a.config.Registry,
+		DisableStrictHostKeyChecking: insecureHostKeys,
+	}
 }
 
 func (a *actuator) updateStatus(ctx context.Context, ex *extensionsv1alpha1.Extension, status *fluxv1alpha1.FluxStatus) error {
