@@ -132,7 +132,7 @@ func New(allowedNetworks, allowedPorts []string, denied []netip.Prefix) (*Policy
 }
 
 // CheckName refuses host names that name cluster-internal services or the host itself. It needs
-// no DNS, so admission can use it too. IP literals are checked with CheckAddr.
+// no DNS. IP literals are checked with CheckAddr.
 func CheckName(host string) error {
 	name := strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 	if _, err := netip.ParseAddr(name); err == nil {
@@ -171,6 +171,23 @@ func DeniedByDefault(addr netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// CheckHost refuses what the policy can tell from a host and port without DNS: names of
+// cluster-internal services, IP literals it does not allow and ports it does not allow. The
+// addresses a name resolves to are only known when dialling; the admission webhook checks what it
+// can with this, and DialContext starts with it.
+func (p *Policy) CheckHost(host string, port uint16) error {
+	if err := CheckName(host); err != nil {
+		return err
+	}
+	if addr, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return p.CheckAddr(netip.AddrPortFrom(addr, port))
+	}
+	if !p.portAllowed(port) {
+		return fmt.Errorf("port %d: %w", port, ErrDenied)
+	}
+	return nil
 }
 
 // CheckAddr refuses an address and port the policy does not allow.
@@ -216,7 +233,7 @@ func (p *Policy) DialContext(ctx context.Context, network, address string) (net.
 	if err != nil {
 		return nil, fmt.Errorf("invalid port in %q: %w", address, err)
 	}
-	if err := CheckName(host); err != nil {
+	if err := p.CheckHost(host, uint16(port)); err != nil {
 		return nil, err
 	}
 	addrs, err := p.resolve(ctx, host)

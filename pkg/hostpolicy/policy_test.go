@@ -130,6 +130,38 @@ var _ = Describe("Policy", func() {
 		Expect(errors.As(err, &dnsErr)).To(BeTrue())
 	})
 
+	// The resolver knows none of these names: CheckHost decides without DNS.
+	DescribeTable("CheckHost",
+		func(allowedNetworks []string, host string, port int, denied bool) {
+			p := newPolicy(allowedNetworks, nil)
+			p.Resolver = fakeResolver{}
+			err := p.CheckHost(host, uint16(port))
+			if denied {
+				Expect(err).To(MatchError(hostpolicy.ErrDenied))
+			} else {
+				Expect(err).NotTo(HaveOccurred())
+			}
+		},
+		Entry("public name", nil, "github.com", 22, false),
+		Entry("public name on an allowed port", nil, "ssh.github.com", 443, false),
+		Entry("public name on another port", nil, "git.example.com", 2200, true),
+		Entry("public address", nil, "93.184.216.34", 22, false),
+		Entry("loopback", nil, "127.0.0.1", 22, true),
+		Entry("IPv6 loopback in brackets", nil, "[::1]", 22, true),
+		Entry("metadata endpoint", nil, "169.254.169.254", 22, true),
+		Entry("unspecified", nil, "0.0.0.0", 22, true),
+		Entry("multicast", nil, "224.0.0.1", 22, true),
+		Entry("IPv6 link-local", nil, "fe80::1", 22, true),
+		Entry("private", nil, "10.0.0.1", 22, true),
+		Entry("private network the operator allowed", []string{"10.0.0.0/8"}, "10.0.0.1", 22, false),
+		Entry("allowed network on another port", []string{"10.0.0.0/8"}, "10.0.0.1", 2200, true),
+		Entry("seed network the operator allowed", []string{"34.0.0.0/8"}, "34.0.1.2", 22, true),
+		Entry("localhost", nil, "localhost", 22, true),
+		Entry("service", nil, "kubernetes.default.svc", 22, true),
+		Entry("cluster-local", nil, "x.svc.cluster.local", 22, true),
+		Entry("single label", nil, "gitea", 22, true),
+	)
+
 	DescribeTable("CheckName",
 		func(host string, denied bool) {
 			err := hostpolicy.CheckName(host)

@@ -286,6 +286,8 @@ var _ = Describe("Admission charts", func() {
 			port, err := cmd.Flags().GetInt("webhook-config-server-port")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(port).To(Equal(10250))
+			// Without values, the admission has the host policy defaults of the controller.
+			Expect(container.Args).NotTo(ContainElement(HavePrefix("--host-policy-")))
 
 			secret := typed[corev1.Secret](find(objs, "Secret"))
 			Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
@@ -323,6 +325,7 @@ var _ = Describe("Admission charts", func() {
 				"disableWebhooks": []any{validator.ConfigMapWebhookName},
 				"podLabels":       map[string]any{"team": "platform"},
 				"gardener":        map[string]any{"runtimeCluster": map[string]any{"priorityClassName": ""}},
+				"hostPolicy":      map[string]any{"allowedNetworks": []any{"10.20.0.0/16", "fd00::/8"}, "allowedPorts": []any{"22", "1024-65535"}},
 			})
 			Expect(kinds(objs)).To(ConsistOf("Deployment", "Service", "ServiceAccount", "Secret"))
 			for _, o := range objs {
@@ -335,7 +338,14 @@ var _ = Describe("Admission charts", func() {
 			Expect(container.Ports).NotTo(ContainElement(HaveField("Name", "metrics")))
 			Expect(deployment.Spec.Template.Labels).To(HaveKeyWithValue("team", "platform"))
 			Expect(deployment.Spec.Template.Spec.PriorityClassName).To(BeEmpty())
-			Expect(app.NewAdmissionCommand().ParseFlags(container.Args)).To(Succeed())
+			cmd := app.NewAdmissionCommand()
+			Expect(cmd.ParseFlags(container.Args)).To(Succeed())
+			networks, err := cmd.Flags().GetStringSlice("host-policy-allowed-networks")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(networks).To(Equal([]string{"10.20.0.0/16", "fd00::/8"}))
+			ports, err := cmd.Flags().GetStringSlice("host-policy-allowed-ports")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ports).To(Equal([]string{"22", "1024-65535"}))
 		})
 
 		It("requires the serving certificate", func() {

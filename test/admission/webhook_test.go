@@ -35,9 +35,9 @@ func freePort() int {
 }
 
 // startAdmission runs the admission command in-process with the serving certificate of the suite,
-// as the runtime chart mounts it, and waits until it reports ready. Its kubeconfig points at an
-// address where no API server listens: the webhooks must not need one.
-func startAdmission() (webhookPort int) {
+// as the runtime chart mounts it, and further args, and waits until it reports ready. Its
+// kubeconfig points at an address where no API server listens: the webhooks must not need one.
+func startAdmission(args ...string) (webhookPort int) {
 	GinkgoHelper()
 	dir := GinkgoT().TempDir()
 	certDir := filepath.Join(dir, "tls")
@@ -55,7 +55,7 @@ func startAdmission() (webhookPort int) {
 
 	webhookPort, healthPort := freePort(), freePort()
 	cmd := app.NewAdmissionCommand()
-	cmd.SetArgs([]string{
+	cmd.SetArgs(append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--webhook-config-server-host=127.0.0.1",
 		"--webhook-config-server-port=" + strconv.Itoa(webhookPort),
@@ -63,7 +63,7 @@ func startAdmission() (webhookPort int) {
 		"--health-bind-address=127.0.0.1:" + strconv.Itoa(healthPort),
 		"--metrics-bind-address=0",
 		"--log-format=text",
-	})
+	}, args...))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -168,7 +168,8 @@ var _ = Describe("Admission behind a real API server", Ordered, func() {
 	var projectNamespace string
 
 	BeforeAll(func(ctx SpecContext) {
-		registerWebhooks(ctx, startAdmission(), "")
+		// A private network of git servers, as an operator allows it for the controller's scans.
+		registerWebhooks(ctx, startAdmission("--host-policy-allowed-networks=10.20.0.0/16"), "")
 		projectNamespace = createNamespace(ctx, "garden-dev", projectLabels)
 		waitForWebhooks(ctx, projectNamespace, apierrors.IsForbidden)
 	})
@@ -256,6 +257,34 @@ var _ = Describe("Admission behind a real API server", Ordered, func() {
 		It("leaves flux-config ConfigMaps outside project namespaces alone", func(ctx SpecContext) {
 			namespace := createNamespace(ctx, "not-a-project", nil)
 			Expect(k8s.Create(ctx, fluxConfigMap(namespace, map[string]string{"repositoryUrl": "ftp://example.com/repo"}))).To(Succeed())
+		})
+	})
+
+	Describe("repository hosts", func() {
+		const hostNotAllowed = "the host is not allowed by the operator's host policy"
+
+		It("rejects the host of an SSH scan the policy refuses in a Shoot with its field path", func(ctx SpecContext) {
+			shoot := shootWithFlux(projectNamespace, "loopback", `{"source": {"url": "ssh://git@127.0.0.1/owner/repo"}}`)
+			expectDenied(k8s.Create(ctx, shoot), shootWebhook,
+				`spec.extensions[0].providerConfig.source.url: Invalid value: "ssh://git@127.0.0.1/owner/repo": `+hostNotAllowed)
+		})
+
+		It("rejects refused hosts and ports in a flux-config with the key", func(ctx SpecContext) {
+			cm := fluxConfigMap(projectNamespace, map[string]string{"repositoryUrl": "git@kubernetes.default.svc:owner/repo"})
+			expectDenied(k8s.Create(ctx, cm), configMapWebhook, `repositoryUrl: Invalid value: "git@kubernetes.default.svc:owner/repo": `+hostNotAllowed)
+
+			cm = fluxConfigMap(projectNamespace, map[string]string{"config.yaml": "source:\n  url: ssh://git@github.com:2200/owner/repo\n"})
+			expectDenied(k8s.Create(ctx, cm), configMapWebhook, `config.yaml: source.url: Invalid value: "ssh://git@github.com:2200/owner/repo": `+hostNotAllowed)
+		})
+
+		It("admits public hosts and the networks the operator allows", func(ctx SpecContext) {
+			shoot := shootWithFlux(projectNamespace, "github", `{"source": {"url": "ssh://git@github.com:22/owner/repo"}}`)
+			Expect(k8s.Create(ctx, shoot)).To(Succeed())
+			Expect(k8s.Delete(ctx, shoot)).To(Succeed())
+
+			cm := fluxConfigMap(projectNamespace, map[string]string{"repositoryUrl": "ssh://git@10.20.1.2/owner/repo"})
+			Expect(k8s.Create(ctx, cm)).To(Succeed())
+			Expect(k8s.Delete(ctx, cm)).To(Succeed())
 		})
 	})
 })

@@ -16,12 +16,14 @@ const Name = "gardener-extension-shoot-flux-admission"
 type Options struct {
 	restOptions      *controllercmd.RESTOptions
 	managerOptions   *controllercmd.ManagerOptions
+	hostPolicy       *admissioncmd.HostPolicyOptions
 	webhookSwitches  *webhookcmd.SwitchOptions
 	optionAggregator controllercmd.OptionAggregator
 }
 
 // NewOptions returns the options with their defaults.
 func NewOptions() *Options {
+	hostPolicy := &admissioncmd.HostPolicyOptions{}
 	o := &Options{
 		restOptions: &controllercmd.RESTOptions{},
 		managerOptions: &controllercmd.ManagerOptions{
@@ -33,11 +35,13 @@ func NewOptions() *Options {
 			WebhookServerPort:       10250,
 			WebhookCertDir:          "/etc/" + Name + "/tls",
 		},
-		webhookSwitches: admissioncmd.WebhookSwitchOptions(),
+		hostPolicy:      hostPolicy,
+		webhookSwitches: admissioncmd.WebhookSwitchOptions(hostPolicy),
 	}
 	o.optionAggregator = controllercmd.NewOptionAggregator(
 		o.restOptions,
 		o.managerOptions,
+		o.hostPolicy,
 		o.webhookSwitches,
 	)
 	return o

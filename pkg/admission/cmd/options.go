@@ -5,17 +5,61 @@ import (
 	"errors"
 	"fmt"
 
+	extensionswebhook "github.com/gardener/gardener/extensions/pkg/webhook"
 	webhookcmd "github.com/gardener/gardener/extensions/pkg/webhook/cmd"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 )
 
-// WebhookSwitchOptions are the admission's webhooks; --disable-webhooks turns single ones off.
-func WebhookSwitchOptions() *webhookcmd.SwitchOptions {
+// HostPolicyOptions are the operator's host policy for repository hosts, the same settings as the
+// controller's hostPolicy.allowedNetworks and hostPolicy.allowedPorts, parsed and defaulted by the
+// same package (hostpolicy). The admission refuses what the policy refuses without DNS; the seed's
+// networks, which the controller always refuses, are only known when a shoot is reconciled.
+type HostPolicyOptions struct {
+	// AllowedNetworks are CIDRs that are allowed although they are not public.
+	AllowedNetworks []string
+	// AllowedPorts are ports or ranges like 1024-65535; empty means hostpolicy.DefaultAllowedPorts.
+	AllowedPorts []string
+
+	policy *hostpolicy.Policy
+}
+
+// AddFlags implements controllercmd.Flagger.
+func (o *HostPolicyOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&o.AllowedNetworks, "host-policy-allowed-networks", o.AllowedNetworks,
+		"CIDRs of repository hosts that are allowed although they are not public; the controller's hostPolicy.allowedNetworks.")
+	fs.StringSliceVar(&o.AllowedPorts, "host-policy-allowed-ports", o.AllowedPorts,
+		"Ports or ranges like 1024-65535 of repository hosts that are allowed (default: the controller's defaults); the controller's hostPolicy.allowedPorts.")
+}
+
+// Complete implements controllercmd.Completer.
+func (o *HostPolicyOptions) Complete() error {
+	policy, err := hostpolicy.New(o.AllowedNetworks, o.AllowedPorts, nil)
+	if err != nil {
+		return fmt.Errorf("invalid host policy: %w", err)
+	}
+	o.policy = policy
+	return nil
+}
+
+// Completed returns the host policy. Only call it after a successful Complete.
+func (o *HostPolicyOptions) Completed() *hostpolicy.Policy {
+	return o.policy
+}
+
+// WebhookSwitchOptions are the admission's webhooks; --disable-webhooks turns single ones off. The
+// webhooks are created after the options are completed, with the completed host policy.
+func WebhookSwitchOptions(hosts *HostPolicyOptions) *webhookcmd.SwitchOptions {
 	return webhookcmd.NewSwitchOptions(
-		webhookcmd.Switch(validator.ShootWebhookName, validator.NewShootWebhook),
-		webhookcmd.Switch(validator.ConfigMapWebhookName, validator.NewConfigMapWebhook),
+		webhookcmd.Switch(validator.ShootWebhookName, func(mgr manager.Manager) (*extensionswebhook.Webhook, error) {
+			return validator.NewShootWebhook(mgr, hosts.Completed())
+		}),
+		webhookcmd.Switch(validator.ConfigMapWebhookName, func(mgr manager.Manager) (*extensionswebhook.Webhook, error) {
+			return validator.NewConfigMapWebhook(mgr, hosts.Completed())
+		}),
 	)
 }
 

@@ -16,6 +16,7 @@ import (
 
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 )
 
 var _ = Describe("AddToManager", func() {
@@ -36,10 +37,13 @@ var _ = Describe("AddToManager", func() {
 
 	switches := func(args ...string) *webhookcmd.SwitchConfig {
 		GinkgoHelper()
-		opts := WebhookSwitchOptions()
+		hosts := &HostPolicyOptions{}
+		opts := WebhookSwitchOptions(hosts)
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		hosts.AddFlags(fs)
 		opts.AddFlags(fs)
 		Expect(fs.Parse(args)).To(Succeed())
+		Expect(hosts.Complete()).To(Succeed())
 		Expect(opts.Complete()).To(Succeed())
 		return opts.Completed()
 	}
@@ -68,10 +72,48 @@ var _ = Describe("AddToManager", func() {
 	})
 
 	It("rejects unknown webhook names", func() {
-		opts := WebhookSwitchOptions()
+		opts := WebhookSwitchOptions(&HostPolicyOptions{})
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 		opts.AddFlags(fs)
 		Expect(fs.Parse([]string{"--disable-webhooks=secrets"})).To(Succeed())
 		Expect(opts.Complete()).To(MatchError(ContainSubstring(`cannot disable unknown webhook "secrets"`)))
 	})
+})
+
+var _ = Describe("HostPolicyOptions", func() {
+	complete := func(args ...string) (*HostPolicyOptions, error) {
+		GinkgoHelper()
+		opts := &HostPolicyOptions{}
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		opts.AddFlags(fs)
+		Expect(fs.Parse(args)).To(Succeed())
+		return opts, opts.Complete()
+	}
+
+	It("has the controller's defaults", func() {
+		opts, err := complete()
+		Expect(err).NotTo(HaveOccurred())
+		defaults, err := hostpolicy.New(nil, nil, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(opts.Completed()).To(Equal(defaults))
+	})
+
+	It("parses allowed networks and ports like the controller", func() {
+		opts, err := complete("--host-policy-allowed-networks=10.20.0.0/16,fd00::/8", "--host-policy-allowed-ports=22,1024-65535")
+		Expect(err).NotTo(HaveOccurred())
+		policy := opts.Completed()
+		Expect(policy.CheckHost("10.20.1.1", 2200)).To(Succeed())
+		Expect(policy.CheckHost("fd00::1", 22)).To(Succeed())
+		Expect(policy.CheckHost("10.21.1.1", 22)).To(MatchError(hostpolicy.ErrDenied))
+		Expect(policy.CheckHost("git.example.com", 443)).To(MatchError(hostpolicy.ErrDenied))
+	})
+
+	DescribeTable("rejects invalid values",
+		func(arg, message string) {
+			_, err := complete(arg)
+			Expect(err).To(MatchError(ContainSubstring(message)))
+		},
+		Entry("network", "--host-policy-allowed-networks=10.0.0.0/33", `invalid allowed network "10.0.0.0/33"`),
+		Entry("port", "--host-policy-allowed-ports=0", `invalid port or port range "0"`),
+	)
 })

@@ -13,19 +13,22 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 )
 
 // configMap validates the project ConfigMaps named flux-config.
 type configMap struct {
 	supported validation.SupportedVersions
+	hosts     *hostpolicy.Policy
 }
 
 // NewConfigMapValidator returns a validator for project ConfigMaps named flux-config: their keys,
 // the legacy values and the FluxConfig document under config.yaml, as the extension controller
-// decodes and checks them. Other ConfigMaps are admitted; the webhook registration normally keeps
-// them away from the webhook.
-func NewConfigMapValidator(supported validation.SupportedVersions) extensionswebhook.Validator {
-	return &configMap{supported: supported}
+// decodes and checks them, and the host of a repository whose SSH host key the extension would
+// scan against the host policy. Other ConfigMaps are admitted; the webhook registration normally
+// keeps them away from the webhook.
+func NewConfigMapValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy) extensionswebhook.Validator {
+	return &configMap{supported: supported, hosts: hosts}
 }
 
 // Validate validates a created or updated ConfigMap. An update that keeps data and binaryData is
@@ -48,5 +51,8 @@ func (c *configMap) Validate(_ context.Context, newObj, oldObj client.Object) er
 			return nil
 		}
 	}
-	return fluxconfig.ValidateConfigMap(cm, c.supported)
+	if err := fluxconfig.ValidateConfigMap(cm, c.supported); err != nil {
+		return err
+	}
+	return fluxconfig.ValidateConfigMapHost(cm, c.hosts)
 }

@@ -18,18 +18,21 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 )
 
 // shoot validates the shoot-flux extension of Shoots.
 type shoot struct {
 	supported validation.SupportedVersions
+	hosts     *hostpolicy.Policy
 }
 
 // NewShootValidator returns a validator for the shoot-flux entry of a Shoot's spec.extensions: the
-// providerConfig as the extension controller decodes and checks it, and the Shoot spec.resources
-// entries it references.
-func NewShootValidator(supported validation.SupportedVersions) extensionswebhook.Validator {
-	return &shoot{supported: supported}
+// providerConfig as the extension controller decodes and checks it, the host of a repository whose
+// SSH host key the extension would scan against the host policy (without DNS and seed networks,
+// which only the controller knows), and the Shoot spec.resources entries it references.
+func NewShootValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy) extensionswebhook.Validator {
+	return &shoot{supported: supported, hosts: hosts}
 }
 
 // Validate validates a created or updated Shoot. An update is only checked for what it changes:
@@ -64,6 +67,7 @@ func (s *shoot) Validate(_ context.Context, newObj, oldObj client.Object) error 
 	configChanged := oldExt == nil || !sameProviderConfig(oldExt.ProviderConfig, ext.ProviderConfig)
 	if configChanged {
 		errs = append(errs, fluxconfig.ProviderConfigFieldErrors(ext.ProviderConfig, s.supported, fldPath)...)
+		errs = append(errs, fluxconfig.ProviderConfigHostErrors(ext.ProviderConfig, s.hosts, fldPath)...)
 	}
 
 	refErrs := referenceErrors(ext.ProviderConfig, newShoot.Spec.Resources, fldPath)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
 
@@ -39,8 +40,9 @@ func SupportedVersions() validation.SupportedVersions {
 	return validation.SupportedVersions{Flux: manifests.FluxVersions(), Kluctl: manifests.KluctlVersions()}
 }
 
-// NewShootWebhook creates the webhook that validates the shoot-flux providerConfig of Shoots.
-func NewShootWebhook(mgr manager.Manager) (*extensionswebhook.Webhook, error) {
+// NewShootWebhook creates the webhook that validates the shoot-flux providerConfig of Shoots, with
+// the operator's host policy for repository hosts.
+func NewShootWebhook(mgr manager.Manager, hosts *hostpolicy.Policy) (*extensionswebhook.Webhook, error) {
 	return extensionswebhook.New(mgr, extensionswebhook.Args{
 		Name: ShootWebhookName,
 		Path: ShootWebhookPath,
@@ -48,19 +50,20 @@ func NewShootWebhook(mgr manager.Manager) (*extensionswebhook.Webhook, error) {
 		// admission does not use: the application chart registers the webhooks.
 		Target: extensionswebhook.TargetSeed,
 		Validators: map[extensionswebhook.Validator][]extensionswebhook.Type{
-			NewShootValidator(SupportedVersions()): {{Obj: &gardencorev1beta1.Shoot{}}},
+			NewShootValidator(SupportedVersions(), hosts): {{Obj: &gardencorev1beta1.Shoot{}}},
 		},
 	})
 }
 
-// NewConfigMapWebhook creates the webhook that validates the project ConfigMaps named flux-config.
-func NewConfigMapWebhook(mgr manager.Manager) (*extensionswebhook.Webhook, error) {
+// NewConfigMapWebhook creates the webhook that validates the project ConfigMaps named flux-config,
+// with the operator's host policy for repository hosts.
+func NewConfigMapWebhook(mgr manager.Manager, hosts *hostpolicy.Policy) (*extensionswebhook.Webhook, error) {
 	return extensionswebhook.New(mgr, extensionswebhook.Args{
 		Name:   ConfigMapWebhookName,
 		Path:   ConfigMapWebhookPath,
 		Target: extensionswebhook.TargetSeed,
 		Validators: map[extensionswebhook.Validator][]extensionswebhook.Type{
-			NewConfigMapValidator(SupportedVersions()): {{Obj: &corev1.ConfigMap{}}},
+			NewConfigMapValidator(SupportedVersions(), hosts): {{Obj: &corev1.ConfigMap{}}},
 		},
 	})
 }

@@ -74,7 +74,7 @@ var _ = Describe("Webhooks", func() {
 
 		BeforeEach(func() {
 			var err error
-			wh, err = NewShootWebhook(mgr)
+			wh, err = NewShootWebhook(mgr, defaultHosts)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(wh.Path).To(Equal(ShootWebhookPath))
 			Expect(wh.Action).To(Equal(extensionswebhook.ActionValidating))
@@ -117,7 +117,7 @@ var _ = Describe("Webhooks", func() {
 
 		BeforeEach(func() {
 			var err error
-			wh, err = NewConfigMapWebhook(mgr)
+			wh, err = NewConfigMapWebhook(mgr, defaultHosts)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(wh.Path).To(Equal(ConfigMapWebhookPath))
 		})

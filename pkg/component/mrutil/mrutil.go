@@ -45,11 +45,14 @@ func (t Timeouts) Or(applied, deleted time.Duration) Timeouts {
 // cache, so a short interval costs no API requests and shortens every reconcile.
 var PollInterval = 250 * time.Millisecond
 
-// ApplyFailedGrace is how long after a write an apply failure that gardener-resource-manager reports
-// is waited out. A failure that lasts longer (a missing namespace, an object the shoot's API server
-// rejects) ends the wait with the resource manager's message, so that one tenant's broken input
-// does not hold a worker until the timeout; the reconcile is retried with backoff. Shorter failures
-// (a CRD that is not established yet) are retried by the resource manager itself.
+// ApplyFailedGrace is how long an apply failure that gardener-resource-manager reports is waited
+// out. A failure that lasts longer (a missing namespace, an object the shoot's API server rejects)
+// ends the wait with the resource manager's message, so that one tenant's broken input does not
+// hold a worker until the timeout; the reconcile is retried with backoff. Shorter failures (a CRD
+// that is not established yet) are retried by the resource manager itself. A failure of content
+// that was written before counts from when it was reported: a retry that writes the same content
+// again triggers no new attempt of the resource manager, so waiting for one would hold the worker
+// until the timeout.
 var ApplyFailedGrace = 5 * time.Second
 
 // ApplyFailedError is gardener-resource-manager's report that it cannot apply the ManagedResource.
@@ -63,15 +66,26 @@ func (e *ApplyFailedError) Error() string {
 	return fmt.Sprintf("gardener-resource-manager cannot apply managed resource %s/%s: %s", e.Namespace, e.Name, e.Message)
 }
 
+// Write is what a Deploy wrote into a ManagedResource, for WaitUntilApplied.
+type Write struct {
+	// SecretName is the Secret the ManagedResource references after the write. A cached reader
+	// may still return the previous generation right after the write, so only a ManagedResource
+	// that references it counts. Empty accepts any.
+	SecretName string
+	// At is when the write happened. Zero means unknown: apply failures do not end the wait.
+	At time.Time
+	// UnchangedGeneration is the generation of the ManagedResource when it referenced SecretName
+	// already before the write, which then changed nothing; 0 otherwise.
+	UnchangedGeneration int64
+}
+
 // WaitUntilApplied waits until gardener-resource-manager has applied the current generation of the
 // ManagedResource. It deliberately does not wait for the objects to become healthy: health is
 // reported asynchronously and must not block a reconcile for minutes.
 //
-// secretName, if set, is the Secret the caller just wrote into the ManagedResource at written: a
-// cached reader may still return the previous, applied generation right after the write, so only
-// a ManagedResource that references the new Secret counts, and an apply failure reported after
-// written that lasts ApplyFailedGrace ends the wait with an *ApplyFailedError.
-func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name, secretName string, written time.Time, timeout time.Duration) error {
+// An apply failure of what was written that lasts ApplyFailedGrace ends the wait with an
+// *ApplyFailedError.
+func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name string, written Write, timeout time.Duration) error {
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		mr := &resourcesv1alpha1.ManagedResource{}
@@ -79,11 +93,11 @@ func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name
 			lastErr = err
 			return false, client.IgnoreNotFound(err)
 		}
-		if secretName != "" && !slices.ContainsFunc(mr.Spec.SecretRefs, func(ref corev1.LocalObjectReference) bool { return ref.Name == secretName }) {
-			lastErr = fmt.Errorf("the ManagedResource does not reference Secret %s yet", secretName)
+		if written.SecretName != "" && !slices.ContainsFunc(mr.Spec.SecretRefs, func(ref corev1.LocalObjectReference) bool { return ref.Name == written.SecretName }) {
+			lastErr = fmt.Errorf("the ManagedResource does not reference Secret %s yet", written.SecretName)
 			return false, nil
 		}
-		if message, failed := applyFailure(mr, written); failed && !written.IsZero() && time.Since(written) >= ApplyFailedGrace {
+		if message, since, failed := applyFailure(mr, written); failed && !written.At.IsZero() && time.Since(since) >= ApplyFailedGrace {
 			return false, &ApplyFailedError{Namespace: namespace, Name: name, Message: message}
 		}
 		if err := health.CheckManagedResourceApplied(mr); err != nil {
@@ -105,19 +119,29 @@ func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name
 	return nil
 }
 
-// applyFailure returns the resource manager's message if it reported an apply failure for what was
-// written at written: for the current generation, or at or after that time (conditions have a
-// resolution of seconds).
-func applyFailure(mr *resourcesv1alpha1.ManagedResource, written time.Time) (string, bool) {
+// applyFailure returns the resource manager's message if it reported an apply failure of what was
+// written, and since when the failure counts. The resource manager records the observed generation
+// only when it succeeds, so a failure is one of the written content if it is one of the current
+// generation (applied before, failing now, or not changed by the write), from when it was
+// reported, or if it was reported after the write, from the write.
+func applyFailure(mr *resourcesv1alpha1.ManagedResource, written Write) (string, time.Time, bool) {
 	for _, c := range mr.Status.Conditions {
 		if c.Type != resourcesv1alpha1.ResourcesApplied || c.Status != gardencorev1beta1.ConditionFalse || c.Reason != resourcesv1alpha1.ConditionApplyFailed {
 			continue
 		}
-		if mr.Status.ObservedGeneration == mr.Generation || !c.LastUpdateTime.Time.Before(written.Truncate(time.Second)) {
-			return c.Message, true
+		// Conditions have a resolution of seconds: the message was first reported before this.
+		reported := c.LastUpdateTime.Add(time.Second)
+		if mr.Status.ObservedGeneration == mr.Generation || (written.UnchangedGeneration != 0 && mr.Generation == written.UnchangedGeneration) {
+			if reported.Before(written.At) {
+				return c.Message, reported, true
+			}
+			return c.Message, written.At, true
+		}
+		if !c.LastUpdateTime.Time.Before(written.At.Truncate(time.Second)) {
+			return c.Message, written.At, true
 		}
 	}
-	return "", false
+	return "", time.Time{}, false
 }
 
 // WaitUntilDeleted waits until the ManagedResource is gone, i.e. gardener-resource-manager has
@@ -164,9 +188,8 @@ type ShootManagedResource struct {
 	// Timeouts bound Wait and WaitCleanup.
 	Timeouts Timeouts
 
-	// secretName is the ManagedResource Secret written by the last Deploy, at written.
-	secretName string
-	written    time.Time
+	// written is what the last Deploy wrote.
+	written Write
 }
 
 var _ component.DeployWaiter = (*ShootManagedResource)(nil)
@@ -177,9 +200,19 @@ func (m *ShootManagedResource) Deploy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The same unique name CreateForShoot gives the Secret; Wait looks for it.
-	m.secretName, _ = managedresources.NewSecret(m.Client, m.Namespace, m.Name, data, true)
-	m.written = time.Now()
+	// The same unique name CreateForShoot gives the Secret; Wait looks for it. The name is a hash
+	// of the data, and the rest of the spec is the same for every write, so a ManagedResource
+	// that references it already has the content: CreateForShoot leaves it unchanged.
+	secretName, _ := managedresources.NewSecret(m.Client, m.Namespace, m.Name, data, true)
+	m.written = Write{SecretName: secretName, At: time.Now()}
+	existing := &resourcesv1alpha1.ManagedResource{}
+	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, existing); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("failed reading managed resource %s/%s: %w", m.Namespace, m.Name, err)
+		}
+	} else if slices.ContainsFunc(existing.Spec.SecretRefs, func(ref corev1.LocalObjectReference) bool { return ref.Name == secretName }) {
+		m.written.UnchangedGeneration = existing.Generation
+	}
 	return managedresources.CreateForShoot(ctx, m.Client, m.Namespace, m.Name, constants.Origin, false, data)
 }
 
@@ -190,7 +223,7 @@ func (m *ShootManagedResource) Destroy(ctx context.Context) error {
 
 // Wait waits until the resource manager applied what the last Deploy wrote.
 func (m *ShootManagedResource) Wait(ctx context.Context) error {
-	return WaitUntilApplied(ctx, m.Reader, m.Namespace, m.Name, m.secretName, m.written, m.Timeouts.Applied)
+	return WaitUntilApplied(ctx, m.Reader, m.Namespace, m.Name, m.written, m.Timeouts.Applied)
 }
 
 // WaitCleanup waits until the ManagedResource is gone.

@@ -54,13 +54,13 @@ var _ = Describe("WaitUntilApplied", func() {
 
 	It("returns once the ManagedResource with the written Secret is applied", func() {
 		Expect(reader.Create(ctx, appliedMR("managedresource-"+name+"-new"))).To(Succeed())
-		Expect(mrutil.WaitUntilApplied(ctx, reader, namespace, name, "managedresource-"+name+"-new", time.Time{}, time.Second)).To(Succeed())
+		Expect(mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new"}, time.Second)).To(Succeed())
 	})
 
 	// A cache that has not seen the write yet returns the previous generation, which was applied.
 	It("does not take the applied previous generation from a stale cache for the new one", func() {
 		Expect(reader.Create(ctx, appliedMR("managedresource-"+name+"-old"))).To(Succeed())
-		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, "managedresource-"+name+"-new", time.Time{}, 100*time.Millisecond)
+		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new"}, 100*time.Millisecond)
 		Expect(err).To(MatchError(ContainSubstring("does not reference Secret managedresource-" + name + "-new")))
 	})
 
@@ -85,7 +85,7 @@ var _ = Describe("WaitUntilApplied", func() {
 		written := time.Now()
 		Expect(reader.Create(ctx, failedMR("managedresource-"+name+"-new", written.Add(time.Second)))).To(Succeed())
 		start := time.Now()
-		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, "managedresource-"+name+"-new", written, time.Minute)
+		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new", At: written}, time.Minute)
 		var failed *mrutil.ApplyFailedError
 		Expect(errors.As(err, &failed)).To(BeTrue(), "got %v", err)
 		Expect(err).To(MatchError(ContainSubstring(`namespaces "apps" not found`)))
@@ -97,12 +97,113 @@ var _ = Describe("WaitUntilApplied", func() {
 		mrutil.ApplyFailedGrace = 0
 		written := time.Now()
 		Expect(reader.Create(ctx, failedMR("managedresource-"+name+"-new", written.Add(-time.Hour)))).To(Succeed())
-		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, "managedresource-"+name+"-new", written, 200*time.Millisecond)
+		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new", At: written}, 200*time.Millisecond)
+		Expect(err).To(MatchError(ContainSubstring("was not applied within")))
+	})
+
+	// A retry that writes the same content again changes nothing, so the resource manager does not
+	// try again: waiting for a new report would hold the worker until the timeout.
+	It("ends at once with the message of a failure of unchanged content that was reported before the write", func() {
+		written := time.Now()
+		Expect(reader.Create(ctx, failedMR("managedresource-"+name+"-new", written.Add(-time.Hour)))).To(Succeed())
+		start := time.Now()
+		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new", At: written, UnchangedGeneration: 2}, 10*time.Second)
+		var failed *mrutil.ApplyFailedError
+		Expect(errors.As(err, &failed)).To(BeTrue(), "got %v", err)
+		Expect(failed.Message).To(ContainSubstring(`namespaces "apps" not found`))
+		Expect(time.Since(start)).To(BeNumerically("<", mrutil.ApplyFailedGrace), "a failure that lasts for an hour is not waited out again")
+	})
+
+	It("waits out a failure of unchanged content that was reported just now", func() {
+		DeferCleanup(func(old time.Duration) { mrutil.ApplyFailedGrace = old }, mrutil.ApplyFailedGrace)
+		mrutil.ApplyFailedGrace = time.Minute
+		written := time.Now()
+		Expect(reader.Create(ctx, failedMR("managedresource-"+name+"-new", written.Add(-time.Second)))).To(Succeed())
+		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new", At: written, UnchangedGeneration: 2}, 200*time.Millisecond)
+		Expect(err).To(MatchError(ContainSubstring("was not applied within")))
+	})
+
+	It("does not take a failure reported before the write when the generation changed since", func() {
+		written := time.Now()
+		Expect(reader.Create(ctx, failedMR("managedresource-"+name+"-new", written.Add(-time.Hour)))).To(Succeed())
+		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new", At: written, UnchangedGeneration: 1}, 200*time.Millisecond)
 		Expect(err).To(MatchError(ContainSubstring("was not applied within")))
 	})
 
 	It("only checks the applied condition without a Secret name", func() {
 		Expect(reader.Create(ctx, appliedMR("managedresource-"+name+"-old"))).To(Succeed())
-		Expect(mrutil.WaitUntilApplied(ctx, reader, namespace, name, "", time.Time{}, time.Second)).To(Succeed())
+		Expect(mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{}, time.Second)).To(Succeed())
+	})
+})
+
+var _ = Describe("ShootManagedResource", func() {
+	const (
+		namespace = "shoot--foo--bar"
+		name      = "extension-shoot-flux-bootstrap"
+	)
+	var (
+		ctx context.Context
+		c   client.Client
+	)
+
+	BeforeEach(func() {
+		ctx = context.Background()
+		scheme := runtime.NewScheme()
+		Expect(resourcesv1alpha1.AddToScheme(scheme)).To(Succeed())
+		Expect(corev1.AddToScheme(scheme)).To(Succeed())
+		c = fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&resourcesv1alpha1.ManagedResource{}).Build()
+		DeferCleanup(func(old time.Duration) { mrutil.PollInterval = old }, mrutil.PollInterval)
+		mrutil.PollInterval = 10 * time.Millisecond
+	})
+
+	component := func(data string) *mrutil.ShootManagedResource {
+		return &mrutil.ShootManagedResource{
+			Client:    c,
+			Reader:    c,
+			Namespace: namespace,
+			Name:      name,
+			Data:      func() (map[string][]byte, error) { return map[string][]byte{"objects.yaml": []byte(data)}, nil },
+			Timeouts:  mrutil.Timeouts{Applied: 300 * time.Millisecond, Deleted: time.Second},
+		}
+	}
+
+	// failDeployed makes the deployed ManagedResource look like gardener-resource-manager has been
+	// failing to apply its first generation for an hour: it records no observed generation then.
+	// The fake client does not count generations, so the generation is set here.
+	failDeployed := func() {
+		GinkgoHelper()
+		mr := &resourcesv1alpha1.ManagedResource{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr)).To(Succeed())
+		mr.Generation = 1
+		Expect(c.Update(ctx, mr)).To(Succeed())
+		mr.Status.Conditions = []gardencorev1beta1.Condition{{
+			Type:           resourcesv1alpha1.ResourcesApplied,
+			Status:         gardencorev1beta1.ConditionFalse,
+			Reason:         resourcesv1alpha1.ConditionApplyFailed,
+			Message:        `error during apply of object "v1/Secret/does-not-exist/pull": namespaces "does-not-exist" not found`,
+			LastUpdateTime: metav1.NewTime(time.Now().Add(-time.Hour)),
+		}}
+		Expect(c.Status().Update(ctx, mr)).To(Succeed())
+	}
+
+	It("ends the wait of a retry that deploys the same failing content with the resource manager's message", func() {
+		Expect(component("a").Deploy(ctx)).To(Succeed())
+		failDeployed()
+
+		retry := component("a")
+		Expect(retry.Deploy(ctx)).To(Succeed())
+		err := retry.Wait(ctx)
+		var failed *mrutil.ApplyFailedError
+		Expect(errors.As(err, &failed)).To(BeTrue(), "got %v", err)
+		Expect(failed.Message).To(ContainSubstring(`namespaces "does-not-exist" not found`))
+	})
+
+	It("does not take the failure of the previous content for new content", func() {
+		Expect(component("a").Deploy(ctx)).To(Succeed())
+		failDeployed()
+
+		changed := component("b")
+		Expect(changed.Deploy(ctx)).To(Succeed())
+		Expect(changed.Wait(ctx)).To(MatchError(ContainSubstring("was not applied within")))
 	})
 })
