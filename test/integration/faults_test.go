@@ -83,6 +83,15 @@ var _ = Describe("Faults", func() {
 		projectNamespace := newProject(ctx, project)
 		setProjectConfig(ctx, projectNamespace, legacyConfig(publicURL, "main", "public"))
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one", SharedControlPlane: true})
+		// The extension may have reconciled before its garden cache saw the new ConfigMap (its watch
+		// may still be backing off from an earlier garden outage); the ConfigMap's event brings the
+		// shoot up to date.
+		Eventually(func(g Gomega) {
+			status, err := h.ProviderStatus(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(status).NotTo(BeNil())
+			g.Expect(status.Ref).To(Equal("branch:main"))
+		}).WithTimeout(reconcileTimeout).Should(Succeed())
 		Expect(h.Checkpoint(ctx)).To(Succeed())
 
 		By("changing the project ConfigMap while the seed API server is down")
