@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/fluxcd/flux2/v2/pkg/manifestgen/install"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
@@ -152,11 +153,33 @@ func (r *renderer) buildFlux(version string, components []string, namespace, reg
 	if err := setImages(nodes, images); err != nil {
 		return nil, err
 	}
+	if err := keepOnDisable(nodes); err != nil {
+		return nil, err
+	}
 	out, err := kio.StringAll(nodes)
 	if err != nil {
 		return nil, fmt.Errorf("serializing flux manifests: %w", err)
 	}
 	return []byte(out), nil
+}
+
+// keepOnDisable marks the CRDs and namespaces with the resource manager's keep-object annotation.
+// When the extension is disabled and the controllers' ManagedResource is deleted, deleting them
+// would delete every Flux or kluctl object of the shoot, the users' own included, at the moment
+// the controllers go: a controller still running would process the finalizers (prune what a
+// Kustomization deployed, uninstall Helm releases), one already gone would leave the deletion
+// hanging. Kept, the objects stay as they are, unprocessed, until the user removes them or enables
+// the extension again.
+func keepOnDisable(nodes []*yaml.RNode) error {
+	for _, node := range nodes {
+		switch node.GetKind() {
+		case "CustomResourceDefinition", "Namespace":
+			if err := node.PipeE(yaml.SetAnnotation(resourcesv1alpha1.KeepObject, "true")); err != nil {
+				return fmt.Errorf("annotating %s %s: %w", node.GetKind(), node.GetName(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // setImages points every container of every Deployment to the image vector, keyed by the

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/yaml"
 
 	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
@@ -160,7 +161,6 @@ func buildKluctl(opts KluctlOptions, image string) ([]byte, error) {
 	if err := appendObject(&out, ns); err != nil {
 		return nil, err
 	}
-	// The CRD goes out as upstream wrote it; decoding and encoding it would only risk changes.
 	for _, crd := range crds {
 		appendDocument(&out, crd)
 	}
@@ -169,7 +169,19 @@ func buildKluctl(opts KluctlOptions, image string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return out.Bytes(), nil
+	// The CRD is annotated as a YAML node, which changes nothing else in upstream's document.
+	nodes, err := kio.FromBytes(out.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("kluctl %s: parsing rendered manifests: %w", version, err)
+	}
+	if err := keepOnDisable(nodes); err != nil {
+		return nil, err
+	}
+	rendered, err := kio.StringAll(nodes)
+	if err != nil {
+		return nil, fmt.Errorf("kluctl %s: serializing manifests: %w", version, err)
+	}
+	return []byte(rendered), nil
 }
 
 // setNamespace moves namespaced objects and the service accounts that bindings refer to.

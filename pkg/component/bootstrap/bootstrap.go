@@ -7,12 +7,10 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"time"
 
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
-	"github.com/gardener/gardener/pkg/component"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,16 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
-)
-
-var (
-	// TimeoutApplied bounds the wait for gardener-resource-manager to apply the ManagedResource.
-	TimeoutApplied = 2 * time.Minute
-	// TimeoutDeleted bounds the wait for the ManagedResource to be deleted. The kluctl controller
-	// removes its finalizer from the KluctlDeployment first, which may include pruning.
-	TimeoutDeleted = 5 * time.Minute
 )
 
 // Credentials are the git credentials delivered to the shoot.
@@ -64,15 +54,15 @@ type Values struct {
 }
 
 // New returns a component for the bootstrap ManagedResource in the given seed namespace. reader
-// is used while waiting and should be a cached client; zero timeouts use the package defaults.
-func New(c client.Client, reader client.Reader, namespace string, values Values, timeouts mrutil.Timeouts) component.DeployWaiter {
-	return &mrutil.ShootManagedResource{
+// is used while waiting and should be a cached client.
+func New(c client.Client, reader client.Reader, namespace string, values Values, timeouts managedresource.Timeouts) *managedresource.ManagedResource {
+	return &managedresource.ManagedResource{
 		Client:    c,
 		Reader:    reader,
 		Namespace: namespace,
 		Name:      constants.ManagedResourceBootstrap,
 		Data:      func() (map[string][]byte, error) { return Data(values) },
-		Timeouts:  timeouts.Or(TimeoutApplied, TimeoutDeleted),
+		Timeouts:  timeouts,
 	}
 }
 
@@ -254,7 +244,7 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 // DeliveredIdentity returns the SSH private key of the git credentials the bootstrap
 // ManagedResource in the seed namespace delivers to the shoot; nil if it delivers none.
 func DeliveredIdentity(ctx context.Context, reader client.Reader, namespace string) ([]byte, error) {
-	objects, err := mrutil.Objects(ctx, reader, namespace, constants.ManagedResourceBootstrap)
+	objects, err := managedresource.Objects(ctx, reader, namespace, constants.ManagedResourceBootstrap)
 	if err != nil {
 		return nil, err
 	}

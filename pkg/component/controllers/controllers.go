@@ -7,23 +7,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/gardener/gardener/pkg/client/kubernetes"
-	"github.com/gardener/gardener/pkg/component"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
-)
-
-var (
-	// TimeoutApplied bounds the wait for gardener-resource-manager to apply the ManagedResource.
-	TimeoutApplied = 2 * time.Minute
-	// TimeoutDeleted bounds the wait for the ManagedResource to be deleted.
-	TimeoutDeleted = 5 * time.Minute
 )
 
 // Values configure the controllers ManagedResource.
@@ -35,15 +26,15 @@ type Values struct {
 }
 
 // New returns a component for the controllers ManagedResource in the given seed namespace. reader
-// is used while waiting and should be a cached client; zero timeouts use the package defaults.
-func New(c client.Client, reader client.Reader, namespace string, values Values, timeouts mrutil.Timeouts) component.DeployWaiter {
-	return &mrutil.ShootManagedResource{
+// is used while waiting and should be a cached client.
+func New(c client.Client, reader client.Reader, namespace string, values Values, timeouts managedresource.Timeouts) *managedresource.ManagedResource {
+	return &managedresource.ManagedResource{
 		Client:    c,
 		Reader:    reader,
 		Namespace: namespace,
 		Name:      constants.ManagedResourceControllers,
 		Data:      func() (map[string][]byte, error) { return Data(values) },
-		Timeouts:  timeouts.Or(TimeoutApplied, TimeoutDeleted),
+		Timeouts:  timeouts,
 	}
 }
 

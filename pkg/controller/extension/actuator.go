@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
 	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/component"
-	"github.com/gardener/gardener/pkg/utils/managedresources"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -24,7 +23,7 @@ import (
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/controllers"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
@@ -94,10 +93,10 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	}
 
 	hibernated := isHibernated(cluster)
-	ctrls := controllers.New(a.client, a.client, ex.Namespace, controllers.Values{
+	ctrls := a.controllers(ex.Namespace, controllers.Values{
 		Flux:   a.fluxOptions(cfg),
 		Kluctl: a.kluctlOptions(cfg, in.insecureHostKeys),
-	}, a.timeouts())
+	})
 	// The bootstrap objects need the CRDs and namespaces of the controllers.
 	if err := deployAndWait(ctx, ctrls, hibernated); err != nil {
 		return fmt.Errorf("failed deploying the controllers: %w", err)
@@ -107,15 +106,19 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		if err := a.destroyBootstrapIfExists(ctx, ex.Namespace, hibernated); err != nil {
 			return fmt.Errorf("failed removing the bootstrap objects: %w", err)
 		}
-	} else if err := deployAndWait(ctx, bootstrap.New(a.client, a.client, ex.Namespace, *in.values, a.timeouts()), hibernated); err != nil {
+	} else if err := deployAndWait(ctx, a.bootstrap(ex.Namespace, *in.values), hibernated); err != nil {
 		return fmt.Errorf("failed deploying the bootstrap objects: %w", err)
 	}
 
 	return a.updateStatus(ctx, ex, status)
 }
 
-// Delete removes the bootstrap objects first and waits: the kluctl controller must still run to
-// remove its finalizer from the KluctlDeployment. Only then are the controllers removed.
+// Delete disables the extension for the shoot without taking anything from the user's workloads
+// (see docs/usage.md, "Disabling"). The bootstrap objects go first, while the controllers still run
+// and remove their finalizers without pruning (deletionPolicy Orphan, kluctl's delete: false unless
+// the user asked otherwise). Then the controllers go; their CRDs and namespaces carry the resource
+// manager's keep-object annotation, so the users' own Flux and kluctl objects stay, unprocessed,
+// instead of being deleted with the CRDs or blocking the deletion with their finalizers.
 func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
 	cluster, err := extensionscontroller.GetCluster(ctx, a.client, ex.Namespace)
 	if err != nil {
@@ -124,20 +127,53 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 	if cluster.Shoot == nil {
 		return fmt.Errorf("cluster %s has no shoot", ex.Namespace)
 	}
-	hibernated := isHibernated(cluster)
 
-	if err := destroy(ctx, bootstrap.New(a.client, a.client, ex.Namespace, bootstrap.Values{}, a.timeouts()), hibernated); err != nil {
+	boot := a.bootstrap(ex.Namespace, bootstrap.Values{})
+	if isHibernated(cluster) {
+		// Without the shoot's resource manager nobody can wait for the controllers to remove their
+		// finalizers; it deletes both ManagedResources at once when the shoot wakes up. So the
+		// bootstrap objects stay, like the users' objects, instead of hanging on a finalizer of a
+		// controller deleted at the same moment.
+		if err := boot.DestroyKeepingObjects(ctx); err != nil {
+			return fmt.Errorf("failed removing the bootstrap objects: %w", err)
+		}
+		if err := a.controllers(ex.Namespace, controllers.Values{}).Destroy(ctx); err != nil {
+			return fmt.Errorf("failed removing the controllers: %w", err)
+		}
+		return a.forgetShootKeys(ctx, log, cluster)
+	}
+
+	left, err := boot.DestroyReleasingAfter(ctx, BootstrapFinalizerGrace)
+	if err != nil {
 		return fmt.Errorf("failed removing the bootstrap objects: %w", err)
 	}
-	if err := destroy(ctx, controllers.New(a.client, a.client, ex.Namespace, controllers.Values{}, a.timeouts()), hibernated); err != nil {
+	if left {
+		log.Info("Left the bootstrap objects in the shoot: their controller did not remove its finalizers", "grace", BootstrapFinalizerGrace)
+	}
+	ctrls := a.controllers(ex.Namespace, controllers.Values{})
+	if err := ctrls.Destroy(ctx); err != nil {
 		return fmt.Errorf("failed removing the controllers: %w", err)
 	}
+	if err := ctrls.WaitCleanup(ctx); err != nil {
+		return fmt.Errorf("failed removing the controllers: %w", err)
+	}
+	return a.forgetShootKeys(ctx, log, cluster)
+}
 
-	if cluster.Shoot.DeletionTimestamp != nil && keyScope(a.config) == deploykey.ScopeShoot {
-		log.Info("Removing the shoot's deploy keys", "secret", client.ObjectKey{Namespace: cluster.Shoot.Namespace, Name: constants.DeployKeysSecretName})
-		if err := a.keys.Forget(ctx, cluster.Shoot.Namespace, cluster.Shoot.Name); err != nil {
-			return fmt.Errorf("failed removing the shoot's deploy keys: %w", err)
-		}
+// BootstrapFinalizerGrace is how long Delete lets the controllers remove their finalizers from the
+// bootstrap objects. A controller that does not run within that time (scaled down, crash-looping)
+// never will before it is deleted itself, so the objects are then left in the shoot.
+var BootstrapFinalizerGrace = time.Minute
+
+// forgetShootKeys removes shoot-scoped deploy keys once the Shoot itself is deleted; disabling the
+// extension keeps them for a later enable.
+func (a *actuator) forgetShootKeys(ctx context.Context, log logr.Logger, cluster *extensionscontroller.Cluster) error {
+	if cluster.Shoot.DeletionTimestamp == nil || keyScope(a.config) != deploykey.ScopeShoot {
+		return nil
+	}
+	log.Info("Removing the shoot's deploy keys", "secret", client.ObjectKey{Namespace: cluster.Shoot.Namespace, Name: constants.DeployKeysSecretName})
+	if err := a.keys.Forget(ctx, cluster.Shoot.Namespace, cluster.Shoot.Name); err != nil {
+		return fmt.Errorf("failed removing the shoot's deploy keys: %w", err)
 	}
 	return nil
 }
@@ -145,31 +181,19 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 // ForceDelete removes the ManagedResources without waiting; gardenlet finalizes them later in the
 // force-deletion flow.
 func (a *actuator) ForceDelete(ctx context.Context, _ logr.Logger, ex *extensionsv1alpha1.Extension) error {
-	for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
-		if err := managedresources.Delete(ctx, a.client, ex.Namespace, name, true); err != nil {
-			return fmt.Errorf("failed deleting managed resource %s: %w", name, err)
-		}
+	if err := a.bootstrap(ex.Namespace, bootstrap.Values{}).Destroy(ctx); err != nil {
+		return err
 	}
-	return nil
+	return a.controllers(ex.Namespace, controllers.Values{}).Destroy(ctx)
 }
 
 // Migrate releases the ManagedResources without touching the shoot: the objects keep running
 // while the control plane moves to another seed.
 func (a *actuator) Migrate(ctx context.Context, _ logr.Logger, ex *extensionsv1alpha1.Extension) error {
-	for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
-		if err := managedresources.SetKeepObjects(ctx, a.client, ex.Namespace, name, true); err != nil {
-			return fmt.Errorf("failed keeping objects of managed resource %s: %w", name, err)
-		}
-		if err := managedresources.Delete(ctx, a.client, ex.Namespace, name, true); err != nil {
-			return fmt.Errorf("failed deleting managed resource %s: %w", name, err)
-		}
+	if err := a.bootstrap(ex.Namespace, bootstrap.Values{}).Migrate(ctx); err != nil {
+		return err
 	}
-	for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
-		if err := managedresources.WaitUntilDeleted(ctx, a.client, ex.Namespace, name); err != nil {
-			return fmt.Errorf("failed waiting for managed resource %s: %w", name, err)
-		}
-	}
-	return nil
+	return a.controllers(ex.Namespace, controllers.Values{}).Migrate(ctx)
 }
 
 // Restore reconciles: deploy keys live in the garden, nothing from the old seed is needed.
@@ -199,18 +223,29 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 	return cfg, fluxconfig.ConfigMapHash(cm), nil
 }
 
-func (a *actuator) timeouts() mrutil.Timeouts {
-	return mrutil.Timeouts{Applied: a.config.Timeouts.ManagedResourceApplied.Duration, Deleted: a.config.Timeouts.Deletion.Duration}
+func (a *actuator) timeouts() managedresource.Timeouts {
+	return managedresource.Timeouts{Applied: a.config.Timeouts.ManagedResourceApplied.Duration, Deleted: a.config.Timeouts.Deletion.Duration}
+}
+
+// bootstrap and controllers return the components of the shoot's two ManagedResources; the
+// manager's cached client serves their waits.
+func (a *actuator) bootstrap(namespace string, values bootstrap.Values) *managedresource.ManagedResource {
+	return bootstrap.New(a.client, a.client, namespace, values, a.timeouts())
+}
+
+func (a *actuator) controllers(namespace string, values controllers.Values) *managedresource.ManagedResource {
+	return controllers.New(a.client, a.client, namespace, values, a.timeouts())
 }
 
 // destroyBootstrapIfExists removes a bootstrap that the configuration no longer asks for. The
 // cached existence check keeps resyncs of shoots without bootstrap free of API requests.
 func (a *actuator) destroyBootstrapIfExists(ctx context.Context, namespace string, hibernated bool) error {
-	mr := &resourcesv1alpha1.ManagedResource{}
-	if err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ManagedResourceBootstrap}, mr); err != nil {
-		return client.IgnoreNotFound(err)
+	boot := a.bootstrap(namespace, bootstrap.Values{})
+	exists, err := boot.Exists(ctx)
+	if err != nil || !exists {
+		return err
 	}
-	return destroy(ctx, bootstrap.New(a.client, a.client, namespace, bootstrap.Values{}, a.timeouts()), hibernated)
+	return destroy(ctx, boot, hibernated)
 }
 
 func (a *actuator) fluxOptions(cfg *fluxapi.FluxConfig) manifests.FluxOptions {

@@ -33,7 +33,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
@@ -226,8 +226,8 @@ var _ = Describe("Actuator", func() {
 			ObjectMeta: metav1.ObjectMeta{Name: "shoot-flux", Namespace: seedNamespace},
 			Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: constants.ExtensionType}},
 		}
-		DeferCleanup(func(interval time.Duration) { mrutil.PollInterval = interval }, mrutil.PollInterval)
-		mrutil.PollInterval = 5 * time.Millisecond
+		DeferCleanup(func(interval time.Duration) { managedresource.PollInterval = interval }, managedresource.PollInterval)
+		managedresource.PollInterval = 5 * time.Millisecond
 	})
 
 	Describe("#Reconcile", func() {

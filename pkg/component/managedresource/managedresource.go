@@ -1,5 +1,7 @@
-// Package mrutil holds the waiting logic shared by the extension's ManagedResource components.
-package mrutil
+// Package managedresource is the component behind each of the extension's ManagedResources: it
+// owns every operation on one (deploy, wait, destroy with or without the objects, force delete,
+// migrate), each bounded by the configured timeouts, so the actuator only sequences components.
+package managedresource
 
 import (
 	"context"
@@ -23,22 +25,13 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
-// Timeouts bound the waits of a ManagedResource component; zero values fall back to the
-// component's package defaults.
+// Timeouts bound the waits of a ManagedResource component. They come from the controller
+// configuration, whose defaults are the only ones.
 type Timeouts struct {
+	// Applied bounds the wait for gardener-resource-manager to apply what was written.
 	Applied time.Duration
+	// Deleted bounds the wait for the ManagedResource to be gone.
 	Deleted time.Duration
-}
-
-// Or returns t with zero values replaced by the given defaults.
-func (t Timeouts) Or(applied, deleted time.Duration) Timeouts {
-	if t.Applied == 0 {
-		t.Applied = applied
-	}
-	if t.Deleted == 0 {
-		t.Deleted = deleted
-	}
-	return t
 }
 
 // PollInterval is how often a ManagedResource is re-read while waiting. Reads hit the manager's
@@ -174,9 +167,9 @@ func deletionMessage(mr *resourcesv1alpha1.ManagedResource) string {
 	return ""
 }
 
-// ShootManagedResource is a component that deploys one ManagedResource for the shoot's
+// ManagedResource is a component that owns one ManagedResource for the shoot's
 // gardener-resource-manager, with the extension's origin.
-type ShootManagedResource struct {
+type ManagedResource struct {
 	// Client writes the ManagedResource and its Secret.
 	Client client.Client
 	// Reader is used while waiting and should be a cached client.
@@ -192,10 +185,10 @@ type ShootManagedResource struct {
 	written Write
 }
 
-var _ component.DeployWaiter = (*ShootManagedResource)(nil)
+var _ component.DeployWaiter = (*ManagedResource)(nil)
 
 // Deploy writes the Secret and the ManagedResource.
-func (m *ShootManagedResource) Deploy(ctx context.Context) error {
+func (m *ManagedResource) Deploy(ctx context.Context) error {
 	data, err := m.Data()
 	if err != nil {
 		return err
@@ -216,18 +209,81 @@ func (m *ShootManagedResource) Deploy(ctx context.Context) error {
 	return managedresources.CreateForShoot(ctx, m.Client, m.Namespace, m.Name, constants.Origin, false, data)
 }
 
-// Destroy deletes the ManagedResource and its Secrets.
-func (m *ShootManagedResource) Destroy(ctx context.Context) error {
-	return managedresources.Delete(ctx, m.Client, m.Namespace, m.Name, true)
+// Destroy deletes the ManagedResource and its Secrets; the resource manager deletes its objects.
+func (m *ManagedResource) Destroy(ctx context.Context) error {
+	if err := managedresources.Delete(ctx, m.Client, m.Namespace, m.Name, true); err != nil {
+		return fmt.Errorf("failed deleting managed resource %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	return nil
+}
+
+// DestroyKeepingObjects deletes the ManagedResource and its Secrets but leaves its objects in the
+// shoot: the resource manager only forgets them.
+func (m *ManagedResource) DestroyKeepingObjects(ctx context.Context) error {
+	if err := m.keepObjects(ctx); err != nil {
+		return err
+	}
+	return m.Destroy(ctx)
+}
+
+// keepObjects tells the resource manager to leave the objects in the shoot when it deletes the
+// ManagedResource, also if the deletion is under way already.
+func (m *ManagedResource) keepObjects(ctx context.Context) error {
+	if err := managedresources.SetKeepObjects(ctx, m.Client, m.Namespace, m.Name, true); err != nil {
+		return fmt.Errorf("failed keeping the objects of managed resource %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	return nil
+}
+
+// Exists tells whether the ManagedResource exists. It reads through Reader, so that resyncs of
+// shoots without it cost no API request.
+func (m *ManagedResource) Exists(ctx context.Context) (bool, error) {
+	if err := m.Reader.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, &resourcesv1alpha1.ManagedResource{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("failed reading managed resource %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	return true, nil
+}
+
+// Migrate releases the objects to the shoot (they keep running while its control plane moves to
+// another seed) and waits until the ManagedResource is gone.
+func (m *ManagedResource) Migrate(ctx context.Context) error {
+	if err := m.DestroyKeepingObjects(ctx); err != nil {
+		return err
+	}
+	return m.WaitCleanup(ctx)
+}
+
+// DestroyReleasingAfter deletes the ManagedResource with its objects and waits. If the objects are
+// not gone after grace, e.g. because the controller that must remove their finalizers does not
+// run, the rest of them is left in the shoot and the ManagedResource is released. It tells whether
+// objects were left behind.
+func (m *ManagedResource) DestroyReleasingAfter(ctx context.Context, grace time.Duration) (bool, error) {
+	if err := m.Destroy(ctx); err != nil {
+		return false, err
+	}
+	err := WaitUntilDeleted(ctx, m.Reader, m.Namespace, m.Name, min(grace, m.Timeouts.Deleted))
+	if err == nil {
+		return false, nil
+	}
+	if ctx.Err() != nil {
+		return false, err
+	}
+	if err := m.keepObjects(ctx); err != nil {
+		return false, err
+	}
+	return true, m.WaitCleanup(ctx)
 }
 
 // Wait waits until the resource manager applied what the last Deploy wrote.
-func (m *ShootManagedResource) Wait(ctx context.Context) error {
+func (m *ManagedResource) Wait(ctx context.Context) error {
 	return WaitUntilApplied(ctx, m.Reader, m.Namespace, m.Name, m.written, m.Timeouts.Applied)
 }
 
 // WaitCleanup waits until the ManagedResource is gone.
-func (m *ShootManagedResource) WaitCleanup(ctx context.Context) error {
+func (m *ManagedResource) WaitCleanup(ctx context.Context) error {
 	return WaitUntilDeleted(ctx, m.Reader, m.Namespace, m.Name, m.Timeouts.Deleted)
 }
 

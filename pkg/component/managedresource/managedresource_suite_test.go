@@ -1,4 +1,4 @@
-package mrutil_test
+package managedresource_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package mrutil_test
+package managedresource_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/mrutil"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 )
 
 var _ = Describe("WaitUntilApplied", func() {
@@ -48,19 +48,19 @@ var _ = Describe("WaitUntilApplied", func() {
 		scheme := runtime.NewScheme()
 		Expect(resourcesv1alpha1.AddToScheme(scheme)).To(Succeed())
 		reader = fake.NewClientBuilder().WithScheme(scheme).Build()
-		DeferCleanup(func(old time.Duration) { mrutil.PollInterval = old }, mrutil.PollInterval)
-		mrutil.PollInterval = 10 * time.Millisecond
+		DeferCleanup(func(old time.Duration) { managedresource.PollInterval = old }, managedresource.PollInterval)
+		managedresource.PollInterval = 10 * time.Millisecond
 	})
 
 	It("returns once the ManagedResource with the written Secret is applied", func() {
 		Expect(reader.Create(ctx, appliedMR("managedresource-"+name+"-new"))).To(Succeed())
-		Expect(mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new"}, time.Second)).To(Succeed())
+		Expect(managedresource.WaitUntilApplied(ctx, reader, namespace, name, managedresource.Write{SecretName: "managedresource-" + name + "-new"}, time.Second)).To(Succeed())
 	})
 
 	// A cache that has not seen the write yet returns the previous generation, which was applied.
 	It("does not take the applied previous generation from a stale cache for the new one", func() {
 		Expect(reader.Create(ctx, appliedMR("managedresource-"+name+"-old"))).To(Succeed())
-		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new"}, 100*time.Millisecond)
+		err := managedresource.WaitUntilApplied(ctx, reader, namespace, name, managedresource.Write{SecretName: "managedresource-" + name + "-new"}, 100*time.Millisecond)
 		Expect(err).To(MatchError(ContainSubstring("does not reference Secret managedresource-" + name + "-new")))
 	})
 
@@ -80,24 +80,24 @@ var _ = Describe("WaitUntilApplied", func() {
 	}
 
 	It("ends with the resource manager's message when the apply keeps failing", func() {
-		DeferCleanup(func(old time.Duration) { mrutil.ApplyFailedGrace = old }, mrutil.ApplyFailedGrace)
-		mrutil.ApplyFailedGrace = 300 * time.Millisecond
+		DeferCleanup(func(old time.Duration) { managedresource.ApplyFailedGrace = old }, managedresource.ApplyFailedGrace)
+		managedresource.ApplyFailedGrace = 300 * time.Millisecond
 		written := time.Now()
 		Expect(reader.Create(ctx, failedMR("managedresource-"+name+"-new", written.Add(time.Second)))).To(Succeed())
 		start := time.Now()
-		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new", At: written}, time.Minute)
-		var failed *mrutil.ApplyFailedError
+		err := managedresource.WaitUntilApplied(ctx, reader, namespace, name, managedresource.Write{SecretName: "managedresource-" + name + "-new", At: written}, time.Minute)
+		var failed *managedresource.ApplyFailedError
 		Expect(errors.As(err, &failed)).To(BeTrue(), "got %v", err)
 		Expect(err).To(MatchError(ContainSubstring(`namespaces "apps" not found`)))
 		Expect(time.Since(start)).To(BeNumerically("<", 30*time.Second), "the wait must not run into its timeout")
 	})
 
 	It("does not take a failure reported before the write for the new generation", func() {
-		DeferCleanup(func(old time.Duration) { mrutil.ApplyFailedGrace = old }, mrutil.ApplyFailedGrace)
-		mrutil.ApplyFailedGrace = 0
+		DeferCleanup(func(old time.Duration) { managedresource.ApplyFailedGrace = old }, managedresource.ApplyFailedGrace)
+		managedresource.ApplyFailedGrace = 0
 		written := time.Now()
 		Expect(reader.Create(ctx, failedMR("managedresource-"+name+"-new", written.Add(-time.Hour)))).To(Succeed())
-		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new", At: written}, 200*time.Millisecond)
+		err := managedresource.WaitUntilApplied(ctx, reader, namespace, name, managedresource.Write{SecretName: "managedresource-" + name + "-new", At: written}, 200*time.Millisecond)
 		Expect(err).To(MatchError(ContainSubstring("was not applied within")))
 	})
 
@@ -107,36 +107,36 @@ var _ = Describe("WaitUntilApplied", func() {
 		written := time.Now()
 		Expect(reader.Create(ctx, failedMR("managedresource-"+name+"-new", written.Add(-time.Hour)))).To(Succeed())
 		start := time.Now()
-		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new", At: written, UnchangedGeneration: 2}, 10*time.Second)
-		var failed *mrutil.ApplyFailedError
+		err := managedresource.WaitUntilApplied(ctx, reader, namespace, name, managedresource.Write{SecretName: "managedresource-" + name + "-new", At: written, UnchangedGeneration: 2}, 10*time.Second)
+		var failed *managedresource.ApplyFailedError
 		Expect(errors.As(err, &failed)).To(BeTrue(), "got %v", err)
 		Expect(failed.Message).To(ContainSubstring(`namespaces "apps" not found`))
-		Expect(time.Since(start)).To(BeNumerically("<", mrutil.ApplyFailedGrace), "a failure that lasts for an hour is not waited out again")
+		Expect(time.Since(start)).To(BeNumerically("<", managedresource.ApplyFailedGrace), "a failure that lasts for an hour is not waited out again")
 	})
 
 	It("waits out a failure of unchanged content that was reported just now", func() {
-		DeferCleanup(func(old time.Duration) { mrutil.ApplyFailedGrace = old }, mrutil.ApplyFailedGrace)
-		mrutil.ApplyFailedGrace = time.Minute
+		DeferCleanup(func(old time.Duration) { managedresource.ApplyFailedGrace = old }, managedresource.ApplyFailedGrace)
+		managedresource.ApplyFailedGrace = time.Minute
 		written := time.Now()
 		Expect(reader.Create(ctx, failedMR("managedresource-"+name+"-new", written.Add(-time.Second)))).To(Succeed())
-		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new", At: written, UnchangedGeneration: 2}, 200*time.Millisecond)
+		err := managedresource.WaitUntilApplied(ctx, reader, namespace, name, managedresource.Write{SecretName: "managedresource-" + name + "-new", At: written, UnchangedGeneration: 2}, 200*time.Millisecond)
 		Expect(err).To(MatchError(ContainSubstring("was not applied within")))
 	})
 
 	It("does not take a failure reported before the write when the generation changed since", func() {
 		written := time.Now()
 		Expect(reader.Create(ctx, failedMR("managedresource-"+name+"-new", written.Add(-time.Hour)))).To(Succeed())
-		err := mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{SecretName: "managedresource-" + name + "-new", At: written, UnchangedGeneration: 1}, 200*time.Millisecond)
+		err := managedresource.WaitUntilApplied(ctx, reader, namespace, name, managedresource.Write{SecretName: "managedresource-" + name + "-new", At: written, UnchangedGeneration: 1}, 200*time.Millisecond)
 		Expect(err).To(MatchError(ContainSubstring("was not applied within")))
 	})
 
 	It("only checks the applied condition without a Secret name", func() {
 		Expect(reader.Create(ctx, appliedMR("managedresource-"+name+"-old"))).To(Succeed())
-		Expect(mrutil.WaitUntilApplied(ctx, reader, namespace, name, mrutil.Write{}, time.Second)).To(Succeed())
+		Expect(managedresource.WaitUntilApplied(ctx, reader, namespace, name, managedresource.Write{}, time.Second)).To(Succeed())
 	})
 })
 
-var _ = Describe("ShootManagedResource", func() {
+var _ = Describe("ManagedResource", func() {
 	const (
 		namespace = "shoot--foo--bar"
 		name      = "extension-shoot-flux-bootstrap"
@@ -152,18 +152,18 @@ var _ = Describe("ShootManagedResource", func() {
 		Expect(resourcesv1alpha1.AddToScheme(scheme)).To(Succeed())
 		Expect(corev1.AddToScheme(scheme)).To(Succeed())
 		c = fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&resourcesv1alpha1.ManagedResource{}).Build()
-		DeferCleanup(func(old time.Duration) { mrutil.PollInterval = old }, mrutil.PollInterval)
-		mrutil.PollInterval = 10 * time.Millisecond
+		DeferCleanup(func(old time.Duration) { managedresource.PollInterval = old }, managedresource.PollInterval)
+		managedresource.PollInterval = 10 * time.Millisecond
 	})
 
-	component := func(data string) *mrutil.ShootManagedResource {
-		return &mrutil.ShootManagedResource{
+	component := func(data string) *managedresource.ManagedResource {
+		return &managedresource.ManagedResource{
 			Client:    c,
 			Reader:    c,
 			Namespace: namespace,
 			Name:      name,
 			Data:      func() (map[string][]byte, error) { return map[string][]byte{"objects.yaml": []byte(data)}, nil },
-			Timeouts:  mrutil.Timeouts{Applied: 300 * time.Millisecond, Deleted: time.Second},
+			Timeouts:  managedresource.Timeouts{Applied: 300 * time.Millisecond, Deleted: time.Second},
 		}
 	}
 
@@ -193,7 +193,7 @@ var _ = Describe("ShootManagedResource", func() {
 		retry := component("a")
 		Expect(retry.Deploy(ctx)).To(Succeed())
 		err := retry.Wait(ctx)
-		var failed *mrutil.ApplyFailedError
+		var failed *managedresource.ApplyFailedError
 		Expect(errors.As(err, &failed)).To(BeTrue(), "got %v", err)
 		Expect(failed.Message).To(ContainSubstring(`namespaces "does-not-exist" not found`))
 	})
