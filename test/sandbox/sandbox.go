@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -248,6 +249,10 @@ type ExtensionSettings struct {
 	Config *config.ControllerConfiguration
 	// MaxConcurrentReconciles replaces Options.MaxConcurrentReconciles if not zero.
 	MaxConcurrentReconciles int
+	// GardenAddress, if set, is the "host:port" the extension reaches the garden API server at
+	// instead of the API server's own, e.g. a Proxy's Addr, so that a scenario can cut the
+	// extension off from the garden.
+	GardenAddress string
 }
 
 // StartExtensionWith starts the extension like StartExtension with some settings replaced. The
@@ -269,7 +274,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		return fmt.Errorf("the extension is already running")
 	}
 	if s.opts.Deployed {
-		d, err := s.startDeployed(ctx, cfg, workers)
+		d, err := s.startDeployed(ctx, cfg, workers, settings.GardenAddress)
 		if err != nil {
 			return err
 		}
@@ -300,7 +305,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 	if err != nil {
 		return fmt.Errorf("failed creating extension manager: %w", err)
 	}
-	garden, err := fluxcmd.NewGardenCluster(s.Garden.Config)
+	garden, err := fluxcmd.NewGardenCluster(s.gardenConfig(settings.GardenAddress))
 	if err != nil {
 		return err
 	}
@@ -332,6 +337,17 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 	}
 	s.extension, s.extCache = r, mgr.GetClient()
 	return nil
+}
+
+// gardenConfig is the extension's REST config of the garden: the garden API server's admin config,
+// at gardenAddress if set.
+func (s *Sandbox) gardenConfig(gardenAddress string) *rest.Config {
+	if gardenAddress == "" {
+		return s.Garden.Config
+	}
+	cfg := rest.CopyConfig(s.Garden.Config)
+	cfg.Host = "https://" + gardenAddress
+	return cfg
 }
 
 // StopExtension stops the in-process extension, cancelling running reconciles as a crash or a
