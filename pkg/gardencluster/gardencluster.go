@@ -130,6 +130,10 @@ func (c *Cluster) sync(ctx context.Context) {
 		if err == nil {
 			break
 		}
+		if ctx.Err() != nil {
+			// The manager is stopping; the probe only failed for that.
+			return
+		}
 		c.setErr(err)
 		delay := backoff.Step()
 		c.log.Error(err, "Garden cluster is not reachable, retrying", "after", delay.Round(time.Millisecond))
