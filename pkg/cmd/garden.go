@@ -3,36 +3,44 @@ package cmd
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
+	gardenerhealthz "github.com/gardener/gardener/pkg/healthz"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/gardencluster"
 )
 
-// NewGardenCluster returns the garden cluster access of the extension. Its cache only holds the
-// project ConfigMaps named flux-config (a field selector keeps a big garden's ConfigMaps out of
-// memory), without managedFields; Secrets are never cached.
-func NewGardenCluster(cfg *rest.Config) (cluster.Cluster, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("could not build garden scheme: %w", err)
+// SetUpManager adds what the extension needs besides its controllers to a seed manager: its kinds,
+// the garden access (returned for the controllers) and the health checks. The extension binary and
+// the test sandbox both use it, so that the sandbox runs the extension as it is deployed.
+//
+// Neither the start nor the readiness depend on the garden: the health checks, Migrate and Delete
+// need nothing from it, and a restart would not bring it back. Until the garden cache synced, the
+// garden requests of reconciles fail at once with gardencluster.ErrNotReachable.
+func SetUpManager(mgr manager.Manager, garden *rest.Config) (*gardencluster.Cluster, error) {
+	if err := extensionscontroller.AddToScheme(mgr.GetScheme()); err != nil {
+		return nil, fmt.Errorf("could not update manager scheme: %w", err)
 	}
-	c, err := cluster.New(cfg, func(o *cluster.Options) {
-		o.Scheme = scheme
-		o.Cache.ByObject = map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", constants.ProjectConfigMapName)},
-		}
-		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
-		o.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}
-	})
+	if err := fluxinstall.AddToScheme(mgr.GetScheme()); err != nil {
+		return nil, fmt.Errorf("could not update manager scheme: %w", err)
+	}
+
+	gardenCluster, err := gardencluster.New(garden, mgr.GetLogger().WithName("garden"))
 	if err != nil {
-		return nil, fmt.Errorf("could not create garden cluster access: %w", err)
+		return nil, err
 	}
-	return c, nil
+	if err := mgr.Add(gardenCluster); err != nil {
+		return nil, fmt.Errorf("could not add garden cluster to manager: %w", err)
+	}
+
+	if err := mgr.AddReadyzCheck("informer-sync", gardenerhealthz.NewCacheSyncHealthz(mgr.GetCache())); err != nil {
+		return nil, fmt.Errorf("could not add ready check for informers: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("could not add health check to manager: %w", err)
+	}
+	return gardenCluster, nil
 }

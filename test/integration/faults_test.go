@@ -53,6 +53,17 @@ var _ = Describe("Faults", func() {
 		Expect(keys).To(HaveLen(1))
 
 		By("stopping the garden API server and asking for a reconcile")
+		// After the outage, the extension's garden informer lists and watches again only when its
+		// backoff allows, up to a minute later; until then its ConfigMaps are stale. The scenarios
+		// after this one create project ConfigMaps and expect them to be seen within seconds, so
+		// they get an extension with a fresh garden cache. This cleanup runs after the garden API
+		// server's restart below.
+		DeferCleanup(func(ctx SpecContext) error {
+			if err := sb.StopExtension(); err != nil {
+				return err
+			}
+			return sb.StartExtension(ctx)
+		})
 		DeferCleanup(sb.Garden.StartAPIServer)
 		Expect(sb.Garden.StopAPIServer()).To(Succeed())
 		Expect(h.TriggerReconcile(ctx)).To(Succeed())

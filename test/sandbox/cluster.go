@@ -243,3 +243,15 @@ func (c *Cluster) WriteKubeconfig(path string) error {
 	}
 	return nil
 }
+
+// Address returns the "host:port" of the cluster's API server.
+func (c *Cluster) Address() (string, error) {
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		return "", fmt.Errorf("failed parsing the address of the %s API server: %w", c.Name, err)
+	}
+	if u.Host == "" {
+		return "", errors.New("the " + c.Name + " API server has no address")
+	}
+	return u.Host, nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net"
 	"os"
 	"path"
@@ -58,6 +59,8 @@ type deployedEnv struct {
 	// seedUser and gardenUser are the extension's identities in the seed and the garden.
 	seedUser, gardenUser   string
 	seedAudit, gardenAudit *AuditLog
+	// kubeconfigDir is where the chart mounts the garden kubeconfig and its token.
+	kubeconfigDir string
 	// installed is set once installDeployed succeeded; later starts only apply the chart.
 	installed bool
 }
@@ -100,9 +103,9 @@ func (s *Sandbox) prepareDeployed(ctx context.Context) error {
 
 // installDeployed sets up what gardenlet and gardener-controller-manager set up once per seed: the
 // release namespace, the garden ClusterRole of GardenRBACFile bound to the extension's dedicated
-// garden ServiceAccount (with the file's admission policy in effect), its token and the generic
-// garden kubeconfig.
-func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unstructured, deployment *appsv1.Deployment) error {
+// garden ServiceAccount (with the file's admission policy in effect) and its token. genericSecret
+// is the generic garden kubeconfig Secret the chart was rendered with.
+func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unstructured, deployment *appsv1.Deployment, genericSecret string) error {
 	env := s.deployedEnv
 	env.seedAudit = &AuditLog{Path: s.Seed.AuditLogPath}
 	env.gardenAudit = &AuditLog{Path: s.Garden.AuditLogPath}
@@ -138,7 +141,7 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 	if err := applyObjects(ctx, s.Seed.Client, objs); err != nil {
 		return err
 	}
-	accessSecret, kubeconfigDir, err := gardenAccess(deployment)
+	accessSecret, kubeconfigDir, err := gardenAccess(deployment, genericSecret)
 	if err != nil {
 		return err
 	}
@@ -157,20 +160,35 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 		return err
 	}
 	env.seedUser = "system:serviceaccount:" + DeployedNamespace + ":" + deployment.Spec.Template.Spec.ServiceAccountName
+	env.kubeconfigDir = kubeconfigDir
+	return nil
+}
 
-	// gardenlet's generic garden kubeconfig: the garden's address and CA, and the token file that
-	// the chart projects next to it.
-	kubeconfig, err := GenericGardenKubeconfig(s.Garden.Config, path.Join(kubeconfigDir, "token"))
+// genericKubeconfigSecret returns the name of the generic garden kubeconfig Secret for a garden
+// address: GenericKubeconfigSecret for the garden API server's own, else one named after the
+// address, as gardenlet names its Secret after the content's hash.
+func genericKubeconfigSecret(gardenAddress string) string {
+	if gardenAddress == "" {
+		return GenericKubeconfigSecret
+	}
+	return fmt.Sprintf("generic-garden-kubeconfig-%08x", crc32.ChecksumIEEE([]byte(gardenAddress)))
+}
+
+// createGenericKubeconfig creates gardenlet's generic garden kubeconfig Secret: the garden's
+// address and CA, and the token file that the chart projects next to it. The Secret is immutable;
+// one that exists already has the same content, as its name stands for the address.
+func (s *Sandbox) createGenericKubeconfig(ctx context.Context, name string, garden *rest.Config) error {
+	kubeconfig, err := GenericGardenKubeconfig(garden, path.Join(s.deployedEnv.kubeconfigDir, "token"))
 	if err != nil {
 		return err
 	}
 	generic := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: GenericKubeconfigSecret, Namespace: DeployedNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: DeployedNamespace},
 		Data:       map[string][]byte{"kubeconfig": kubeconfig},
 		Immutable:  ptr.To(true),
 	}
 	if err := s.Seed.Client.Create(ctx, generic); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed creating the generic garden kubeconfig: %w", err)
+		return fmt.Errorf("failed creating the generic garden kubeconfig %s: %w", name, err)
 	}
 	return nil
 }
@@ -262,7 +280,7 @@ func GrantGardenAccess(ctx context.Context, seed, garden client.Client, accessSe
 
 // deployedValues are the values of one installation: gardenlet's, free ports, and the settings of
 // the sandbox as chart values.
-func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers int) (map[string]any, string, error) {
+func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers int, genericSecret string) (map[string]any, string, error) {
 	metricsPort, err := FreePort()
 	if err != nil {
 		return nil, "", err
@@ -296,6 +314,9 @@ func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers in
 			"ignoreOperationAnnotation": s.opts.IgnoreOperationAnnotation,
 		},
 		"config": configValues,
+		"gardener": map[string]any{
+			"garden": map[string]any{"genericKubeconfigSecretName": genericSecret},
+		},
 	}
 	if !s.opts.HealthCheck {
 		values["disableControllers"] = []any{healthcheck.ControllerName}
@@ -303,9 +324,11 @@ func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers in
 	return MergeValues(GardenletValues(), values), net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort)), nil
 }
 
-// startDeployed installs the chart into the seed and runs its Deployment's pod.
-func (s *Sandbox) startDeployed(ctx context.Context, cfg *config.ControllerConfiguration, workers int) (*deployedExtension, error) {
-	values, healthAddr, err := s.deployedValues(cfg, workers)
+// startDeployed installs the chart into the seed and runs its Deployment's pod. gardenAddress, if
+// set, is where the pod reaches the garden API server (see ExtensionSettings.GardenAddress).
+func (s *Sandbox) startDeployed(ctx context.Context, cfg *config.ControllerConfiguration, workers int, gardenAddress string) (*deployedExtension, error) {
+	genericSecret := genericKubeconfigSecret(gardenAddress)
+	values, healthAddr, err := s.deployedValues(cfg, workers, genericSecret)
 	if err != nil {
 		return nil, err
 	}
@@ -319,11 +342,14 @@ func (s *Sandbox) startDeployed(ctx context.Context, cfg *config.ControllerConfi
 	}
 	env := s.deployedEnv
 	if !env.installed {
-		if err := s.installDeployed(ctx, objs, deployment); err != nil {
+		if err := s.installDeployed(ctx, objs, deployment, genericSecret); err != nil {
 			return nil, err
 		}
 		env.installed = true
 	} else if err := applyObjects(ctx, s.Seed.Client, objs); err != nil {
+		return nil, err
+	}
+	if err := s.createGenericKubeconfig(ctx, genericSecret, s.gardenConfig(gardenAddress)); err != nil {
 		return nil, err
 	}
 	pod := &Pod{
@@ -417,8 +443,9 @@ func chartDeployment(objs []*unstructured.Unstructured) (*appsv1.Deployment, err
 }
 
 // gardenAccess returns the name of the chart's garden access Secret (the projected token source of
-// the volume that $GARDEN_KUBECONFIG points into) and the directory of that volume.
-func gardenAccess(d *appsv1.Deployment) (string, string, error) {
+// the volume that $GARDEN_KUBECONFIG points into, besides the generic kubeconfig Secret
+// genericSecret) and the directory of that volume.
+func gardenAccess(d *appsv1.Deployment, genericSecret string) (string, string, error) {
 	c := d.Spec.Template.Spec.Containers[0]
 	var kubeconfig string
 	for _, e := range c.Env {
@@ -439,7 +466,7 @@ func gardenAccess(d *appsv1.Deployment) (string, string, error) {
 			break
 		}
 		for _, src := range v.Projected.Sources {
-			if src.Secret != nil && src.Secret.Name != GenericKubeconfigSecret {
+			if src.Secret != nil && src.Secret.Name != genericSecret {
 				return src.Secret.Name, dir, nil
 			}
 		}

@@ -66,6 +66,18 @@ func (r *runner) start(ctx context.Context, log logr.Logger, mgr manager.Manager
 	return errors.Join(fmt.Errorf("manager %s did not start within %s", name, CacheSyncTimeout), stopErr)
 }
 
+// exited tells whether the manager stopped, and with which error; see WaitReady.
+func (r *runner) exited() (bool, error) {
+	select {
+	case <-r.done:
+	default:
+		return false, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return true, r.err
+}
+
 // stop cancels the manager and waits until all its runnables returned.
 func (r *runner) stop() error {
 	if r == nil {

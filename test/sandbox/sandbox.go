@@ -15,13 +15,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
-	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/go-logr/logr"
@@ -29,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -39,7 +41,6 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
-	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
 	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
@@ -236,8 +237,8 @@ func (s *Sandbox) ExtensionConfig() config.ControllerConfiguration {
 }
 
 // StartExtension starts the extension controller in this process, like the extension binary
-// does (cmd/gardener-extension-shoot-flux/app), or with Options.Deployed as deployed. It fails if
-// it is already running.
+// does (cmd/gardener-extension-shoot-flux/app), or with Options.Deployed as deployed, and waits
+// until its /readyz answers OK. It fails if it is already running.
 func (s *Sandbox) StartExtension(ctx context.Context) error {
 	return s.StartExtensionWith(ctx, ExtensionSettings{})
 }
@@ -249,6 +250,10 @@ type ExtensionSettings struct {
 	Config *config.ControllerConfiguration
 	// MaxConcurrentReconciles replaces Options.MaxConcurrentReconciles if not zero.
 	MaxConcurrentReconciles int
+	// GardenAddress, if set, is the "host:port" the extension reaches the garden API server at
+	// instead of the API server's own, e.g. a Proxy's Addr, so that a scenario can cut the
+	// extension off from the garden.
+	GardenAddress string
 }
 
 // StartExtensionWith starts the extension like StartExtension with some settings replaced. The
@@ -270,7 +275,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		return fmt.Errorf("the extension is already running")
 	}
 	if s.opts.Deployed {
-		d, err := s.startDeployed(ctx, cfg, workers)
+		d, err := s.startDeployed(ctx, cfg, workers, settings.GardenAddress)
 		if err != nil {
 			return err
 		}
@@ -278,11 +283,15 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		return nil
 	}
 
-	scheme := runtime.NewScheme()
-	if err := extensionscontroller.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("failed building extension scheme: %w", err)
+	healthPort, err := FreePort()
+	if err != nil {
+		return err
 	}
-	if err := fluxinstall.AddToScheme(scheme); err != nil {
+	healthAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort))
+	// The binary's manager starts with client-go's global scheme, to which SetUpManager adds the
+	// extension's kinds; a scheme of its own leaves the global one of this process alone.
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("failed building extension scheme: %w", err)
 	}
 	log := s.log.WithName("extension")
@@ -290,7 +299,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		Scheme:                 scheme,
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+		HealthProbeBindAddress: healthAddr,
 		// A restarted extension registers its controller name again in this process.
 		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
@@ -301,12 +310,9 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 	if err != nil {
 		return fmt.Errorf("failed creating extension manager: %w", err)
 	}
-	garden, err := fluxcmd.NewGardenCluster(s.Garden.Config)
+	garden, err := fluxcmd.SetUpManager(mgr, s.gardenConfig(settings.GardenAddress))
 	if err != nil {
 		return err
-	}
-	if err := mgr.Add(garden); err != nil {
-		return fmt.Errorf("failed adding garden cluster to extension manager: %w", err)
 	}
 	// The controller's predicates keep the context they are added with for the manager's lifetime.
 	r := newRunner(ctx, "extension")
@@ -331,8 +337,23 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 	if err := r.start(ctx, log, mgr); err != nil {
 		return err
 	}
+	// Ready as the deployed extension's kubelet would see it.
+	if err := WaitReady(ctx, healthAddr, r.exited); err != nil {
+		return errors.Join(fmt.Errorf("the extension: %w", err), r.stop())
+	}
 	s.extension, s.extCache = r, mgr.GetClient()
 	return nil
+}
+
+// gardenConfig is the extension's REST config of the garden: the garden API server's admin config,
+// at gardenAddress if set.
+func (s *Sandbox) gardenConfig(gardenAddress string) *rest.Config {
+	if gardenAddress == "" {
+		return s.Garden.Config
+	}
+	cfg := rest.CopyConfig(s.Garden.Config)
+	cfg.Host = "https://" + gardenAddress
+	return cfg
 }
 
 // StopExtension stops the in-process extension, cancelling running reconciles as a crash or a

@@ -5,15 +5,11 @@ import (
 	"context"
 	"fmt"
 
-	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	"github.com/gardener/gardener/extensions/pkg/controller/heartbeat"
-	gardenerhealthz "github.com/gardener/gardener/pkg/healthz"
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/version/verflag"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
 	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
@@ -59,19 +55,9 @@ func (o *Options) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("could not instantiate controller-manager: %w", err)
 	}
-	if err := extensionscontroller.AddToScheme(mgr.GetScheme()); err != nil {
-		return fmt.Errorf("could not update manager scheme: %w", err)
-	}
-	if err := fluxinstall.AddToScheme(mgr.GetScheme()); err != nil {
-		return fmt.Errorf("could not update manager scheme: %w", err)
-	}
-
-	gardenCluster, err := fluxcmd.NewGardenCluster(o.clientOptions.Apply(o.gardenOptions.Completed()))
+	gardenCluster, err := fluxcmd.SetUpManager(mgr, o.clientOptions.Apply(o.gardenOptions.Completed()))
 	if err != nil {
 		return err
-	}
-	if err := mgr.Add(gardenCluster); err != nil {
-		return fmt.Errorf("could not add garden cluster to manager: %w", err)
 	}
 
 	cfg := o.configOptions.Completed()
@@ -89,16 +75,6 @@ func (o *Options) run(ctx context.Context) error {
 	if err := o.controllerSwitches.Completed().AddToManager(ctx, mgr); err != nil {
 		return fmt.Errorf("could not add controllers to manager: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("informer-sync", gardenerhealthz.NewCacheSyncHealthz(mgr.GetCache())); err != nil {
-		return fmt.Errorf("could not add ready check for informers: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("garden-informer-sync", gardenerhealthz.NewCacheSyncHealthz(gardenCluster.GetCache())); err != nil {
-		return fmt.Errorf("could not add ready check for garden informers: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("could not add health check to manager: %w", err)
-	}
-
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("error running manager: %w", err)
 	}

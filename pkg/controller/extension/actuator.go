@@ -32,7 +32,7 @@ import (
 
 // NewActuator returns the actuator of shoot-flux Extensions. seedClient should be the manager's
 // (cached) client, gardenClient a client of the garden cluster whose cache holds the project
-// ConfigMaps.
+// ConfigMaps and which fails at once while the garden is not reachable (gardencluster.Client).
 func NewActuator(seedClient client.Client, gardenClient client.Client, cfg config.ControllerConfiguration) extension.Actuator {
 	return &actuator{
 		client: seedClient,

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -31,6 +30,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/gardencluster"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
 
@@ -56,7 +56,7 @@ type AddOptions struct {
 	// Config is the (defaulted) component configuration.
 	Config config.ControllerConfiguration
 	// GardenCluster gives access to the garden; it must be added to the manager by the caller.
-	GardenCluster cluster.Cluster
+	GardenCluster *gardencluster.Cluster
 	// Resync is how often an unchanged Extension is reconciled again.
 	Resync time.Duration
 }
@@ -78,16 +78,17 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		return fmt.Errorf("failed indexing clusters by shoot namespace: %w", err)
 	}
 
+	garden := opts.GardenCluster
 	mapper := &projectMapper{client: mgr.GetClient()}
 	orphans := make(chan event.GenericEvent)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		enqueueConfigMapsDeletedWhileDown(ctx, mgr.GetLogger().WithName(ControllerName), mgr.GetCache(), opts.GardenCluster.GetCache(), orphans)
+		enqueueConfigMapsDeletedWhileDown(ctx, mgr.GetLogger().WithName(ControllerName), mgr.GetCache(), garden, orphans)
 		return nil
 	})); err != nil {
 		return fmt.Errorf("failed adding the start-up check for deleted project ConfigMaps: %w", err)
 	}
 	return extension.Add(mgr, extension.AddArgs{
-		Actuator:                  NewActuator(mgr.GetClient(), opts.GardenCluster.GetClient(), opts.Config),
+		Actuator:                  NewActuator(mgr.GetClient(), garden.Client(), opts.Config),
 		ControllerOptions:         opts.ControllerOptions,
 		Name:                      ControllerName,
 		FinalizerSuffix:           FinalizerSuffix,
@@ -97,13 +98,15 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation,
 		ExtensionClasses:          opts.ExtensionClasses,
 		WatchBuilder: []func(controller.Controller) error{
+			// The watch starts once the garden cache synced, so that the controller starts without
+			// the garden; its initial list then catches up with the changes the extension missed.
 			func(c controller.Controller) error {
-				return c.Watch(source.Kind[client.Object](
-					opts.GardenCluster.GetCache(),
+				return c.Watch(garden.WhenSynced(source.Kind[client.Object](
+					garden.Cache(),
 					&corev1.ConfigMap{},
 					projectConfigHandler(mapper),
 					predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == constants.ProjectConfigMapName }),
-				))
+				)))
 			},
 			func(c controller.Controller) error {
 				return c.Watch(source.Channel(orphans, &handler.EnqueueRequestForObject{}))
@@ -252,13 +255,19 @@ func recordedConfigHash(ex *extensionsv1alpha1.Extension) string {
 // which no longer exists. The initial list of the ConfigMap watch has no event for a ConfigMap
 // deleted while the extension was down, so without this those shoots would keep the deleted
 // configuration until the resync. A failure is only logged: the resync repairs what it misses, and
-// stopping the manager for it would stop every shoot's reconciles.
-func enqueueConfigMapsDeletedWhileDown(ctx context.Context, log logr.Logger, seed, garden cache.Cache, events chan<- event.GenericEvent) {
-	if !seed.WaitForCacheSync(ctx) || !garden.WaitForCacheSync(ctx) {
-		// The context ended before the caches synced: the manager is stopping.
+// stopping the manager for it would stop every shoot's reconciles. It runs once the garden cache
+// synced, which may be long after the start.
+func enqueueConfigMapsDeletedWhileDown(ctx context.Context, log logr.Logger, seed cache.Cache, garden *gardencluster.Cluster, events chan<- event.GenericEvent) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-garden.Synced():
+	}
+	if !seed.WaitForCacheSync(ctx) {
+		// The context ended before the cache synced: the manager is stopping.
 		return
 	}
-	orphans, err := extensionsWithDeletedConfigMap(ctx, seed, garden)
+	orphans, err := extensionsWithDeletedConfigMap(ctx, seed, garden.Client())
 	if err != nil {
 		log.Error(err, "Failed looking for shoots whose project ConfigMap was deleted while the extension was down")
 		return

@@ -1,0 +1,13 @@
+package gardencluster_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestGardenCluster(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Garden Cluster Suite")
+}
