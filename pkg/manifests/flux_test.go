@@ -113,6 +113,12 @@ var _ = Describe("RenderFlux", func() {
 		}
 	})
 
+	It("keeps the CRDs and the namespace when the extension is disabled", func() {
+		data, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: fluxComponents, Namespace: "gitops"})
+		Expect(err).NotTo(HaveOccurred())
+		expectKeptOnDisable(parseObjects(data))
+	})
+
 	It("moves every image to the override registry", func() {
 		data, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: fluxComponents, Namespace: "flux-system", Registry: "my.mirror:5000/cache"})
 		Expect(err).NotTo(HaveOccurred())

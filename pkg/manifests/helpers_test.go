@@ -80,3 +80,21 @@ func setImageVectorOverwrite(content string) {
 	Expect(os.WriteFile(file, []byte(content), 0o600)).To(Succeed())
 	GinkgoT().Setenv("IMAGEVECTOR_OVERWRITE", file)
 }
+
+// expectKeptOnDisable checks that exactly the CRDs and namespaces survive the deletion of the
+// controllers' ManagedResource, so disabling the extension deletes no user object with them.
+func expectKeptOnDisable(objects []*unstructured.Unstructured) {
+	GinkgoHelper()
+	kept := 0
+	for _, obj := range objects {
+		annotation := obj.GetAnnotations()["resources.gardener.cloud/keep-object"]
+		switch obj.GetKind() {
+		case "CustomResourceDefinition", "Namespace":
+			Expect(annotation).To(Equal("true"), "%s %s", obj.GetKind(), obj.GetName())
+			kept++
+		default:
+			Expect(annotation).To(BeEmpty(), "%s %s", obj.GetKind(), obj.GetName())
+		}
+	}
+	Expect(kept).To(BeNumerically(">=", 2))
+}

@@ -120,6 +120,10 @@ var _ = Describe("RenderKluctl", func() {
 		Expect(configMaps["kluctl-ssh-known-hosts"].Object).To(HaveKeyWithValue("data", HaveKeyWithValue("ssh_known_hosts", "")))
 	})
 
+	It("keeps the CRD and the namespace when the extension is disabled", func() {
+		expectKeptOnDisable(parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "gitops"})))
+	})
+
 	It("lets the controller skip host key checking only when asked to", func() {
 		objects := parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "gitops", DisableStrictHostKeyChecking: true}))
 		container := deployments(objects)["kluctl-controller"].Spec.Template.Spec.Containers[0]

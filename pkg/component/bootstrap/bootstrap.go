@@ -10,6 +10,7 @@ import (
 
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	corev1 "k8s.io/api/core/v1"
@@ -93,7 +94,11 @@ func Data(v Values) (map[string][]byte, error) {
 		objects = append(objects, secret(constants.DecryptionSecretName, namespace, v.Decryption))
 	}
 	for _, s := range v.AdditionalSecrets {
-		objects = append(objects, secret(s.Name, s.Namespace, s.Data))
+		additional := secret(s.Name, s.Namespace, s.Data)
+		// Workloads may use an additional Secret (an image pull Secret, say); disabling the extension
+		// or dropping the Secret from the configuration must not take it away from them.
+		metav1.SetMetaDataAnnotation(&additional.ObjectMeta, resourcesv1alpha1.KeepObject, "true")
+		objects = append(objects, additional)
 	}
 	if err := registry.Add(objects...); err != nil {
 		return nil, fmt.Errorf("failed serializing bootstrap secrets: %w", err)

@@ -78,6 +78,9 @@ var _ = Describe("Data", func() {
 		})
 		Expect(objs).To(HaveKey("Secret/kluctl-system/" + constants.DecryptionSecretName))
 		Expect(objs).To(HaveKey("Secret/apps/db"))
+		Expect(objs["Secret/apps/db"]["metadata"]).To(HaveKeyWithValue("annotations", HaveKeyWithValue("resources.gardener.cloud/keep-object", "true")),
+			"workloads may use the Secret after the extension is disabled")
+		Expect(objs["Secret/kluctl-system/"+constants.DecryptionSecretName]["metadata"]).NotTo(HaveKey("annotations"))
 		spec := objs["KluctlDeployment/kluctl-system/shoot-flux-bootstrap"]["spec"].(map[string]any)
 		Expect(spec["decryption"]).To(Equal(map[string]any{"provider": "sops", "secretRef": map[string]any{"name": constants.DecryptionSecretName}}))
 		Expect(spec).NotTo(HaveKey("credentials"))

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -205,5 +206,92 @@ var _ = Describe("ManagedResource", func() {
 		changed := component("b")
 		Expect(changed.Deploy(ctx)).To(Succeed())
 		Expect(changed.Wait(ctx)).To(MatchError(ContainSubstring("was not applied within")))
+	})
+
+	// finalizing holds the ManagedResource on gardener-resource-manager's finalizer, as the resource
+	// manager does while it deletes the objects.
+	finalizing := func() {
+		GinkgoHelper()
+		mr := &resourcesv1alpha1.ManagedResource{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr)).To(Succeed())
+		mr.Finalizers = []string{"resources.gardener.cloud/gardener-resource-manager"}
+		Expect(c.Update(ctx, mr)).To(Succeed())
+	}
+	// releaseWhenKept plays the resource manager: it lets a ManagedResource go once it is told to
+	// keep the objects.
+	releaseWhenKept := func() {
+		go func() {
+			defer GinkgoRecover()
+			Eventually(func(g Gomega) {
+				mr := &resourcesv1alpha1.ManagedResource{}
+				g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr)).To(Succeed())
+				g.Expect(mr.Spec.KeepObjects).To(Equal(ptr.To(true)))
+				mr.Finalizers = nil
+				g.Expect(c.Update(ctx, mr)).To(Succeed())
+			}).WithTimeout(5 * time.Second).Should(Succeed())
+		}()
+	}
+	keepObjects := func() *bool {
+		mr := &resourcesv1alpha1.ManagedResource{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr); err != nil {
+			return nil
+		}
+		return mr.Spec.KeepObjects
+	}
+
+	It("tells whether the ManagedResource exists", func() {
+		m := component("a")
+		Expect(m.Exists(ctx)).To(BeFalse())
+		Expect(m.Deploy(ctx)).To(Succeed())
+		Expect(m.Exists(ctx)).To(BeTrue())
+	})
+
+	It("migrates by releasing the objects and waiting until the ManagedResource is gone", func() {
+		m := component("a")
+		Expect(m.Deploy(ctx)).To(Succeed())
+		finalizing()
+		releaseWhenKept()
+		Expect(m.Migrate(ctx)).To(Succeed())
+		Expect(m.Exists(ctx)).To(BeFalse())
+	})
+
+	It("bounds the wait of a migration by the deletion timeout", func() {
+		m := component("a")
+		Expect(m.Deploy(ctx)).To(Succeed())
+		finalizing()
+		start := time.Now()
+		Expect(m.Migrate(ctx)).To(MatchError(ContainSubstring("was not deleted within 1s")))
+		Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
+		Expect(keepObjects()).To(Equal(ptr.To(true)))
+	})
+
+	It("deletes with the objects when they go in time", func() {
+		m := component("a")
+		Expect(m.Deploy(ctx)).To(Succeed())
+		left, err := m.DestroyReleasingAfter(ctx, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(left).To(BeFalse())
+		Expect(m.Exists(ctx)).To(BeFalse())
+	})
+
+	It("leaves the objects behind when their deletion hangs for longer than the grace", func() {
+		m := component("a")
+		Expect(m.Deploy(ctx)).To(Succeed())
+		finalizing()
+		Expect(keepObjects()).To(Or(BeNil(), Equal(ptr.To(false))))
+		releaseWhenKept()
+		left, err := m.DestroyReleasingAfter(ctx, 100*time.Millisecond)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(left).To(BeTrue())
+		Expect(m.Exists(ctx)).To(BeFalse())
+	})
+
+	It("force-deletes without waiting", func() {
+		m := component("a")
+		Expect(m.Deploy(ctx)).To(Succeed())
+		finalizing()
+		Expect(m.Destroy(ctx)).To(Succeed())
+		Expect(m.Exists(ctx)).To(BeTrue(), "the resource manager finalizes it later")
+		Expect(keepObjects()).To(Or(BeNil(), Equal(ptr.To(false))))
 	})
 })

@@ -528,6 +528,34 @@ var _ = Describe("Actuator", func() {
 
 			Expect(act.Delete(ctx, logr.Discard(), ex)).To(MatchError(ContainSubstring(constants.ManagedResourceBootstrap + " was not deleted")))
 			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceControllers}, &resourcesv1alpha1.ManagedResource{})).To(Succeed())
+			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceBootstrap}, mr)).To(Succeed())
+			Expect(mr.Spec.KeepObjects).To(Equal(ptr.To(true)), "objects whose finalizers nobody removes are left in the shoot")
+		})
+
+		It("leaves the bootstrap objects of a hibernated shoot and waits for nothing", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})})
+			Expect(reconcile()).To(Succeed())
+			for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+				mr := &resourcesv1alpha1.ManagedResource{}
+				Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: name}, mr)).To(Succeed())
+				mr.Finalizers = []string{"resources.gardener.cloud/gardener-resource-manager"}
+				Expect(seed.Update(ctx, mr)).To(Succeed())
+			}
+			theShoot.Spec.Hibernation = &gardencorev1beta1.Hibernation{Enabled: ptr.To(true)}
+			c := &extensionsv1alpha1.Cluster{}
+			Expect(seed.Get(ctx, client.ObjectKey{Name: seedNamespace}, c)).To(Succeed())
+			c.Spec.Shoot = clusterObject(theShoot).Spec.Shoot
+			Expect(seed.Update(ctx, c)).To(Succeed())
+
+			Expect(act.Delete(ctx, logr.Discard(), ex)).To(Succeed())
+			boot := &resourcesv1alpha1.ManagedResource{}
+			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceBootstrap}, boot)).To(Succeed())
+			Expect(boot.DeletionTimestamp).NotTo(BeNil())
+			Expect(boot.Spec.KeepObjects).To(Equal(ptr.To(true)))
+			ctrls := &resourcesv1alpha1.ManagedResource{}
+			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceControllers}, ctrls)).To(Succeed())
+			Expect(ctrls.DeletionTimestamp).NotTo(BeNil())
+			Expect(ctrls.Spec.KeepObjects).NotTo(Equal(ptr.To(true)), "the controllers go; their CRDs and namespaces are kept by annotation")
 		})
 
 		It("deletes a shoot-scoped deploy key together with the shoot", func() {
