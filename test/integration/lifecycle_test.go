@@ -10,8 +10,11 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,12 +37,31 @@ var _ = Describe("Extension lifecycle", func() {
 		By("creating a user workload in the shoot")
 		userConfigMap, userDeployment := createUserWorkload(ctx, h.Shoot.Client, "apps")
 
+		By("adding a user's Flux object and letting the bootstrap's controller be gone")
+		// A GitRepository the user's repository created next to the bootstrap, with the finalizer
+		// source-controller puts on it.
+		userSource := &unstructured.Unstructured{}
+		userSource.SetGroupVersionKind(schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"})
+		userSource.SetNamespace(fluxNamespace)
+		userSource.SetName("apps")
+		userSource.SetFinalizers([]string{"finalizers.fluxcd.io"})
+		Expect(unstructured.SetNestedField(userSource.Object, map[string]any{"url": "https://git.example.com/apps.git", "interval": "5m"}, "spec")).To(Succeed())
+		Expect(h.Shoot.Client.Create(ctx, userSource)).To(Succeed())
+		// The kluctl controller's finalizer on the bootstrap KluctlDeployment, with no controller
+		// running to remove it, as when it was scaled down.
+		kd, err := kluctlDeployment(ctx, h)
+		Expect(err).NotTo(HaveOccurred())
+		kd.SetFinalizers([]string{"gitops.kluctl.io/kluctl-deployment"})
+		Expect(h.Shoot.Client.Update(ctx, kd)).To(Succeed())
+
 		mrs := &resourcesv1alpha1.ManagedResourceList{}
 		Expect(sb.Seed.Client.List(ctx, mrs, client.InNamespace(h.SeedNamespace))).To(Succeed())
 		Expect(mrs.Items).To(HaveLen(2))
 
 		By("disabling the extension")
+		start := time.Now()
 		Expect(h.Delete(ctx, deleteTimeout)).To(Succeed())
+		AddReportEntry("disable", fmt.Sprintf("the Extension was deleted %s after the request", time.Since(start).Round(time.Millisecond)))
 
 		By("checking the order of the ManagedResource deletions")
 		order := managedResourceDeletionOrder(ctx, h.SeedNamespace, mrs.ResourceVersion)
@@ -50,16 +72,29 @@ var _ = Describe("Extension lifecycle", func() {
 			"deleted " + constants.ManagedResourceControllers,
 		}))
 
-		By("checking the shoot")
+		By("checking the shoot: the controllers are gone, their CRDs, namespaces and the Flux and kluctl objects stay")
 		Eventually(func(g Gomega) {
 			for _, ns := range []string{fluxNamespace, kluctlNamespace} {
 				deployments := &appsv1.DeploymentList{}
 				g.Expect(h.Shoot.Client.List(ctx, deployments, client.InNamespace(ns))).To(Succeed())
 				g.Expect(deployments.Items).To(BeEmpty(), "deployments in %s", ns)
-				err := get(ctx, h.Shoot.Client, &corev1.Namespace{}, "", ns)
-				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace %s should be gone, got %v", ns, err)
 			}
 		}).Should(Succeed())
+		for _, ns := range []string{fluxNamespace, kluctlNamespace} {
+			namespace := &corev1.Namespace{}
+			Expect(get(ctx, h.Shoot.Client, namespace, "", ns)).To(Succeed())
+			Expect(namespace.DeletionTimestamp).To(BeNil(), "namespace %s", ns)
+		}
+		for _, crd := range []string{"gitrepositories.source.toolkit.fluxcd.io", "kluctldeployments.gitops.kluctl.io"} {
+			obj := &apiextensionsv1.CustomResourceDefinition{}
+			Expect(get(ctx, h.Shoot.Client, obj, "", crd)).To(Succeed())
+			Expect(obj.DeletionTimestamp).To(BeNil(), "CRD %s", crd)
+		}
+		Expect(get(ctx, h.Shoot.Client, userSource, fluxNamespace, "apps")).To(Succeed())
+		Expect(userSource.GetDeletionTimestamp()).To(BeNil(), "the user's GitRepository must not be deleted")
+		kd, err = kluctlDeployment(ctx, h)
+		Expect(err).NotTo(HaveOccurred(), "a bootstrap object whose controller is gone is left in the shoot")
+		Expect(kd.GetFinalizers()).To(ConsistOf("gitops.kluctl.io/kluctl-deployment"))
 		for _, obj := range []client.Object{userConfigMap, userDeployment} {
 			Expect(get(ctx, h.Shoot.Client, obj, obj.GetNamespace(), obj.GetName())).To(Succeed())
 			Expect(obj.GetDeletionTimestamp()).To(BeNil())

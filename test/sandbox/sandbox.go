@@ -172,6 +172,7 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 			return nil, fmt.Errorf("failed loading default extension configuration: %w", err)
 		}
 		cfg.HostPolicy = HostPolicy()
+		cfg.Timeouts.BootstrapFinalizers.Duration = BootstrapFinalizersTimeout
 		s.config = *cfg
 	}
 
@@ -232,6 +233,11 @@ func (s *Sandbox) WriteExtensionConfig(path string) error {
 }
 
 // ExtensionConfig returns the component configuration the in-process extension runs with.
+// BootstrapFinalizersTimeout is the extension's timeouts.bootstrapFinalizers in the sandbox: no
+// kluctl controller runs in its shoots, so a scenario that plays one that stopped need not wait the
+// default minute.
+var BootstrapFinalizersTimeout = 5 * time.Second
+
 func (s *Sandbox) ExtensionConfig() config.ControllerConfiguration {
 	return *s.config.DeepCopy()
 }

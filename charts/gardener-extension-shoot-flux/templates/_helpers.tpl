@@ -46,7 +46,7 @@ knownHosts: {{ . | toJson }}
 {{- with $c.registry }}
 registry: {{ . | toJson }}
 {{- end }}
-{{- if or $c.timeouts.managedResourceApplied $c.timeouts.deletion $c.timeouts.hostKeyScan }}
+{{- if or $c.timeouts.managedResourceApplied $c.timeouts.deletion $c.timeouts.hostKeyScan $c.timeouts.bootstrapFinalizers }}
 timeouts:
   {{- with $c.timeouts.managedResourceApplied }}
   managedResourceApplied: {{ . | quote }}
@@ -56,6 +56,9 @@ timeouts:
   {{- end }}
   {{- with $c.timeouts.hostKeyScan }}
   hostKeyScan: {{ . | quote }}
+  {{- end }}
+  {{- with $c.timeouts.bootstrapFinalizers }}
+  bootstrapFinalizers: {{ . | quote }}
   {{- end }}
 {{- end }}
 allowInsecureHostKeys: {{ $c.allowInsecureHostKeys | default false }}

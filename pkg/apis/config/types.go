@@ -83,4 +83,7 @@ type Timeouts struct {
 	Deletion metav1.Duration
 	// HostKeyScan bounds the scan of the repository host's SSH keys.
 	HostKeyScan metav1.Duration
+	// BootstrapFinalizers is how long disabling the extension lets the controllers remove their
+	// finalizers from the bootstrap objects before it leaves the objects in the shoot.
+	BootstrapFinalizers metav1.Duration
 }

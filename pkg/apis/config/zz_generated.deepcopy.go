@@ -93,6 +93,7 @@ func (in *Timeouts) DeepCopyInto(out *Timeouts) {
 	out.ManagedResourceApplied = in.ManagedResourceApplied
 	out.Deletion = in.Deletion
 	out.HostKeyScan = in.HostKeyScan
+	out.BootstrapFinalizers = in.BootstrapFinalizers
 	return
 }
 

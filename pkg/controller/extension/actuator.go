@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
@@ -143,12 +142,13 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 		return a.forgetShootKeys(ctx, log, cluster)
 	}
 
-	left, err := boot.DestroyReleasingAfter(ctx, BootstrapFinalizerGrace)
+	grace := a.config.Timeouts.BootstrapFinalizers.Duration
+	left, err := boot.DestroyReleasingAfter(ctx, grace)
 	if err != nil {
 		return fmt.Errorf("failed removing the bootstrap objects: %w", err)
 	}
 	if left {
-		log.Info("Left the bootstrap objects in the shoot: their controller did not remove its finalizers", "grace", BootstrapFinalizerGrace)
+		log.Info("Left the bootstrap objects in the shoot: their controller did not remove its finalizers", "grace", grace)
 	}
 	ctrls := a.controllers(ex.Namespace, controllers.Values{})
 	if err := ctrls.Destroy(ctx); err != nil {
@@ -159,11 +159,6 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 	}
 	return a.forgetShootKeys(ctx, log, cluster)
 }
-
-// BootstrapFinalizerGrace is how long Delete lets the controllers remove their finalizers from the
-// bootstrap objects. A controller that does not run within that time (scaled down, crash-looping)
-// never will before it is deleted itself, so the objects are then left in the shoot.
-var BootstrapFinalizerGrace = time.Minute
 
 // forgetShootKeys removes shoot-scoped deploy keys once the Shoot itself is deleted; disabling the
 // extension keeps them for a later enable.

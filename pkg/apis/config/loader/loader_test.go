@@ -25,6 +25,7 @@ var _ = Describe("Loader", func() {
 				ManagedResourceApplied: metav1.Duration{Duration: 2 * time.Minute},
 				Deletion:               metav1.Duration{Duration: 5 * time.Minute},
 				HostKeyScan:            metav1.Duration{Duration: 10 * time.Second},
+				BootstrapFinalizers:    metav1.Duration{Duration: time.Minute},
 			},
 		}
 	}
@@ -102,6 +103,7 @@ healthCheckConfig:
 					ManagedResourceApplied: metav1.Duration{Duration: time.Minute},
 					Deletion:               metav1.Duration{Duration: 3 * time.Minute},
 					HostKeyScan:            metav1.Duration{Duration: 5 * time.Second},
+					BootstrapFinalizers:    metav1.Duration{Duration: time.Minute},
 				},
 				AllowInsecureHostKeys: true,
 				HealthCheckConfig:     &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},

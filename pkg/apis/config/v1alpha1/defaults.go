@@ -11,6 +11,7 @@ const (
 	defaultManagedResourceAppliedTimeout = 2 * time.Minute
 	defaultDeletionTimeout               = 5 * time.Minute
 	defaultHostKeyScanTimeout            = 10 * time.Second
+	defaultBootstrapFinalizersTimeout    = time.Minute
 )
 
 // SetDefaults_ControllerConfiguration sets the defaults of the controller configuration and allocates
@@ -53,5 +54,8 @@ func SetDefaults_Timeouts(obj *Timeouts) {
 	}
 	if obj.HostKeyScan == nil {
 		obj.HostKeyScan = &metav1.Duration{Duration: defaultHostKeyScanTimeout}
+	}
+	if obj.BootstrapFinalizers == nil {
+		obj.BootstrapFinalizers = &metav1.Duration{Duration: defaultBootstrapFinalizersTimeout}
 	}
 }

@@ -118,4 +118,9 @@ type Timeouts struct {
 	// HostKeyScan bounds the scan of the repository host's SSH keys. Defaults to 10s.
 	// +optional
 	HostKeyScan *metav1.Duration `json:"hostKeyScan,omitempty"`
+	// BootstrapFinalizers is how long disabling the extension lets the controllers remove their
+	// finalizers from the bootstrap objects before it leaves the objects in the shoot. Defaults to
+	// 1m.
+	// +optional
+	BootstrapFinalizers *metav1.Duration `json:"bootstrapFinalizers,omitempty"`
 }

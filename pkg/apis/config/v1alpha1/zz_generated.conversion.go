@@ -247,6 +247,9 @@ func autoConvert_v1alpha1_Timeouts_To_config_Timeouts(in *Timeouts, out *config.
 	if err := v1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.HostKeyScan, &out.HostKeyScan, s); err != nil {
 		return err
 	}
+	if err := v1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.BootstrapFinalizers, &out.BootstrapFinalizers, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -263,6 +266,9 @@ func autoConvert_config_Timeouts_To_v1alpha1_Timeouts(in *config.Timeouts, out *
 		return err
 	}
 	if err := v1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.HostKeyScan, &out.HostKeyScan, s); err != nil {
+		return err
+	}
+	if err := v1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.BootstrapFinalizers, &out.BootstrapFinalizers, s); err != nil {
 		return err
 	}
 	return nil

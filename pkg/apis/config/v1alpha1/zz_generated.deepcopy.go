@@ -153,6 +153,11 @@ func (in *Timeouts) DeepCopyInto(out *Timeouts) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.BootstrapFinalizers != nil {
+		in, out := &in.BootstrapFinalizers, &out.BootstrapFinalizers
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	return
 }
 

@@ -21,6 +21,7 @@ const (
 	MaxManagedResourceAppliedTimeout = 10 * time.Minute
 	MaxDeletionTimeout               = 30 * time.Minute
 	MaxHostKeyScanTimeout            = time.Minute
+	MaxBootstrapFinalizersTimeout    = 10 * time.Minute
 )
 
 var (
@@ -77,6 +78,7 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 		{"managedResourceApplied", cfg.Timeouts.ManagedResourceApplied, MaxManagedResourceAppliedTimeout},
 		{"deletion", cfg.Timeouts.Deletion, MaxDeletionTimeout},
 		{"hostKeyScan", cfg.Timeouts.HostKeyScan, MaxHostKeyScanTimeout},
+		{"bootstrapFinalizers", cfg.Timeouts.BootstrapFinalizers, MaxBootstrapFinalizersTimeout},
 	} {
 		path := timeoutsPath.Child(t.name)
 		allErrs = append(allErrs, fluxvalidation.ValidatePositiveDuration(&t.d, path)...)

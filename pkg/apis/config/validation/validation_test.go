@@ -24,6 +24,7 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 				ManagedResourceApplied: metav1.Duration{Duration: 2 * time.Minute},
 				Deletion:               metav1.Duration{Duration: 5 * time.Minute},
 				HostKeyScan:            metav1.Duration{Duration: 10 * time.Second},
+				BootstrapFinalizers:    metav1.Duration{Duration: time.Minute},
 			},
 		}
 	})
@@ -92,6 +93,7 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 			`timeouts.managedResourceApplied: Invalid value: "0s": must be greater than zero`,
 			`timeouts.deletion: Invalid value: "0s": must be greater than zero`,
 			`timeouts.hostKeyScan: Invalid value: "-1s": must be greater than zero`,
+			`timeouts.bootstrapFinalizers: Invalid value: "0s": must be greater than zero`,
 			`healthCheckConfig.syncPeriod: Invalid value: "0s": must be greater than zero`,
 		))
 	})
@@ -101,10 +103,12 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 			ManagedResourceApplied: metav1.Duration{Duration: time.Hour},
 			Deletion:               metav1.Duration{Duration: 30 * time.Minute},
 			HostKeyScan:            metav1.Duration{Duration: 2 * time.Minute},
+			BootstrapFinalizers:    metav1.Duration{Duration: 11 * time.Minute},
 		}
 		Expect(validate()).To(ConsistOf(
 			`timeouts.managedResourceApplied: Invalid value: "1h0m0s": must be at most 10m0s`,
 			`timeouts.hostKeyScan: Invalid value: "2m0s": must be at most 1m0s`,
+			`timeouts.bootstrapFinalizers: Invalid value: "11m0s": must be at most 10m0s`,
 		))
 	})
 })
