@@ -62,8 +62,6 @@ const (
 )
 
 var (
-	// DefaultScanTimeout bounds a host key scan when Manager.ScanTimeout is not set.
-	DefaultScanTimeout = 10 * time.Second
 	// MaxWriteAttempts bounds how often a write that lost an optimistic-locking race against a
 	// concurrent writer is retried on the fresh object before Ensure gives up for this reconcile.
 	MaxWriteAttempts = 5
@@ -111,7 +109,7 @@ type Manager struct {
 	Client client.Client
 	// Algorithm of generated keys; empty means sshkey.DefaultAlgorithm.
 	Algorithm sshkey.Algorithm
-	// ScanTimeout bounds a host key scan; zero means DefaultScanTimeout.
+	// ScanTimeout bounds a host key scan (the operator's timeouts.hostKeyScan).
 	ScanTimeout time.Duration
 	// ExtraKnownHosts are known_hosts lines the operator trusts; they are appended to every
 	// result, and a git host found in them is not scanned.
@@ -503,11 +501,10 @@ func (m *Manager) scan(ctx context.Context, dial sshkey.DialFunc, hostPort strin
 			return sshkey.ScanHostKeyWith(ctx, dial, hostPort, timeout)
 		}
 	}
-	timeout := m.ScanTimeout
-	if timeout <= 0 {
-		timeout = DefaultScanTimeout
+	if m.ScanTimeout <= 0 {
+		return nil, fmt.Errorf("no timeout for the host key scan configured")
 	}
-	scanned, err := scanner(ctx, hostPort, timeout)
+	scanned, err := scanner(ctx, hostPort, m.ScanTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"golang.org/x/mod/semver"
+
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 )
 
 const (
@@ -17,17 +20,17 @@ const (
 	DefaultKluctlVersion = "v2.28.2"
 )
 
-// Flux components the extension can install.
+// Flux components the extension can install; the API owns the list.
 const (
-	SourceController       = "source-controller"
-	KustomizeController    = "kustomize-controller"
-	HelmController         = "helm-controller"
-	NotificationController = "notification-controller"
+	SourceController       = fluxapi.ComponentSourceController
+	KustomizeController    = fluxapi.ComponentKustomizeController
+	HelmController         = fluxapi.ComponentHelmController
+	NotificationController = fluxapi.ComponentNotificationController
 )
 
 // fluxComponents is also the order in which components are handed to Flux, so that the output
 // does not depend on the order of FluxOptions.Components.
-var fluxComponents = []string{SourceController, KustomizeController, HelmController, NotificationController}
+var fluxComponents = fluxapi.KnownComponents
 
 //go:embed flux kluctl
 var embedded embed.FS
@@ -40,6 +43,12 @@ var (
 // FluxComponents returns the Flux components the extension can install, source-controller first.
 func FluxComponents() []string {
 	return slices.Clone(fluxComponents)
+}
+
+// SupportedVersions are the Flux and kluctl releases this build ships manifests for, which the
+// controller and the admission webhook accept.
+func SupportedVersions() validation.SupportedVersions {
+	return validation.SupportedVersions{Flux: FluxVersions(), Kluctl: KluctlVersions()}
 }
 
 // FluxVersions returns the embedded Flux releases in ascending order.

@@ -22,7 +22,7 @@ import (
 
 	admissionchart "github.com/shoot-flux/gardener-extension-shoot-flux/charts/gardener-extension-shoot-flux-admission"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/cmd/gardener-extension-shoot-flux-admission/app"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -175,7 +175,7 @@ var _ = Describe("Admission behind a real API server", Ordered, func() {
 	})
 
 	fluxVersion := func() string {
-		return validator.SupportedVersions().Flux[0]
+		return manifests.SupportedVersions().Flux[0]
 	}
 
 	Describe("Shoots", func() {

@@ -12,8 +12,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -116,7 +116,7 @@ func renderKluctlDeployment(providerConfig string, withCredentials, withDecrypti
 	GinkgoHelper()
 	cfg := sb.ExtensionConfig()
 	resolved, err := fluxconfig.Resolve(fluxconfig.Defaults{FluxVersion: cfg.DefaultFluxVersion, KluctlVersion: cfg.DefaultKluctlVersion},
-		extension.SupportedVersions(), nil, &runtime.RawExtension{Raw: compactJSON(providerConfig)})
+		manifests.SupportedVersions(), nil, &runtime.RawExtension{Raw: compactJSON(providerConfig)})
 	Expect(err).NotTo(HaveOccurred())
 	url, err := helper.ParseGitURL(resolved.Source.URL)
 	Expect(err).NotTo(HaveOccurred())

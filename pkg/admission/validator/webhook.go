@@ -12,7 +12,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
@@ -34,12 +33,6 @@ var AddToScheme = schemeBuilder.AddToScheme
 
 var schemeBuilder = runtime.NewSchemeBuilder(clientgoscheme.AddToScheme, gardencorev1beta1.AddToScheme)
 
-// SupportedVersions are the Flux and kluctl releases this build ships manifests for, the same list
-// the extension controller of the same version checks against.
-func SupportedVersions() validation.SupportedVersions {
-	return validation.SupportedVersions{Flux: manifests.FluxVersions(), Kluctl: manifests.KluctlVersions()}
-}
-
 // NewShootWebhook creates the webhook that validates the shoot-flux providerConfig of Shoots, with
 // the operator's host policy for repository hosts.
 func NewShootWebhook(mgr manager.Manager, hosts *hostpolicy.Policy) (*extensionswebhook.Webhook, error) {
@@ -50,7 +43,7 @@ func NewShootWebhook(mgr manager.Manager, hosts *hostpolicy.Policy) (*extensions
 		// admission does not use: the application chart registers the webhooks.
 		Target: extensionswebhook.TargetSeed,
 		Validators: map[extensionswebhook.Validator][]extensionswebhook.Type{
-			NewShootValidator(SupportedVersions(), hosts): {{Obj: &gardencorev1beta1.Shoot{}}},
+			NewShootValidator(manifests.SupportedVersions(), hosts): {{Obj: &gardencorev1beta1.Shoot{}}},
 		},
 	})
 }
@@ -63,7 +56,7 @@ func NewConfigMapWebhook(mgr manager.Manager, hosts *hostpolicy.Policy) (*extens
 		Path:   ConfigMapWebhookPath,
 		Target: extensionswebhook.TargetSeed,
 		Validators: map[extensionswebhook.Validator][]extensionswebhook.Type{
-			NewConfigMapValidator(SupportedVersions(), hosts): {{Obj: &corev1.ConfigMap{}}},
+			NewConfigMapValidator(manifests.SupportedVersions(), hosts): {{Obj: &corev1.ConfigMap{}}},
 		},
 	})
 }

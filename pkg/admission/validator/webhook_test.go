@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
 
 // The webhooks run through gardener's admission handler, which decodes the request with the
@@ -89,7 +90,7 @@ var _ = Describe("Webhooks", func() {
 		})
 
 		It("checks against the releases this build ships", func() {
-			versions := SupportedVersions()
+			versions := manifests.SupportedVersions()
 			Expect(versions.Flux).NotTo(BeEmpty())
 			Expect(versions.Kluctl).NotTo(BeEmpty())
 			shoot := withTypeMeta(newShoot(`{"flux": {"version": "` + versions.Flux[len(versions.Flux)-1] + `"}, "kluctl": {"version": "` + versions.Kluctl[0] + `"}}`))
@@ -134,7 +135,7 @@ var _ = Describe("Webhooks", func() {
 		It("admits a valid project ConfigMap", func() {
 			cm := projectConfigMap(legacyData())
 			cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
-			cm.Data["fluxVersion"] = SupportedVersions().Flux[0]
+			cm.Data["fluxVersion"] = manifests.SupportedVersions().Flux[0]
 			resp := wh.Webhook.Handle(ctx, request(cm, nil, configMapGVK, admissionv1.Create))
 			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
 		})

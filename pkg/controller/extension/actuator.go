@@ -210,7 +210,7 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 	cfg, err := fluxconfig.Resolve(fluxconfig.Defaults{
 		FluxVersion:   a.config.DefaultFluxVersion,
 		KluctlVersion: a.config.DefaultKluctlVersion,
-	}, SupportedVersions(), cm, ex.Spec.ProviderConfig)
+	}, manifests.SupportedVersions(), cm, ex.Spec.ProviderConfig)
 	if err != nil {
 		// Resolve returns configuration errors that carry ERR_CONFIGURATION_PROBLEM already.
 		return nil, "", err

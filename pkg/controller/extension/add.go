@@ -27,11 +27,9 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/gardencluster"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
 
 const (
@@ -131,11 +129,6 @@ var hasOperationAnnotation = predicate.NewPredicateFuncs(func(o client.Object) b
 	_, ok := o.GetAnnotations()[v1beta1constants.GardenerOperation]
 	return ok
 })
-
-// SupportedVersions are the Flux and kluctl versions whose manifests are embedded.
-func SupportedVersions() validation.SupportedVersions {
-	return validation.SupportedVersions{Flux: manifests.FluxVersions(), Kluctl: manifests.KluctlVersions()}
-}
 
 func indexShootNamespace(o client.Object) []string {
 	c, ok := o.(*extensionsv1alpha1.Cluster)
