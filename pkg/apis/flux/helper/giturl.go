@@ -193,12 +193,13 @@ func (g *GitURL) KnownHostsHost() string {
 }
 
 // CredentialsHost returns the host kluctl matches git credentials against: the bare host for the
-// scheme's default port, "host:port" otherwise.
+// scheme's default port, "host:port" otherwise. kluctl joins an IPv6 address and a port without
+// brackets ("::1:2222"), so that is the form that matches.
 func (g *GitURL) CredentialsHost() string {
 	if g.Port == "" {
 		return g.Host
 	}
-	return net.JoinHostPort(g.Host, g.Port)
+	return g.Host + ":" + g.Port
 }
 
 // GitHost returns the known_hosts name of the host of rawURL, see GitURL.KnownHostsHost.

@@ -61,7 +61,7 @@ var _ = Describe("GitURL", func() {
 		}),
 		Entry("IPv6 with a custom port", "ssh://git@[FD00::1]:2222/r", expectation{
 			url: GitURL{Scheme: "ssh", User: "git", Host: "fd00::1", Port: "2222", Path: "/r"},
-			str: "ssh://git@[fd00::1]:2222/r", hostPort: "[fd00::1]:2222", knownHostsHost: "[fd00::1]:2222", credentialsHost: "[fd00::1]:2222",
+			str: "ssh://git@[fd00::1]:2222/r", hostPort: "[fd00::1]:2222", knownHostsHost: "[fd00::1]:2222", credentialsHost: "fd00::1:2222",
 		}),
 		Entry("IPv6 with the default port", "ssh://git@[fd00::1]/r", expectation{
 			url: GitURL{Scheme: "ssh", User: "git", Host: "fd00::1", Path: "/r"},
@@ -115,6 +115,9 @@ var _ = Describe("GitURL", func() {
 			Expect(CredentialsHost("ssh://git@Host:2222/r")).To(Equal("host:2222"))
 			Expect(GitHost("git@GitHub.com:o/r")).To(Equal("github.com"))
 			Expect(CredentialsHost("https://Host:443/r")).To(Equal("host"))
+			Expect(CredentialsHost("ssh://git@[::1]:2222/r")).To(Equal("::1:2222"), "kluctl's form of an IPv6 host with a port")
+			Expect(CredentialsHost("ssh://git@[::1]/r")).To(Equal("::1"))
+			Expect(GitHost("ssh://git@[::1]:2222/r")).To(Equal("[::1]:2222"))
 		})
 
 		It("return the parse error", func() {
