@@ -20,8 +20,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -79,6 +81,7 @@ func main() {
 // env is what both modes set up: the sandbox with the demo project and shoot, and the git server
 // with the demo repository.
 type env struct {
+	dir     string
 	sandbox *sandbox.Sandbox
 	git     *gitserver.Server
 	shoot   *sandbox.ShootHandle
@@ -100,7 +103,7 @@ func step(format string, args ...any) {
 
 // setup starts everything; the controllers' logs go to a file in dir, the terminal shows progress.
 func setup(ctx context.Context, dir string, withExtension bool) (*env, error) {
-	e := &env{}
+	e := &env{dir: dir}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return e, fmt.Errorf("failed creating %s: %w", dir, err)
 	}
@@ -171,14 +174,74 @@ func createDemoShoot(ctx context.Context, e *env) error {
 		return fmt.Errorf("failed creating project ConfigMap: %w", err)
 	}
 	step("project %s: ConfigMap %s/%s (legacy keys, private repository)", project, namespace, cm.Name)
+	go e.authorizeDeployKeys(ctx, namespace)
 
 	start := time.Now()
-	e.shoot, err = e.sandbox.CreateShoot(ctx, sandbox.ShootSpec{Project: project, Name: shootName})
+	// The demo repository defines a kluctl target, and kluctl refuses to guess one.
+	e.shoot, err = e.sandbox.CreateShoot(ctx, sandbox.ShootSpec{
+		Project:        project,
+		Name:           shootName,
+		ProviderConfig: []byte(`{"bootstrap":{"kluctl":{"target":"` + gitserver.Target + `"}}}`),
+	})
 	if err != nil {
 		return err
 	}
 	step("shoot %s/%s: seed namespace %s, Cluster and Extension created in %s", project, shootName, e.shoot.SeedNamespace, time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// authorizedKeysFile is where a developer adds keys that may fetch from the sandbox's git server,
+// one authorized_keys line each.
+const authorizedKeysFile = "git-authorized-keys"
+
+// authorizeDeployKeys plays the developer who registers the generated deploy keys at the git host:
+// until ctx ends, every public key in the project's deploy key Secret, and every line of
+// authorizedKeysFile in the env's directory, may fetch from the git server.
+func (e *env) authorizeDeployKeys(ctx context.Context, namespace string) {
+	known := map[string]bool{}
+	ticker := time.NewTicker(500 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		var keys []string
+		secret := &corev1.Secret{}
+		if err := e.sandbox.Garden.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.DeployKeysSecretName}, secret); err == nil {
+			for key, value := range secret.Data {
+				if strings.HasSuffix(key, "."+constants.SecretKeyIdentityPub) {
+					keys = append(keys, strings.TrimSpace(string(value)))
+				}
+			}
+		}
+		if data, err := os.ReadFile(filepath.Join(e.dir, authorizedKeysFile)); err == nil {
+			for _, line := range strings.Split(string(data), "\n") {
+				if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+					keys = append(keys, line)
+				}
+			}
+		}
+		var valid []string
+		for _, key := range keys {
+			if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(key)); err != nil {
+				if !known[key] {
+					step("git server: ignoring %q, not an authorized_keys line: %v", key, err)
+					known[key] = true
+				}
+				continue
+			}
+			valid = append(valid, key)
+			if !known[key] {
+				step("git server: %s may fetch", key)
+				known[key] = true
+			}
+		}
+		if err := e.git.SetAuthorizedKeys(valid); err != nil {
+			step("git server: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
 }
 
 func demo(ctx context.Context, dir string) (err error) {
@@ -249,8 +312,12 @@ it scan the local git server) and reconciles the Extension of shoot
     KUBECONFIG=%[1]s/garden.kubeconfig kubectl -n garden-%[2]s get configmaps,secrets
     KUBECONFIG=%[1]s/shoot.kubeconfig  kubectl get namespaces,deployments -A
 
+The git server lets every deploy key the extension generates for project %[2]s fetch, as if you had
+registered it. To let another key fetch, add its public key to %[1]s/%[5]s (one authorized_keys
+line each); the file is read every half second.
+
 Press Ctrl-C to stop.
-`, dir, project, shootName, e.shoot.SeedNamespace)
+`, dir, project, shootName, e.shoot.SeedNamespace, authorizedKeysFile)
 
 	<-ctx.Done()
 	fmt.Println()
