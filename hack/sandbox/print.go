@@ -7,14 +7,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
-
-var kluctlDeploymentGVK = schema.GroupVersionKind{Group: "gitops.kluctl.io", Version: "v1beta1", Kind: "KluctlDeployment"}
 
 func printDeployments(ctx context.Context, c client.Client) error {
 	deployments := &appsv1.DeploymentList{}
@@ -34,7 +33,7 @@ func printDeployments(ctx context.Context, c client.Client) error {
 
 func printKluctlDeployment(ctx context.Context, c client.Client) error {
 	kd := &unstructured.Unstructured{}
-	kd.SetGroupVersionKind(kluctlDeploymentGVK)
+	kd.SetGroupVersionKind(bootstrap.KluctlDeploymentGVK)
 	// The namespace is the default kluctl namespace, which the demo configuration keeps.
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "kluctl-system", Name: constants.BootstrapName}, kd); err != nil {
 		return fmt.Errorf("failed reading the bootstrap KluctlDeployment: %w", err)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
@@ -33,9 +34,9 @@ const (
 )
 
 var (
-	kluctlDeploymentGVK = schema.GroupVersionKind{Group: "gitops.kluctl.io", Version: "v1beta1", Kind: "KluctlDeployment"}
-	gitRepositoryGVK    = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
-	kustomizationGVK    = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+	kluctlDeploymentGVK = bootstrap.KluctlDeploymentGVK
+	gitRepositoryGVK    = bootstrap.GitRepositoryGVK
+	kustomizationGVK    = bootstrap.KustomizationGVK
 )
 
 // newProject creates a project and returns its garden namespace.

@@ -179,8 +179,8 @@ func kluctlObjects(v Values, namespace string) map[string]any {
 
 	return map[string]any{
 		"kluctldeployment__" + namespace + "__" + constants.BootstrapName + ".yaml": &kluctlDeployment{
-			APIVersion: kluctlAPIVersion,
-			Kind:       kluctlKind,
+			APIVersion: KluctlDeploymentGVK.GroupVersion().String(),
+			Kind:       KluctlDeploymentGVK.Kind,
 			Metadata:   objectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()},
 			Spec:       spec,
 		},
@@ -223,8 +223,8 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 	}
 
 	ks := &kustomization{
-		APIVersion: kustomizeAPIVersion,
-		Kind:       kustomizeKind,
+		APIVersion: KustomizationGVK.GroupVersion().String(),
+		Kind:       KustomizationGVK.Kind,
 		Metadata:   objectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()},
 		Spec: kustomizationSpec{
 			SourceRef:       sourceRef{Kind: sourcev1.GitRepositoryKind, Name: constants.BootstrapName},

@@ -1,7 +1,11 @@
 package bootstrap
 
 import (
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 )
 
 // The kluctl controller's Go API cannot be built with this project's dependency set, so the few
@@ -9,13 +13,31 @@ import (
 // gitops.kluctl.io/v1beta1 KluctlDeployment CRD; integration tests apply the result against the
 // real CRD schema.
 
-const (
-	kluctlAPIVersion     = "gitops.kluctl.io/v1beta1"
-	kluctlKind           = "KluctlDeployment"
-	kustomizeAPIVersion  = "kustomize.toolkit.fluxcd.io/v1"
-	kustomizeKind        = "Kustomization"
-	deletionPolicyOrphan = "Orphan"
+// The kinds of the bootstrap objects; the health check, the sandbox and the tests read them by
+// these.
+var (
+	// KluctlDeploymentGVK is the bootstrap object of mode kluctl.
+	KluctlDeploymentGVK = schema.GroupVersionKind{Group: "gitops.kluctl.io", Version: "v1beta1", Kind: "KluctlDeployment"}
+	// GitRepositoryGVK is the source of mode flux.
+	GitRepositoryGVK = sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind)
+	// KustomizationGVK is the bootstrap object of mode flux.
+	KustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
 )
+
+// ObjectKinds returns the kinds of the bootstrap objects a mode deploys, all named
+// constants.BootstrapName; none for a mode without bootstrap.
+func ObjectKinds(mode fluxapi.BootstrapMode) []schema.GroupVersionKind {
+	switch mode {
+	case fluxapi.BootstrapModeKluctl:
+		return []schema.GroupVersionKind{KluctlDeploymentGVK}
+	case fluxapi.BootstrapModeFlux:
+		return []schema.GroupVersionKind{GitRepositoryGVK, KustomizationGVK}
+	default:
+		return nil
+	}
+}
+
+const deletionPolicyOrphan = "Orphan"
 
 type objectMeta struct {
 	Name      string            `json:"name"`

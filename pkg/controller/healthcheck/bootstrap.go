@@ -17,6 +17,7 @@ import (
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
@@ -25,12 +26,6 @@ import (
 // condition types (SystemComponentsHealthy, ...) into the Shoot, so a broken user repository is
 // visible here without marking the shoot's system components unhealthy.
 const ConditionTypeBootstrapReady = "BootstrapReady"
-
-var (
-	kluctlDeploymentGVK = schema.GroupVersionKind{Group: "gitops.kluctl.io", Version: "v1beta1", Kind: "KluctlDeploymentList"}
-	gitRepositoryGVK    = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepositoryList"}
-	kustomizationGVK    = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "KustomizationList"}
-)
 
 // BootstrapChecker reports the state of the bootstrap objects in the shoot: the KluctlDeployment
 // in kluctl mode, the GitRepository and Kustomization in flux mode.
@@ -75,14 +70,11 @@ func CheckBootstrapState(ctx context.Context, seed, shoot client.Client, request
 	}
 	mode := bootstrapMode(ex)
 
-	switch fluxapi.BootstrapMode(mode) {
-	case fluxapi.BootstrapModeKluctl:
-		return checkObjects(ctx, shoot, kluctlDeploymentGVK)
-	case fluxapi.BootstrapModeFlux:
-		return checkObjects(ctx, shoot, gitRepositoryGVK, kustomizationGVK)
-	default:
+	kinds := bootstrap.ObjectKinds(fluxapi.BootstrapMode(mode))
+	if len(kinds) == 0 {
 		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue, Detail: "no bootstrap configured"}, nil
 	}
+	return checkObjects(ctx, shoot, kinds...)
 }
 
 // bootstrapMode reads the mode the last successful reconcile deployed; no source means no
@@ -98,11 +90,11 @@ func bootstrapMode(ex *extensionsv1alpha1.Extension) string {
 func checkObjects(ctx context.Context, shoot client.Client, gvks ...schema.GroupVersionKind) (*healthcheck.SingleCheckResult, error) {
 	for _, gvk := range gvks {
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk)
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := shoot.List(ctx, list, client.MatchingLabels{constants.LabelManagedBy: constants.ExtensionName}); err != nil {
 			return nil, fmt.Errorf("failed listing %s in the shoot: %w", gvk.Kind, err)
 		}
-		kind := strings.TrimSuffix(gvk.Kind, "List")
+		kind := gvk.Kind
 		idx := -1
 		for i, item := range list.Items {
 			if item.GetName() == constants.BootstrapName {
