@@ -94,9 +94,9 @@ func (a *actuator) keyInUse(ctx context.Context, seedNamespace, projectNamespace
 	if name != constants.LegacyDeployKeySecretName && !strings.HasPrefix(name, constants.LegacyDeployKeySecretName+"-") {
 		return nil, nil
 	}
-	previousURL, err := helper.ParseGitURL(previous.Repository)
-	if err != nil || previousURL.Repository() != url.Repository() {
-		return nil, nil
+	// A repository this release cannot parse is not the one the shoot uses now.
+	if previousURL, err := helper.ParseGitURL(previous.Repository); err != nil || previousURL.Repository() != url.Repository() {
+		return nil, nil //nolint:nilerr // nothing to migrate
 	}
 
 	delivered, err := bootstrap.DeliveredIdentity(ctx, a.client, seedNamespace)
