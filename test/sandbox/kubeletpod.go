@@ -211,9 +211,10 @@ func (p *controllerPod) restartIfDue(k *kubelet) (time.Duration, error) {
 	if wait := time.Until(exitedAt.Add(backoff)); wait > 0 {
 		return wait, nil
 	}
-	fmt.Fprintf(logFile, "sandbox kubelet: restarting after exit (%v), restart %d\n", process.ExitErr(), restarts+1)
-	if err := logFile.Close(); err != nil {
-		return 0, fmt.Errorf("failed closing log of pod %s: %w", p.name, err)
+	// The marker tells in the log where one run of the container ends and the next begins.
+	_, writeErr := fmt.Fprintf(logFile, "sandbox kubelet: restarting after exit (%v), restart %d\n", process.ExitErr(), restarts+1)
+	if err := errors.Join(writeErr, logFile.Close()); err != nil {
+		return 0, fmt.Errorf("failed writing log of pod %s: %w", p.name, err)
 	}
 	p.mu.Lock()
 	p.restarts++
