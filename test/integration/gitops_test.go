@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -189,9 +190,11 @@ var _ = Describe("GitOps with the delivered Flux controllers running", func() {
 		// The Kustomization's deletionPolicy Orphan keeps the repository's objects, which
 		// kustomize-controller had to honour while it finalized the Kustomization.
 		Expect(get(ctx, h.Shoot.Client, &corev1.ConfigMap{}, gitserver.ConfigMapNamespace, gitserver.ConfigMapName)).To(Succeed())
-		Eventually(func() error {
-			return get(ctx, h.Shoot.Client, &corev1.Namespace{}, "", fluxNamespace)
-		}).WithTimeout(shootTimeout).Should(Satisfy(apierrors.IsNotFound))
+		// Gone, and with them their CRDs where disabling removes those.
+		for _, gvk := range []schema.GroupVersionKind{gitRepositoryGVK, kustomizationGVK} {
+			_, err := shootObject(ctx, h, gvk, fluxNamespace, constants.BootstrapName)
+			Expect(apierrors.IsNotFound(err) || meta.IsNoMatchError(err)).To(BeTrue(), "the %s is still there: %v", gvk.Kind, err)
+		}
 	})
 })
 
