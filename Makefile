@@ -22,10 +22,14 @@ DLV           := $(TOOLS_BIN)/dlv
 
 LD_FLAGS = -s -w -X k8s.io/component-base/version.gitVersion=$(VERSION) -X k8s.io/component-base/version/verflag.programName=$(1)
 
-# Real API servers and the Flux source-controller for integration tests, built from the Go module
-# proxy into a cache outside the repository (see hack/build-envtest.sh).
-ENVTEST_ASSETS      = $(shell hack/build-envtest.sh)
-SOURCE_CONTROLLER   = $(shell hack/build-source-controller.sh)
+# Real API servers and the Flux controllers for integration tests, built from the Go module proxy
+# into a cache outside the repository (see hack/build-envtest.sh and hack/build-flux-controller.sh;
+# notification-controller is not built, the proxy refuses the version Flux pins).
+ENVTEST_ASSETS       = $(shell hack/build-envtest.sh)
+SOURCE_CONTROLLER    = $(shell hack/build-flux-controller.sh source-controller)
+KUSTOMIZE_CONTROLLER = $(shell hack/build-flux-controller.sh kustomize-controller)
+HELM_CONTROLLER      = $(shell hack/build-flux-controller.sh helm-controller)
+FLUX_CONTROLLERS_ENV = SOURCE_CONTROLLER_BIN="$(SOURCE_CONTROLLER)" KUSTOMIZE_CONTROLLER_BIN="$(KUSTOMIZE_CONTROLLER)" HELM_CONTROLLER_BIN="$(HELM_CONTROLLER)"
 
 FUZZTIME ?= 5s
 
@@ -98,7 +102,7 @@ test-unit:
 
 .PHONY: test-integration
 test-integration:
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SOURCE_CONTROLLER_BIN="$(SOURCE_CONTROLLER)" $(GO) test -timeout 40m ./test/...
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(FLUX_CONTROLLERS_ENV) $(GO) test -timeout 40m ./test/...
 
 # The scenarios labelled "deployed" once more, with the extension run as deployed: the binary with
 # the chart's args and volumes, a read-only root, the chart's seed roles and the garden ClusterRole
@@ -106,7 +110,7 @@ test-integration:
 # namespaces, chroot).
 .PHONY: test-deployed
 test-deployed:
-	SHOOT_FLUX_DEPLOYED=true KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SOURCE_CONTROLLER_BIN="$(SOURCE_CONTROLLER)" $(GO) test -timeout 30m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)
+	SHOOT_FLUX_DEPLOYED=true KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(FLUX_CONTROLLERS_ENV) $(GO) test -timeout 30m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)
 
 .PHONY: test-fuzz
 test-fuzz:

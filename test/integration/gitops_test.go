@@ -3,12 +3,18 @@ package integration
 import (
 	"context"
 
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	"github.com/gardener/gardener/pkg/utils/kubernetes/health"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/crypto/ssh/knownhosts"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
@@ -96,6 +102,123 @@ var _ = Describe("GitOps with the Flux source-controller", func() {
 	})
 })
 
+// With the shoot's kubelet stand-in (ShootSpec.RunControllers) the delivered Deployments run as
+// delivered: the controllers' args and env, authenticated as their ServiceAccounts, so the
+// delivered RBAC is what they act with. This proves what no other scenario does: that the
+// delivered controllers reconcile the delivered bootstrap objects into the shoot, that the
+// extension's health check reads what they report, and that removing the extension ends them
+// after they finalized the bootstrap objects, keeping what the repository deployed.
+var _ = Describe("GitOps with the delivered Flux controllers running", func() {
+	// fluxFinalizer is what the Flux controllers put on the objects they reconcile.
+	const fluxFinalizer = "finalizers.fluxcd.io"
+
+	It("deploys the repository in bootstrap mode flux", func(ctx SpecContext) {
+		project := "gitops-running"
+		newProject(ctx, project)
+		providerConfig := func(components ...string) []byte {
+			return mustJSON(map[string]any{
+				"source": map[string]any{
+					"url":        git.URL(repoName),
+					"ref":        map[string]any{"branch": gitserver.Branch},
+					"path":       "configmap",
+					"knownHosts": git.KnownHostsLine(),
+				},
+				"bootstrap": map[string]any{"mode": "flux"},
+				"kluctl":    map[string]any{"enabled": false},
+				"flux":      map[string]any{"components": components},
+			})
+		}
+		h := createShootSucceeded(ctx, sandbox.ShootSpec{
+			Project:        project,
+			Name:           "one",
+			RunControllers: true,
+			ProviderConfig: providerConfig("source-controller", "kustomize-controller"),
+		})
+		registerDeployKey(ctx, h)
+		logs := func() string { return "controller logs:\n" + h.ControllerLogs() }
+
+		By("waiting for the delivered controllers to become available")
+		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
+
+		By("waiting for the controllers to reconcile the bootstrap objects")
+		Eventually(func(g Gomega) {
+			for _, gvk := range []schema.GroupVersionKind{gitRepositoryGVK, kustomizationGVK} {
+				ready := readyConditionOf(g, ctx, h, gvk, fluxNamespace, constants.BootstrapName)
+				g.Expect(ready["status"]).To(Equal("True"), "Ready condition of the %s: %v", gvk.Kind, ready)
+			}
+			repo, err := shootObject(ctx, h, gitRepositoryGVK, fluxNamespace, constants.BootstrapName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(nestedString(repo, "status", "artifact", "revision")).To(ContainSubstring(gitCommit))
+			ks, err := shootObject(ctx, h, kustomizationGVK, fluxNamespace, constants.BootstrapName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(nestedString(ks, "status", "lastAppliedRevision")).To(ContainSubstring(gitCommit))
+			// Removing the extension below has to wait for the controllers' finalization.
+			g.Expect(repo.GetFinalizers()).To(ContainElement(fluxFinalizer))
+			g.Expect(ks.GetFinalizers()).To(ContainElement(fluxFinalizer))
+		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+
+		By("checking the repository's objects in the shoot")
+		cm := &corev1.ConfigMap{}
+		Expect(get(ctx, h.Shoot.Client, cm, gitserver.ConfigMapNamespace, gitserver.ConfigMapName)).To(Succeed())
+		Expect(cm.Data).To(HaveKeyWithValue("revision", "initial"))
+		// kustomize-controller labels what it applies with its Kustomization.
+		Expect(cm.Labels).To(HaveKeyWithValue("kustomize.toolkit.fluxcd.io/name", constants.BootstrapName))
+		Expect(cm.Labels).To(HaveKeyWithValue("kustomize.toolkit.fluxcd.io/namespace", fluxNamespace))
+
+		By("waiting for the health check to report what the controllers reported")
+		expectBootstrapReady(ctx, h, gardencorev1beta1.ConditionTrue, "")
+
+		By("adding helm-controller")
+		before := h.Controllers()
+		Expect(h.UpdateProviderConfig(ctx, providerConfig("source-controller", "kustomize-controller", "helm-controller"))).To(Succeed())
+		_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller", "helm-controller")
+		// The other Deployments did not change, so their processes were neither restarted nor
+		// replaced.
+		after := h.Controllers()
+		for _, c := range before {
+			Expect(after).To(ContainElement(c), logs)
+		}
+		for _, c := range after {
+			Expect(c.Restarts).To(BeZero(), "%s restarted\n%s", c.Component, logs())
+		}
+
+		By("removing the extension")
+		Expect(h.Delete(ctx, deleteTimeout)).To(Succeed(), logs)
+		Eventually(h.Controllers).WithTimeout(shootTimeout).Should(BeEmpty(), logs)
+		// The Kustomization's deletionPolicy Orphan keeps the repository's objects, which
+		// kustomize-controller had to honour while it finalized the Kustomization.
+		Expect(get(ctx, h.Shoot.Client, &corev1.ConfigMap{}, gitserver.ConfigMapNamespace, gitserver.ConfigMapName)).To(Succeed())
+		// Gone, and with them their CRDs where disabling removes those.
+		for _, gvk := range []schema.GroupVersionKind{gitRepositoryGVK, kustomizationGVK} {
+			_, err := shootObject(ctx, h, gvk, fluxNamespace, constants.BootstrapName)
+			Expect(apierrors.IsNotFound(err) || meta.IsNoMatchError(err)).To(BeTrue(), "the %s is still there: %v", gvk.Kind, err)
+		}
+	})
+})
+
+// expectAvailable waits until the shoot's kubelet stand-in runs the named Flux controllers and
+// reports their Deployments available, in a state gardener's health check accepts.
+func expectAvailable(ctx context.Context, h *sandbox.ShootHandle, logs func() string, names ...string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		for _, name := range names {
+			d := &appsv1.Deployment{}
+			g.Expect(get(ctx, h.Shoot.Client, d, fluxNamespace, name)).To(Succeed())
+			g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)), "available replicas of %s", name)
+			g.Expect(health.CheckDeployment(d)).To(Succeed())
+		}
+		var running []string
+		for _, c := range h.Controllers() {
+			if c.Running && c.Ready {
+				running = append(running, c.Component)
+			}
+		}
+		g.Expect(running).To(ConsistOf(names))
+	}).WithTimeout(controllersTimeout).Should(Succeed(), logs)
+}
+
 // authorizedKey returns the public key the extension reports for the shoot.
 func authorizedKey(ctx context.Context, h *sandbox.ShootHandle) string {
 	GinkgoHelper()
@@ -136,9 +259,14 @@ func createGitRepository(ctx context.Context, h *sandbox.ShootHandle, namespace,
 
 // readyCondition returns the Ready condition of a GitRepository.
 func readyCondition(g Gomega, ctx context.Context, h *sandbox.ShootHandle, namespace, name string) map[string]any {
-	repo, err := shootObject(ctx, h, gitRepositoryGVK, namespace, name)
+	return readyConditionOf(g, ctx, h, gitRepositoryGVK, namespace, name)
+}
+
+// readyConditionOf returns the Ready condition of a Flux object.
+func readyConditionOf(g Gomega, ctx context.Context, h *sandbox.ShootHandle, gvk schema.GroupVersionKind, namespace, name string) map[string]any {
+	obj, err := shootObject(ctx, h, gvk, namespace, name)
 	g.Expect(err).NotTo(HaveOccurred())
-	conditions, _, err := unstructured.NestedSlice(repo.Object, "status", "conditions")
+	conditions, _, err := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, c := range conditions {
 		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {

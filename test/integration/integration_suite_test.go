@@ -40,6 +40,9 @@ var (
 	deleteTimeout = 3 * time.Minute
 	// gitopsTimeout bounds the wait for the source-controller to fetch a repository.
 	gitopsTimeout = 3 * time.Minute
+	// controllersTimeout bounds the wait for the Flux controllers a shoot runs
+	// (ShootSpec.RunControllers) to start and their Deployments to become available.
+	controllersTimeout = 2 * time.Minute
 	// healthTimeout bounds the wait for the health check to report a state; it runs every 5s.
 	healthTimeout = time.Minute
 	// consistentlyDuration is how long a state is watched for not changing.
@@ -62,6 +65,14 @@ var (
 
 // repoName is the repository of the suite's git server that holds the kluctl project.
 const repoName = "fleet"
+
+// fluxControllerEnv names the variables through which make test-integration hands over the Flux
+// controller binaries, by component.
+var fluxControllerEnv = map[string]string{
+	"source-controller":    "SOURCE_CONTROLLER_BIN",
+	"kustomize-controller": "KUSTOMIZE_CONTROLLER_BIN",
+	"helm-controller":      "HELM_CONTROLLER_BIN",
+}
 
 // The scenarios labelled labelDeployed also run with the extension as deployed (sandbox
 // Options.Deployed) when envDeployed is "true": make test-deployed.
@@ -92,11 +103,15 @@ var _ = BeforeSuite(func() {
 	log := logr.New(leaks.LogSink(logzap.New(logzap.WriteTo(GinkgoWriter), logzap.UseDevMode(true)).GetSink()))
 	logf.SetLogger(log)
 
-	// make test-integration provides both; a missing one is a broken setup, not a reason to skip.
+	// make test-integration provides them all; a missing one is a broken setup, not a reason to skip.
 	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
-	sourceController := os.Getenv("SOURCE_CONTROLLER_BIN")
-	Expect(sourceController).NotTo(BeEmpty(), "SOURCE_CONTROLLER_BIN must point at the source-controller binary (hack/build-source-controller.sh)")
-	Expect(sourceController).To(BeAnExistingFile())
+	fluxControllers := map[string]string{}
+	for component, env := range fluxControllerEnv {
+		binary := os.Getenv(env)
+		Expect(binary).NotTo(BeEmpty(), "%s must point at the %s binary (hack/build-flux-controller.sh %s)", env, component, component)
+		Expect(binary).To(BeAnExistingFile())
+		fluxControllers[component] = binary
+	}
 
 	suiteCtx = context.Background()
 	ctx, cancel := context.WithTimeout(suiteCtx, startTimeout)
@@ -122,7 +137,7 @@ var _ = BeforeSuite(func() {
 		defer cancelBuild()
 	}
 	sb, err = sandbox.Start(ctx, sandbox.Options{
-		SourceControllerBinary:  sourceController,
+		FluxControllers:         fluxControllers,
 		MaxConcurrentReconciles: 5,
 		HealthCheck:             true,
 		Deployed:                deployed(),

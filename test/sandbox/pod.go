@@ -347,56 +347,50 @@ func (p *Pod) stageServiceAccount(ctx context.Context, dir string) error {
 	if account == "" {
 		account = "default"
 	}
-	cs, err := kubernetes.NewForConfig(p.API)
+	token, err := serviceAccountToken(ctx, p.API, p.Namespace, account)
 	if err != nil {
-		return fmt.Errorf("failed creating clientset: %w", err)
-	}
-	tr, err := cs.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, account, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](int64((24 * time.Hour).Seconds()))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("failed requesting a token for ServiceAccount %s/%s: %w", p.Namespace, account, err)
+		return err
 	}
 	return writeVolume(dir, map[string][]byte{
-		"token":     []byte(tr.Status.Token),
+		"token":     []byte(token),
 		"ca.crt":    p.API.CAData,
 		"namespace": []byte(p.Namespace),
 	}, 0o644)
 }
 
-// env resolves the container's environment like kubelet: plain values and the pod fieldRefs, and
-// the API server's address as in-cluster clients expect it.
+// serviceAccountToken requests a token of a ServiceAccount from the TokenRequest API, as kubelet
+// does for a pod, valid for a day.
+func serviceAccountToken(ctx context.Context, api *rest.Config, namespace, account string) (string, error) {
+	cs, err := kubernetes.NewForConfig(api)
+	if err != nil {
+		return "", fmt.Errorf("failed creating clientset: %w", err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, account, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](int64((24 * time.Hour).Seconds()))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("failed requesting a token for ServiceAccount %s/%s: %w", namespace, account, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// env resolves the container's environment like kubelet (see containerEnv), with the API
+// server's address as in-cluster clients expect it.
 func (p *Pod) env(c corev1.Container) ([]string, error) {
 	host, port, err := apiServerHostPort(p.API)
 	if err != nil {
 		return nil, err
 	}
-	env := []string{
+	env, _, err := containerEnv(c, podFields{namespace: p.Namespace, name: p.Name, serviceAccount: p.Spec.ServiceAccountName})
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{
 		"PATH=/",
 		"HOME=/",
 		"KUBERNETES_SERVICE_HOST=" + host,
 		"KUBERNETES_SERVICE_PORT=" + port,
-	}
-	for _, e := range c.Env {
-		value := e.Value
-		if e.ValueFrom != nil {
-			if e.ValueFrom.FieldRef == nil {
-				return nil, fmt.Errorf("env %s: only fieldRef is supported", e.Name)
-			}
-			switch e.ValueFrom.FieldRef.FieldPath {
-			case "metadata.namespace":
-				value = p.Namespace
-			case "metadata.name":
-				value = p.Name
-			case "spec.serviceAccountName":
-				value = p.Spec.ServiceAccountName
-			default:
-				return nil, fmt.Errorf("env %s: unsupported fieldPath %s", e.Name, e.ValueFrom.FieldRef.FieldPath)
-			}
-		}
-		env = append(env, e.Name+"="+value)
-	}
-	return env, nil
+	}, env...), nil
 }
 
 // user returns the uid and gid the container runs as; the container's securityContext wins over

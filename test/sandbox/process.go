@@ -42,6 +42,9 @@ func (p *Process) Exited() bool {
 	}
 }
 
+// Done is closed when the process has ended.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
 // ExitErr returns how the process ended; nil while it runs or after a clean exit.
 func (p *Process) ExitErr() error {
 	if !p.Exited() {

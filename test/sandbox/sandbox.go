@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,9 +87,11 @@ func HostPolicy() config.HostPolicy {
 
 // Options configure a sandbox.
 type Options struct {
-	// SourceControllerBinary is the Flux source-controller binary ShootHandle.StartSourceController
-	// runs; optional.
-	SourceControllerBinary string
+	// FluxControllers maps Flux components to their binaries (hack/build-flux-controller.sh);
+	// optional. ShootHandle.StartSourceController runs the source-controller, and the shoots with
+	// ShootSpec.RunControllers run the delivered Deployments of these components. Only the
+	// components of RunnableFluxControllers are accepted.
+	FluxControllers map[string]string
 	// ExtensionConfig is the extension's component configuration; nil uses the defaults of
 	// loader.Defaults with the sandbox's HostPolicy.
 	ExtensionConfig *config.ControllerConfiguration
@@ -162,6 +165,14 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = 5
+	}
+	for component, binary := range opts.FluxControllers {
+		if _, ok := runnableFluxControllers[component]; !ok {
+			return nil, fmt.Errorf("unknown Flux controller %q in Options.FluxControllers, known: %s", component, strings.Join(RunnableFluxControllers(), ", "))
+		}
+		if binary == "" {
+			return nil, fmt.Errorf("no binary for Flux controller %s in Options.FluxControllers", component)
+		}
 	}
 	s := &Sandbox{opts: opts, log: opts.Log}
 	if opts.ExtensionConfig != nil {

@@ -87,6 +87,14 @@ type ShootSpec struct {
 	SharedControlPlane bool
 	// DeferExtension sets up everything but the Extension resource; CreateExtension creates it.
 	DeferExtension bool
+	// RunControllers runs the delivered Flux controllers: a kubelet stand-in starts every
+	// Deployment of the shoot whose image is one of Options.FluxControllers as a process of that
+	// binary against the shoot's API server, authenticated as the Deployment's ServiceAccount, and
+	// maintains the Deployment's status as the Deployment controller would (see
+	// docs/development.md for what it adjusts). Other Deployments, e.g. the kluctl controller's,
+	// do not run. It runs as long as the shoot's API server, hibernated or not, and needs a
+	// control plane of the shoot's own (not SharedControlPlane).
+	RunControllers bool
 }
 
 // ShootHandle is a shoot of the sandbox: its seed namespace, Cluster and Extension, and its own
@@ -112,6 +120,7 @@ type ShootHandle struct {
 	mu                sync.Mutex
 	resourceManager   *runner
 	controllerManager *runner
+	kubelet           *kubelet
 	sourceControllers []*SourceController
 	since             string
 	sinceTime         time.Time
@@ -124,6 +133,9 @@ type ShootHandle struct {
 func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle, error) {
 	if spec.Project == "" || spec.Name == "" {
 		return nil, fmt.Errorf("a shoot needs a project and a name")
+	}
+	if spec.RunControllers && spec.SharedControlPlane {
+		return nil, fmt.Errorf("shoot %s: a shoot on the shared control plane cannot run controllers, its API server serves other shoots too", spec.Name)
 	}
 	h := &ShootHandle{
 		Project:          spec.Project,
@@ -155,7 +167,7 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 		// Before anything exists in the namespace that the resource manager could miss.
 		shared.add(h.SeedNamespace)
 		h.shared, h.Shoot = shared, shared.shoot
-	} else if err := h.startControlPlane(ctx, !spec.Hibernated); err != nil {
+	} else if err := h.startControlPlane(ctx, !spec.Hibernated, spec.RunControllers); err != nil {
 		return nil, errors.Join(err, h.stopControlPlane())
 	}
 	s.mu.Lock()
@@ -182,7 +194,7 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 	return h, h.CreateExtension(ctx)
 }
 
-func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager bool) error {
+func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager, runControllers bool) error {
 	h.log.Info("Starting shoot API server")
 	shoot, err := startCluster(h.SeedNamespace, kubernetes.ShootScheme, nil, clusterOptions{})
 	if err != nil {
@@ -196,6 +208,15 @@ func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager
 	h.mu.Lock()
 	h.controllerManager = cm
 	h.mu.Unlock()
+	if runControllers {
+		k, err := startKubelet(ctx, h.log.WithName("kubelet"), shoot, h.sandbox.opts.FluxControllers)
+		if err != nil {
+			return err
+		}
+		h.mu.Lock()
+		h.kubelet = k
+		h.mu.Unlock()
+	}
 	if withResourceManager {
 		return h.startResourceManager(ctx)
 	}
@@ -278,9 +299,12 @@ func (h *ShootHandle) stopControlPlane() error {
 	h.stopped = true
 	scs := h.sourceControllers
 	h.sourceControllers = nil
+	k := h.kubelet
+	h.kubelet = nil
 	h.mu.Unlock()
 
-	var errs []error
+	// The controllers stop while the API server still answers, so that they end as in a cluster.
+	errs := []error{k.stop()}
 	for _, sc := range scs {
 		errs = append(errs, sc.Stop())
 	}

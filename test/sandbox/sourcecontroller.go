@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +22,8 @@ var (
 
 // SourceController is a Flux source-controller process running against a shoot's API server, the
 // part of the GitOps controllers a sandbox shoot can run: it fetches git repositories and needs no
-// kubelet. Its Deployment delivered into the shoot never runs, as the sandbox has no nodes.
+// kubelet. It runs next to the Deployment delivered into the shoot, which only runs in a shoot
+// with ShootSpec.RunControllers.
 type SourceController struct {
 	// StorageAddress is where the controller serves the artifacts it fetched.
 	StorageAddress string
@@ -37,13 +37,13 @@ type SourceController struct {
 	stopErr  error
 }
 
-// StartSourceController runs Options.SourceControllerBinary against the shoot until Stop or the
+// StartSourceController runs the source-controller of Options.FluxControllers against the shoot until Stop or the
 // shoot is stopped. The shoot must have the source-controller CRDs, which the extension's
 // controllers ManagedResource installs.
 func (h *ShootHandle) StartSourceController(ctx context.Context) (*SourceController, error) {
-	bin := h.sandbox.opts.SourceControllerBinary
+	bin := h.sandbox.opts.FluxControllers[sourceController]
 	if bin == "" {
-		return nil, fmt.Errorf("no source-controller binary configured (Options.SourceControllerBinary)")
+		return nil, fmt.Errorf("no source-controller binary configured (Options.FluxControllers)")
 	}
 	dir, err := os.MkdirTemp("", "source-controller-")
 	if err != nil {
@@ -107,17 +107,7 @@ func (sc *SourceController) ExitErr() error { return sc.process.ExitErr() }
 
 // Logs returns the end of the controller's log.
 func (sc *SourceController) Logs() string {
-	data, err := os.ReadFile(sc.logPath)
-	if err != nil {
-		return fmt.Sprintf("(failed reading source-controller log: %v)", err)
-	}
-	if len(data) > SourceControllerLogTail {
-		data = data[len(data)-SourceControllerLogTail:]
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			data = data[i+1:]
-		}
-	}
-	return string(data)
+	return logTail(sc.logPath, SourceControllerLogTail)
 }
 
 // Stop terminates the process, killing it if it does not stop in time, and removes its files.

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Builds a Flux controller binary from the Go module proxy into a cache outside the repository,
+# for integration tests that run it against envtest API servers.
+#
+# Usage: hack/build-flux-controller.sh <component>, e.g. source-controller, kustomize-controller,
+# helm-controller.
+#
+# The version is the one the embedded manifests of the default Flux release pin (the image tag in
+# pkg/manifests/flux/<DefaultFluxVersion>/<component>.yaml), so the tests run the controller the
+# extension delivers. <COMPONENT>_VERSION (e.g. KUSTOMIZE_CONTROLLER_VERSION=v1.9.4) overrides it.
+#
+# Release binaries and images live on GitHub/ghcr.io, which this project cannot reach, and
+# `go install` refuses the modules because their go.mod replaces ./api with a local path. So we
+# write a throw-away module that requires the controller, copies its non-local replaces and maps
+# the local ./api to the published github.com/fluxcd/<component>/api of the same version.
+#
+# notification-controller stays unbuilt: Flux v2.9.5 pins v1.9.4, which the module proxy refuses
+# (403), and building another version would test something the extension does not deliver.
+#
+# Prints the path of the binary on stdout; the controller's CRDs of the same version are copied to
+# the directory "crd" next to it, for test API servers.
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+component=${1:-}
+log() { echo "build-flux-controller${component:+ $component}: $*" >&2; }
+[[ "$component" =~ ^[a-z]+-controller$ ]] || { log "usage: $0 <component>, e.g. source-controller"; exit 2; }
+
+# Dependency versions the module proxy refuses (403), each replaced by the closest served version
+# with the same API. A replace with a version on its left applies only where the build selects
+# exactly that version, so a controller release that moves on is not pinned back.
+#   github.com/fluxcd/pkg/artifact v0.18.3: source-controller v1.9.5 and v1.9.6 ask for it; v0.18.2
+#   is refused too, and v0.18.1 has the same API as far as source-controller uses it.
+refused_replacements=(
+  "github.com/fluxcd/pkg/artifact v0.18.3 => github.com/fluxcd/pkg/artifact v0.18.1"
+)
+
+flux_version=$(sed -n 's/^\tDefaultFluxVersion = "\(v[^"]*\)"$/\1/p' "$REPO_ROOT/pkg/manifests/versions.go")
+[[ -n "$flux_version" ]] || { log "cannot read DefaultFluxVersion from pkg/manifests/versions.go"; exit 1; }
+manifest="$REPO_ROOT/pkg/manifests/flux/$flux_version/$component.yaml"
+[[ -f "$manifest" ]] || { log "Flux $flux_version has no component $component ($manifest)"; exit 1; }
+pinned=$(sed -n "s#^ *image: [^ ]*/$component:\(v[^ ]*\)\$#\1#p" "$manifest")
+[[ -n "$pinned" ]] || { log "cannot read the image tag of $component from $manifest"; exit 1; }
+version_var=$(tr 'a-z-' 'A-Z_' <<<"$component")_VERSION
+version=${!version_var:-$pinned}
+
+dest="$CACHE_ROOT/$component/$version"
+bin="$dest/$component"
+stamp="$dest/$component.version"
+crd_dir="$dest/crd"
+mkdir -p "$dest"
+
+# The controllers have no --version flag, so a stamp written after a successful build tells which
+# version the binary is, and with which substitutions it was built.
+stamp_content="$version ${refused_replacements[*]}"
+
+up_to_date() {
+  [[ -x "$bin" && -f "$stamp" ]] || return 1
+  [[ "$(cat "$stamp")" == "$stamp_content" ]] || return 1
+  timeout 20 "$bin" --help >/dev/null 2>&1
+}
+
+crds_present() {
+  compgen -G "$crd_dir/*.yaml" >/dev/null
+}
+
+exec 9>"$dest/.lock"
+flock 9
+
+if up_to_date && crds_present; then
+  echo "$bin"
+  exit 0
+fi
+
+mod="github.com/fluxcd/$component"
+if ! download=$(go mod download -json "$mod@$version" 2>&1); then
+  log "cannot download $mod@$version: $(sed -n 's/^\t"Error": "\(.*\)",\{0,1\}$/\1/p' <<<"$download")"
+  exit 1
+fi
+mod_dir=$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$download")
+[[ -n "$mod_dir" ]] || { log "cannot download $mod@$version: no module directory in $download"; exit 1; }
+
+if ! crds_present; then
+  # Files in the module cache are read-only; install gives the copies ordinary modes.
+  rm -rf "$crd_dir.tmp"
+  mkdir -p "$crd_dir.tmp"
+  install -m 0644 "$mod_dir"/config/crd/bases/*.yaml "$crd_dir.tmp/"
+  rm -rf "$crd_dir"
+  mv "$crd_dir.tmp" "$crd_dir"
+fi
+
+if up_to_date; then
+  echo "$bin"
+  exit 0
+fi
+rm -f "$stamp"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Prints the replace directives of a go.mod, one per line as "<left> => <right>"; a local target
+# has no version after "=>".
+replaces() {
+  awk '
+    /^replace[ \t]*\($/ { block = 1; next }
+    block && /^\)/       { block = 0; next }
+    {
+      line = $0
+      sub(/\/\/.*/, "", line)
+      if (block) { spec = line }
+      else if (line ~ /^replace[ \t]/) { spec = line; sub(/^replace[ \t]+/, "", spec) }
+      else next
+      n = split(spec, sides, "=>")
+      if (n != 2) next
+      gsub(/^[ \t]+|[ \t]+$/, "", sides[1])
+      gsub(/^[ \t]+|[ \t]+$/, "", sides[2])
+      print sides[1] " => " sides[2]
+    }
+  ' "$1"
+}
+
+# Every replace of the controller's go.mod, with a local directory of its own repository (./api)
+# mapped to the module published from it at the same version.
+module_replaces() {
+  local left right
+  while IFS= read -r line; do
+    left=${line%% => *}
+    right=${line#* => }
+    if [[ "$right" == ./* ]]; then
+      [[ "$left" == "$mod/${right#./}" ]] || { log "cannot map the local replace $line to a published module"; return 1; }
+      echo "	$left => $left $version"
+    else
+      echo "	$left => $right"
+    fi
+  done < <(replaces "$mod_dir/go.mod")
+}
+
+log "building $component $version (cold: ~5 min on 2 cores, warm module cache: ~2 min)"
+{
+  echo "module fluxcontrollerbuild"
+  echo "go 1.26"
+  echo "require $mod $version"
+  echo "replace ("
+  module_replaces
+  for r in "${refused_replacements[@]}"; do
+    echo "	$r"
+  done
+  echo ")"
+} >"$work/go.mod"
+(
+  cd "$work"
+  go get "$mod@$version" >&2
+  go build -trimpath -ldflags "-s -w" -o "$bin" "$mod" >&2
+)
+
+timeout 20 "$bin" --help >/dev/null 2>&1 || { log "built binary does not start: $bin --help failed"; exit 1; }
+echo "$stamp_content" >"$stamp"
+echo "$bin"

@@ -1,0 +1,570 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+)
+
+// controllerPod is the one pod of a Deployment that the kubelet stand-in runs: a process of the
+// controller's binary, started again when it ends.
+type controllerPod struct {
+	key       types.NamespacedName
+	name      string
+	component string
+	hash      string
+	dir       string
+	logPath   string
+	grace     time.Duration
+	binary    string
+	args, env []string
+	// probe tells whether the process is ready; nil means ready while it runs.
+	probe func(context.Context) bool
+
+	mu         sync.Mutex
+	process    *Process
+	log        *os.File
+	stopWatch  chan struct{}
+	ready      bool
+	readySince time.Time
+	exitedAt   time.Time
+	restarts   int
+	stopped    bool
+}
+
+// startPod prepares the Deployment's pod (files, env, args, credentials, probe) and starts its
+// process.
+func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.Container, component, hash string) (*controllerPod, error) {
+	spec := d.Spec.Template.Spec
+	if len(c.Command) > 0 {
+		return nil, fmt.Errorf("container %s sets a command; only the image's entrypoint can run", c.Name)
+	}
+	p := &controllerPod{
+		key:       types.NamespacedName{Namespace: d.Namespace, Name: d.Name},
+		name:      fmt.Sprintf("%s-%s-%s", d.Name, hash, utilrand.String(5)),
+		component: component,
+		hash:      hash,
+		grace:     time.Duration(ptr.Deref(spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second,
+		binary:    k.binaries[component],
+	}
+	p.dir = k.podDir(d.Namespace, p.name)
+	p.logPath = filepath.Join(p.dir, "container.log")
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("failed creating pod directory: %w", err)
+	}
+	cleanup := func(err error) error { return errors.Join(err, os.RemoveAll(p.dir)) }
+
+	volumes, err := emptyDirMounts(spec, c, filepath.Join(p.dir, "volumes"))
+	if err != nil {
+		return nil, cleanup(err)
+	}
+	account := spec.ServiceAccountName
+	if account == "" {
+		account = "default"
+	}
+	env, vars, err := containerEnv(c, podFields{namespace: d.Namespace, name: p.name, serviceAccount: account})
+	if err != nil {
+		return nil, cleanup(err)
+	}
+	args := make([]string, len(c.Args))
+	for i, arg := range c.Args {
+		args[i] = volumes.rewriteArg(expandVars(arg, vars))
+	}
+	for i, e := range env {
+		name, value, _ := strings.Cut(e, "=")
+		env[i] = name + "=" + volumes.rewrite(value)
+	}
+	rc := runnableFluxControllers[component]
+	args, addresses, err := listenLocally(args, rc)
+	if err != nil {
+		return nil, cleanup(err)
+	}
+	if rc.leaderElection != "" {
+		args = setFlag(args, rc.leaderElection, "false")
+	}
+	if p.probe, err = readinessProbe(c, addresses); err != nil {
+		return nil, cleanup(err)
+	}
+
+	token, err := serviceAccountToken(ctx, k.shoot.Config, d.Namespace, account)
+	if err != nil {
+		return nil, cleanup(err)
+	}
+	kubeconfig := filepath.Join(p.dir, "kubeconfig")
+	if err := writeTokenKubeconfig(kubeconfig, k.shoot, token); err != nil {
+		return nil, cleanup(err)
+	}
+	tmp, ok := volumes["/tmp"]
+	if !ok {
+		tmp = filepath.Join(p.dir, "tmp")
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			return nil, cleanup(fmt.Errorf("failed creating temporary directory: %w", err))
+		}
+	}
+	// The process shares the machine's file system: HOME and TMPDIR point into the pod's directory
+	// instead of the container's / and /tmp. KUBECONFIG comes last, as the container must not
+	// replace the credentials: in a cluster they come from the mounted ServiceAccount token.
+	p.env = append([]string{"HOME=" + p.dir, "TMPDIR=" + tmp, "HOSTNAME=" + p.name}, env...)
+	p.env = append(p.env, "KUBECONFIG="+kubeconfig)
+	p.args = args
+
+	if err := p.run(k); err != nil {
+		return nil, cleanup(err)
+	}
+	k.mu.Lock()
+	k.pods[p.key] = p
+	k.started = append(k.started, p)
+	k.mu.Unlock()
+	k.log.Info("Started controller", "deployment", p.key, "pod", p.name, "component", component, "args", args)
+	return p, nil
+}
+
+// run starts the process and a watcher that reports its end and readiness changes.
+func (p *controllerPod) run(k *kubelet) error {
+	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("failed opening log of pod %s: %w", p.name, err)
+	}
+	cmd := exec.Command(p.binary, p.args...)
+	cmd.Env, cmd.Dir = p.env, p.dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group keeps an interrupt of the test from reaching it before stop.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	process, err := StartProcess(cmd)
+	if err != nil {
+		return errors.Join(err, logFile.Close())
+	}
+	stopWatch := make(chan struct{})
+	p.mu.Lock()
+	p.process, p.log, p.stopWatch = process, logFile, stopWatch
+	p.ready, p.exitedAt = false, time.Time{}
+	p.mu.Unlock()
+	go p.watch(k, process, stopWatch)
+	return nil
+}
+
+// watch probes the process's readiness every ControllerProbeInterval and tells the kubelet when
+// it changes or the process ends.
+func (p *controllerPod) watch(k *kubelet, process *Process, stop <-chan struct{}) {
+	ticker := time.NewTicker(ControllerProbeInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-process.Done():
+			p.mu.Lock()
+			p.ready, p.exitedAt = false, time.Now()
+			p.mu.Unlock()
+			k.log.Info("Controller exited", "deployment", p.key, "pod", p.name, "error", process.ExitErr())
+			k.notify(p.key)
+			return
+		case <-ticker.C:
+			ready := p.probe == nil || p.probe(k.ctx)
+			p.mu.Lock()
+			changed := ready != p.ready && p.exitedAt.IsZero()
+			if changed {
+				p.ready = ready
+				if ready {
+					p.readySince = time.Now()
+				}
+			}
+			p.mu.Unlock()
+			if changed {
+				k.notify(p.key)
+			}
+		}
+	}
+}
+
+// restartIfDue starts the process again if it ended and its back-off has passed, and otherwise
+// returns how long the back-off still lasts.
+func (p *controllerPod) restartIfDue(k *kubelet) (time.Duration, error) {
+	p.mu.Lock()
+	exitedAt, restarts, process, logFile := p.exitedAt, p.restarts, p.process, p.log
+	p.mu.Unlock()
+	if exitedAt.IsZero() {
+		return 0, nil
+	}
+	backoff := min(ControllerRestartBackoff<<min(restarts, 16), ControllerMaxRestartBackoff)
+	if wait := time.Until(exitedAt.Add(backoff)); wait > 0 {
+		return wait, nil
+	}
+	// The marker tells in the log where one run of the container ends and the next begins.
+	_, writeErr := fmt.Fprintf(logFile, "sandbox kubelet: restarting after exit (%v), restart %d\n", process.ExitErr(), restarts+1)
+	if err := errors.Join(writeErr, logFile.Close()); err != nil {
+		return 0, fmt.Errorf("failed writing log of pod %s: %w", p.name, err)
+	}
+	p.mu.Lock()
+	p.restarts++
+	p.mu.Unlock()
+	k.log.Info("Restarting controller", "deployment", p.key, "pod", p.name, "restarts", restarts+1)
+	return 0, p.run(k)
+}
+
+// stop sends SIGTERM and kills the process after the pod's grace period. The log stays for
+// ShootHandle.ControllerLogs.
+func (p *controllerPod) stop() {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return
+	}
+	p.stopped = true
+	process, logFile, stopWatch := p.process, p.log, p.stopWatch
+	p.mu.Unlock()
+	close(stopWatch)
+	process.Terminate(p.grace)
+	p.mu.Lock()
+	p.ready, p.exitedAt = false, time.Now()
+	p.mu.Unlock()
+	_ = logFile.Close()
+}
+
+func (p *controllerPod) state() podState {
+	if p == nil {
+		return podState{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return podState{running: p.exitedAt.IsZero(), ready: p.ready, readySince: p.readySince}
+}
+
+func (p *controllerPod) restartCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.restarts
+}
+
+// volumePaths maps the mount paths of a container's emptyDir volumes to local directories.
+type volumePaths map[string]string
+
+// emptyDirMounts creates a directory under dir for every emptyDir volume the container mounts. A
+// process sees the machine's file system, so paths in args and env are rewritten instead (see
+// rewrite). Other volume types are not supported.
+func emptyDirMounts(spec corev1.PodSpec, c corev1.Container, dir string) (volumePaths, error) {
+	m := volumePaths{}
+	for _, vm := range c.VolumeMounts {
+		v, ok := podVolume(spec.Volumes, vm.Name)
+		if !ok {
+			return nil, fmt.Errorf("volumeMount %s names no volume", vm.Name)
+		}
+		if v.EmptyDir == nil {
+			return nil, fmt.Errorf("volume %s: only emptyDir volumes are supported", v.Name)
+		}
+		local := filepath.Join(dir, v.Name)
+		if err := os.MkdirAll(local, 0o700); err != nil {
+			return nil, fmt.Errorf("failed creating volume %s: %w", v.Name, err)
+		}
+		m[strings.TrimSuffix(vm.MountPath, "/")] = local
+	}
+	return m, nil
+}
+
+// rewrite replaces a leading mount path in value with its local directory: /data/x becomes
+// <pod>/volumes/data/x. The longest matching mount path wins.
+func (m volumePaths) rewrite(value string) string {
+	best := ""
+	for mountPath := range m {
+		if (value == mountPath || strings.HasPrefix(value, mountPath+"/")) && len(mountPath) > len(best) {
+			best = mountPath
+		}
+	}
+	if best == "" {
+		return value
+	}
+	return m[best] + strings.TrimPrefix(value, best)
+}
+
+// rewriteArg rewrites the value of a --flag=value argument, or the argument itself.
+func (m volumePaths) rewriteArg(arg string) string {
+	if strings.HasPrefix(arg, "-") {
+		if name, value, ok := strings.Cut(arg, "="); ok {
+			return name + "=" + m.rewrite(value)
+		}
+		return arg
+	}
+	return m.rewrite(arg)
+}
+
+// podFields are the values of the env fieldRefs the stand-in supports.
+type podFields struct {
+	namespace, name, serviceAccount string
+}
+
+// containerEnv resolves the container's env as kubelet does: $(VAR) references to variables
+// defined before, fieldRefs of the pod's metadata and ServiceAccount, and resourceFieldRefs of
+// the container's resources. It returns the env as NAME=value in order, and as a map for the
+// expansion of args.
+func containerEnv(c corev1.Container, fields podFields) ([]string, map[string]string, error) {
+	if len(c.EnvFrom) > 0 {
+		return nil, nil, errors.New("envFrom is not supported")
+	}
+	env := make([]string, 0, len(c.Env))
+	vars := map[string]string{}
+	for _, e := range c.Env {
+		value := expandVars(e.Value, vars)
+		if from := e.ValueFrom; from != nil {
+			var err error
+			switch {
+			case from.FieldRef != nil:
+				value, err = fieldValue(from.FieldRef.FieldPath, fields)
+			case from.ResourceFieldRef != nil:
+				value, err = resourceFieldValue(c, from.ResourceFieldRef)
+			default:
+				err = errors.New("only fieldRef and resourceFieldRef are supported")
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
+			}
+		}
+		env = append(env, e.Name+"="+value)
+		vars[e.Name] = value
+	}
+	return env, vars, nil
+}
+
+func fieldValue(fieldPath string, fields podFields) (string, error) {
+	switch fieldPath {
+	case "metadata.namespace":
+		return fields.namespace, nil
+	case "metadata.name":
+		return fields.name, nil
+	case "spec.serviceAccountName":
+		return fields.serviceAccount, nil
+	default:
+		return "", fmt.Errorf("unsupported fieldPath %s", fieldPath)
+	}
+}
+
+// resourceFieldValue returns a resource of the container divided by the divisor and rounded up,
+// as kubelet does. An unset resource is an error: kubelet would use the node's allocatable, which
+// the sandbox has none of.
+func resourceFieldValue(c corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
+	if ref.ContainerName != "" && ref.ContainerName != c.Name {
+		return "", fmt.Errorf("resources of container %s: only the container's own resources are supported", ref.ContainerName)
+	}
+	kind, name, _ := strings.Cut(ref.Resource, ".")
+	var list corev1.ResourceList
+	switch kind {
+	case "limits":
+		list = c.Resources.Limits
+	case "requests":
+		list = c.Resources.Requests
+	default:
+		return "", fmt.Errorf("unsupported resource %s", ref.Resource)
+	}
+	q, ok := list[corev1.ResourceName(name)]
+	if !ok {
+		return "", fmt.Errorf("resource %s is not set", ref.Resource)
+	}
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor.Set(1)
+	}
+	value, by := q.Value(), divisor.Value()
+	if corev1.ResourceName(name) == corev1.ResourceCPU {
+		value, by = q.MilliValue(), divisor.MilliValue()
+	}
+	if by <= 0 {
+		return "", fmt.Errorf("invalid divisor %s", divisor.String())
+	}
+	return strconv.FormatInt((value+by-1)/by, 10), nil
+}
+
+// expandVars replaces $(NAME) with the value of a defined variable as kubelet does: references to
+// undefined variables stay as they are, and $$ is an escaped $.
+func expandVars(s string, vars map[string]string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			ref := s[i : i+3+end]
+			if value, ok := vars[s[i+2:i+2+end]]; ok {
+				b.WriteString(value)
+			} else {
+				b.WriteString(ref)
+			}
+			i += len(ref) - 1
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
+// listenLocally gives every listen flag of the controller a free 127.0.0.1 port and points the
+// advertise flags at their listeners. It returns the args and the local address of each port the
+// listeners serve in the cluster, for the probes.
+func listenLocally(args []string, rc runnableController) ([]string, map[int32]string, error) {
+	addresses := map[int32]string{}
+	byFlag := map[string]string{}
+	for _, lf := range rc.listen {
+		port := lf.port
+		if value, ok := flagValue(args, lf.name); ok {
+			_, p, err := net.SplitHostPort(value)
+			if err != nil {
+				return nil, nil, fmt.Errorf("invalid --%s=%s: %w", lf.name, value, err)
+			}
+			n, err := strconv.ParseInt(p, 10, 32)
+			if err != nil {
+				return nil, nil, fmt.Errorf("invalid port in --%s=%s: %w", lf.name, value, err)
+			}
+			port = int32(n)
+		}
+		free, err := FreePort()
+		if err != nil {
+			return nil, nil, err
+		}
+		local := net.JoinHostPort("127.0.0.1", strconv.Itoa(free))
+		args = setFlag(args, lf.name, local)
+		addresses[port] = local
+		byFlag[lf.name] = local
+	}
+	for flag, listener := range rc.advertise {
+		args = setFlag(args, flag, byFlag[listener])
+	}
+	return args, addresses, nil
+}
+
+// flagValue returns the value of the last --name=value in args.
+func flagValue(args []string, name string) (string, bool) {
+	value, found := "", false
+	for _, arg := range args {
+		if v, ok := strings.CutPrefix(arg, "--"+name+"="); ok {
+			value, found = v, true
+		}
+	}
+	return value, found
+}
+
+// setFlag replaces every --name=value and --name in args with --name=value.
+func setFlag(args []string, name, value string) []string {
+	args = slices.DeleteFunc(slices.Clone(args), func(arg string) bool {
+		return arg == "--"+name || strings.HasPrefix(arg, "--"+name+"=")
+	})
+	return append(args, "--"+name+"="+value)
+}
+
+// readinessProbe returns a check of the container's readinessProbe against the local addresses
+// of its ports; nil if it has none. Only httpGet and tcpSocket probes are supported.
+func readinessProbe(c corev1.Container, addresses map[int32]string) (func(context.Context) bool, error) {
+	probe := c.ReadinessProbe
+	if probe == nil {
+		return nil, nil
+	}
+	timeout := time.Duration(max(probe.TimeoutSeconds, 1)) * time.Second
+	switch {
+	case probe.HTTPGet != nil:
+		if probe.HTTPGet.Scheme != "" && probe.HTTPGet.Scheme != corev1.URISchemeHTTP {
+			return nil, fmt.Errorf("readiness probe: scheme %s is not supported", probe.HTTPGet.Scheme)
+		}
+		address, err := probeAddress(c, probe.HTTPGet.Port, addresses)
+		if err != nil {
+			return nil, err
+		}
+		target := (&url.URL{Scheme: "http", Host: address, Path: probe.HTTPGet.Path}).String()
+		httpClient := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+		return func(ctx context.Context) bool {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+			if err != nil {
+				return false
+			}
+			resp, err := httpClient.Do(req)
+			if err != nil {
+				return false
+			}
+			_ = resp.Body.Close()
+			// kubelet's httpGet probe succeeds on 2xx and 3xx.
+			return resp.StatusCode >= 200 && resp.StatusCode < 400
+		}, nil
+	case probe.TCPSocket != nil:
+		address, err := probeAddress(c, probe.TCPSocket.Port, addresses)
+		if err != nil {
+			return nil, err
+		}
+		dialer := &net.Dialer{Timeout: timeout}
+		return func(ctx context.Context) bool {
+			conn, err := dialer.DialContext(ctx, "tcp", address)
+			if err != nil {
+				return false
+			}
+			_ = conn.Close()
+			return true
+		}, nil
+	default:
+		return nil, errors.New("readiness probe: only httpGet and tcpSocket are supported")
+	}
+}
+
+// probeAddress resolves a probe's port, a number or the name of a container port, to the local
+// address that serves it.
+func probeAddress(c corev1.Container, port intstr.IntOrString, addresses map[int32]string) (string, error) {
+	number := port.IntVal
+	if port.Type == intstr.String {
+		i := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == port.StrVal })
+		if i < 0 {
+			return "", fmt.Errorf("readiness probe: container has no port named %s", port.StrVal)
+		}
+		number = c.Ports[i].ContainerPort
+	}
+	address, ok := addresses[number]
+	if !ok {
+		return "", fmt.Errorf("readiness probe: port %s is not served by a listen flag the sandbox knows", port.String())
+	}
+	return address, nil
+}
+
+// writeTokenKubeconfig writes a kubeconfig for the shoot's API server with a bearer token.
+func writeTokenKubeconfig(file string, shoot *Cluster, token string) error {
+	server, err := url.Parse(shoot.Config.Host)
+	if err != nil {
+		return fmt.Errorf("failed parsing API server address of %s: %w", shoot.Name, err)
+	}
+	server.Path = shoot.Config.APIPath
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["shoot"] = &clientcmdapi.Cluster{Server: server.String(), CertificateAuthorityData: shoot.Config.CAData}
+	cfg.AuthInfos["serviceaccount"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["shoot"] = &clientcmdapi.Context{Cluster: "shoot", AuthInfo: "serviceaccount"}
+	cfg.CurrentContext = "shoot"
+	if err := clientcmd.WriteToFile(*cfg, file); err != nil {
+		return fmt.Errorf("failed writing kubeconfig %s: %w", file, err)
+	}
+	return nil
+}
