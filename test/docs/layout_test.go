@@ -24,7 +24,7 @@ func layoutPaths() []string {
 	if end := strings.Index(section[len("## Layout"):], "\n## "); end >= 0 {
 		section = section[:len("## Layout")+end]
 	}
-	cell := regexp.MustCompile("^\\| ([^|]+) \\|")
+	cell := regexp.MustCompile(`^\| ([^|]+) \|`)
 	path := regexp.MustCompile("`([^`]+)`")
 	var paths []string
 	for _, line := range strings.Split(section, "\n") {
