@@ -59,13 +59,19 @@ data:
 // exist or be empty) holding a small kluctl project committed on Branch, and returns the
 // commit. Author, committer and dates are fixed, so the commit is the same on every run.
 func NewKluctlProjectRepo(dir string) (string, error) {
+	return NewRepo(dir, kluctlProject, "Add kluctl test project")
+}
+
+// NewRepo creates a git repository with a working tree in dir (which must not exist or be empty)
+// holding files (path → content) committed on Branch, and returns the commit.
+func NewRepo(dir string, files map[string]string, message string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating repository directory: %w", err)
 	}
 	if _, err := runGit(dir, "init", "--quiet", "--initial-branch="+Branch); err != nil {
 		return "", err
 	}
-	for name, content := range kluctlProject {
+	for name, content := range files {
 		if err := writeFile(dir, name, []byte(content)); err != nil {
 			return "", err
 		}
@@ -73,7 +79,7 @@ func NewKluctlProjectRepo(dir string) (string, error) {
 	if _, err := runGit(dir, "add", "--all"); err != nil {
 		return "", err
 	}
-	return commit(dir, "Add kluctl test project")
+	return commit(dir, message)
 }
 
 // CommitFile writes content to the file path of the repository in dir, commits it on the

@@ -1,0 +1,171 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager, runControllers bool) error {
+	h.log.Info("Starting shoot API server")
+	shoot, err := startCluster(h.SeedNamespace, kubernetes.ShootScheme, nil, clusterOptions{})
+	if err != nil {
+		return err
+	}
+	h.Shoot = shoot
+	cm, err := startShootControllerManager(ctx, h.log.WithName("controller-manager"), shoot)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.controllerManager = cm
+	h.mu.Unlock()
+	if runControllers {
+		k, err := startKubelet(ctx, h.log.WithName("kubelet"), shoot, h.sandbox.opts.FluxControllers)
+		if err != nil {
+			return err
+		}
+		h.mu.Lock()
+		h.kubelet = k
+		h.mu.Unlock()
+	}
+	if withResourceManager {
+		return h.startResourceManager(ctx)
+	}
+	return nil
+}
+
+// StartResourceManager starts the shoot's gardener-resource-manager again after
+// StopResourceManager. A light shoot has none of its own.
+func (h *ShootHandle) StartResourceManager(ctx context.Context) error {
+	if h.shared != nil {
+		return errSharedResourceManager(h.SeedNamespace)
+	}
+	return h.startResourceManager(ctx)
+}
+
+// StopResourceManager stops the shoot's gardener-resource-manager, as in an outage of the shoot's
+// control plane: ManagedResources are no longer applied or deleted. A light shoot has none of
+// its own.
+func (h *ShootHandle) StopResourceManager() error {
+	if h.shared != nil {
+		return errSharedResourceManager(h.SeedNamespace)
+	}
+	return h.stopResourceManager()
+}
+
+func errSharedResourceManager(namespace string) error {
+	return fmt.Errorf("shoot %s uses the shared control plane, whose resource manager serves all light shoots", namespace)
+}
+
+func (h *ShootHandle) startResourceManager(ctx context.Context) error {
+	if h.shared != nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.resourceManager != nil {
+		return nil
+	}
+	rm, err := startResourceManager(ctx, h.log.WithName("resource-manager"), h.sandbox.Seed.Config, h.Shoot, resourceManagerOptions{
+		name:            h.SeedNamespace,
+		namespace:       h.SeedNamespace,
+		concurrentSyncs: ResourceManagerConcurrentSyncs,
+		syncPeriod:      ResourceManagerSyncPeriod,
+	})
+	if err != nil {
+		return err
+	}
+	h.resourceManager = rm
+	return nil
+}
+
+func (h *ShootHandle) stopResourceManager() error {
+	if h.shared != nil {
+		return nil
+	}
+	h.mu.Lock()
+	rm := h.resourceManager
+	h.resourceManager = nil
+	h.mu.Unlock()
+	return rm.stop()
+}
+
+// ResourceManagerRunning tells whether the shoot's gardener-resource-manager runs, i.e. the shoot
+// is not hibernated. The shared one of a light shoot always runs.
+func (h *ShootHandle) ResourceManagerRunning() bool {
+	if h.shared != nil {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.resourceManager != nil
+}
+
+func (h *ShootHandle) stopControlPlane() error {
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return nil
+	}
+	h.stopped = true
+	scs := h.sourceControllers
+	h.sourceControllers = nil
+	k := h.kubelet
+	h.kubelet = nil
+	h.mu.Unlock()
+
+	// The controllers stop while the API server still answers, so that they end as in a cluster.
+	errs := []error{k.stop()}
+	for _, sc := range scs {
+		errs = append(errs, sc.Stop())
+	}
+	if h.shared != nil {
+		h.shared.remove(h.SeedNamespace)
+		return errors.Join(errs...)
+	}
+	errs = append(errs, h.stopResourceManager())
+	h.mu.Lock()
+	cm := h.controllerManager
+	h.controllerManager = nil
+	h.mu.Unlock()
+	errs = append(errs, cm.stop())
+	if h.Shoot != nil {
+		errs = append(errs, h.Shoot.stop())
+	}
+	return errors.Join(errs...)
+}
+
+// Stop retires the shoot: its Extension is removed without the extension's involvement (as after
+// a migration to another seed) so that no reconcile waits for it any more, and its control plane
+// is stopped.
+func (h *ShootHandle) Stop(ctx context.Context) error {
+	var errs []error
+	ex := &extensionsv1alpha1.Extension{}
+	err := h.sandbox.Seed.Client.Get(ctx, h.extensionKey(), ex)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		errs = append(errs, fmt.Errorf("failed reading extension of %s: %w", h.SeedNamespace, err))
+	default:
+		patch := client.MergeFrom(ex.DeepCopy())
+		ex.Finalizers = nil
+		if err := h.sandbox.Seed.Client.Patch(ctx, ex, patch); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("failed removing finalizers of extension of %s: %w", h.SeedNamespace, err))
+		} else if err := h.sandbox.Seed.Client.Delete(ctx, ex); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("failed deleting extension of %s: %w", h.SeedNamespace, err))
+		}
+	}
+
+	h.sandbox.mu.Lock()
+	h.sandbox.shoots = slices.DeleteFunc(h.sandbox.shoots, func(o *ShootHandle) bool { return o == h })
+	h.sandbox.mu.Unlock()
+	errs = append(errs, h.stopControlPlane())
+	return errors.Join(errs...)
+}
