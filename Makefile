@@ -130,7 +130,7 @@ bench:
 
 .PHONY: demo
 demo:
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./hack/sandbox demo
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SOURCE_CONTROLLER_BIN="$(SOURCE_CONTROLLER)" KUSTOMIZE_CONTROLLER_BIN="$(KUSTOMIZE_CONTROLLER)" $(GO) run ./hack/sandbox demo
 
 .PHONY: sandbox-up
 sandbox-up:

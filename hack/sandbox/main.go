@@ -33,10 +33,18 @@ import (
 )
 
 const (
-	project   = "demo"
-	shootName = "local"
-	repoName  = "fleet"
+	project       = "demo"
+	shootName     = "local"
+	fluxShootName = "flux"
+	repoName      = "fleet"
 )
+
+// fluxControllerEnv names the variables through which make demo hands over the Flux controllers
+// the flux shoot of the demo runs (hack/build-flux-controller.sh).
+var fluxControllerEnv = map[string]string{
+	"source-controller":    "SOURCE_CONTROLLER_BIN",
+	"kustomize-controller": "KUSTOMIZE_CONTROLLER_BIN",
+}
 
 var (
 	// demoTimeout bounds the whole demo.
@@ -85,8 +93,10 @@ type env struct {
 	sandbox *sandbox.Sandbox
 	git     *gitserver.Server
 	shoot   *sandbox.ShootHandle
-	logPath string
-	cleanup []func() error
+	// fluxShoot runs bootstrap mode flux with the real Flux controllers; demo mode only.
+	fluxShoot *sandbox.ShootHandle
+	logPath   string
+	cleanup   []func() error
 }
 
 func (e *env) close() error {
@@ -138,8 +148,19 @@ func setup(ctx context.Context, dir string, withExtension bool) (*env, error) {
 	} else {
 		step("starting garden and seed API servers")
 	}
-	e.sandbox, err = sandbox.Start(ctx, sandbox.Options{WithoutExtension: !withExtension, Deployed: withExtension,
-		ExtensionLogPath: filepath.Join(dir, "extension.log"), Log: log.WithName("sandbox")})
+	opts := sandbox.Options{WithoutExtension: !withExtension, Deployed: withExtension,
+		ExtensionLogPath: filepath.Join(dir, "extension.log"), Log: log.WithName("sandbox")}
+	if withExtension {
+		opts.FluxControllers = map[string]string{}
+		for component, variable := range fluxControllerEnv {
+			binary := os.Getenv(variable)
+			if binary == "" {
+				return e, fmt.Errorf("%s must point at the %s binary (hack/build-flux-controller.sh %s)", variable, component, component)
+			}
+			opts.FluxControllers[component] = binary
+		}
+	}
+	e.sandbox, err = sandbox.Start(ctx, opts)
 	if err != nil {
 		return e, err
 	}
@@ -152,6 +173,11 @@ func setup(ctx context.Context, dir string, withExtension bool) (*env, error) {
 
 	if err := createDemoShoot(ctx, e); err != nil {
 		return e, err
+	}
+	if withExtension {
+		if err := createFluxShoot(ctx, e); err != nil {
+			return e, err
+		}
 	}
 	return e, nil
 }
@@ -187,6 +213,27 @@ func createDemoShoot(ctx context.Context, e *env) error {
 		return err
 	}
 	step("shoot %s/%s: seed namespace %s, Cluster and Extension created in %s", project, shootName, e.shoot.SeedNamespace, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// createFluxShoot adds a shoot of the demo project in bootstrap mode flux whose delivered source-
+// and kustomize-controller run (sandbox ShootSpec.RunControllers), so the demo shows the whole
+// chain: the repository's objects appear in that shoot.
+func createFluxShoot(ctx context.Context, e *env) error {
+	start := time.Now()
+	var err error
+	e.fluxShoot, err = e.sandbox.CreateShoot(ctx, sandbox.ShootSpec{
+		Project:        project,
+		Name:           fluxShootName,
+		RunControllers: true,
+		ProviderConfig: []byte(`{"source":{"path":"configmap"},"bootstrap":{"mode":"flux"},"kluctl":{"enabled":false},` +
+			`"flux":{"components":["source-controller","kustomize-controller"]}}`),
+	})
+	if err != nil {
+		return err
+	}
+	step("shoot %s/%s: bootstrap mode flux, the delivered source- and kustomize-controller run; created in %s",
+		project, fluxShootName, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 
@@ -268,6 +315,19 @@ func demo(ctx context.Context, dir string) (err error) {
 	}
 	step("Extension succeeded in %s", time.Since(start).Round(100*time.Millisecond))
 	if err := report(ctx, e.shoot); err != nil {
+		return err
+	}
+
+	start = time.Now()
+	step("waiting for the flux shoot's controllers to deploy the repository")
+	if _, err := e.fluxShoot.WaitSucceeded(ctx, reconcileTimeout); err != nil {
+		return fmt.Errorf("%w (see %s)", err, e.logPath)
+	}
+	if err := waitFluxDeployed(ctx, e.fluxShoot); err != nil {
+		return fmt.Errorf("%w\ncontroller logs:\n%s", err, e.fluxShoot.ControllerLogs())
+	}
+	step("the repository was deployed into shoot %s/%s %s after its Extension was created", project, fluxShootName, time.Since(start).Round(100*time.Millisecond))
+	if err := reportFlux(ctx, e.fluxShoot); err != nil {
 		return err
 	}
 	denied, err := e.sandbox.DeniedRequests()

@@ -4,15 +4,21 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 func printDeployments(ctx context.Context, c client.Client) error {
@@ -46,5 +52,73 @@ func printKluctlDeployment(ctx context.Context, c client.Client) error {
 	for _, line := range strings.Split(strings.TrimRight(string(spec), "\n"), "\n") {
 		fmt.Printf("  %s\n", line)
 	}
+	return nil
+}
+
+// fluxDeployTimeout bounds the wait for the flux shoot's Kustomization to apply the repository.
+var fluxDeployTimeout = 2 * time.Minute
+
+// waitFluxDeployed waits until the real kustomize-controller reports the bootstrap Kustomization
+// Ready and the repository's ConfigMap is in the shoot.
+func waitFluxDeployed(ctx context.Context, h *sandbox.ShootHandle) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, fluxDeployTimeout, true, func(ctx context.Context) (bool, error) {
+		ready, err := readyCondition(ctx, h.Shoot.Client, bootstrap.KustomizationGVK)
+		if err != nil {
+			last = err.Error()
+			return false, nil //nolint:nilerr // not there yet: the poll goes on, last tells why
+		}
+		last = fmt.Sprintf("Kustomization Ready=%s: %s", ready["status"], ready["message"])
+		if ready["status"] != "True" {
+			return false, nil
+		}
+		cm := &corev1.ConfigMap{}
+		if err := h.Shoot.Client.Get(ctx, client.ObjectKey{Namespace: gitserver.ConfigMapNamespace, Name: gitserver.ConfigMapName}, cm); err != nil {
+			last = err.Error()
+			return false, nil //nolint:nilerr // not applied yet
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the repository was not deployed into the flux shoot within %s: %s", fluxDeployTimeout, last)
+	}
+	return nil
+}
+
+func readyCondition(ctx context.Context, c client.Client, gvk schema.GroupVersionKind) (map[string]any, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: constants.BootstrapName}, obj); err != nil {
+		return nil, err
+	}
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("%s %s has no Ready condition yet", gvk.Kind, constants.BootstrapName)
+}
+
+// reportFlux prints what the real Flux controllers did in the flux shoot.
+func reportFlux(ctx context.Context, h *sandbox.ShootHandle) error {
+	c := h.Shoot.Client
+	fmt.Println("\nFlux controllers running in the flux shoot:")
+	for _, p := range h.Controllers() {
+		fmt.Printf("  %s (ready: %t)\n", p.Component, p.Ready)
+	}
+	for _, gvk := range []schema.GroupVersionKind{bootstrap.GitRepositoryGVK, bootstrap.KustomizationGVK} {
+		ready, err := readyCondition(ctx, c, gvk)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s flux-system/%s: Ready=%s (%s)\n", gvk.Kind, constants.BootstrapName, ready["status"], ready["message"])
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: gitserver.ConfigMapNamespace, Name: gitserver.ConfigMapName}, cm); err != nil {
+		return fmt.Errorf("failed reading the repository's ConfigMap: %w", err)
+	}
+	fmt.Printf("\nObjects of the repository in the flux shoot:\n  ConfigMap %s/%s data %v, applied by Kustomization %s\n",
+		cm.Namespace, cm.Name, cm.Data, cm.Labels["kustomize.toolkit.fluxcd.io/name"])
 	return nil
 }
