@@ -326,7 +326,7 @@ func demo(ctx context.Context, dir string) (err error) {
 	if err := waitFluxDeployed(ctx, e.fluxShoot); err != nil {
 		return fmt.Errorf("%w\ncontroller logs:\n%s", err, e.fluxShoot.ControllerLogs())
 	}
-	step("the repository was deployed into shoot %s/%s %s after its Extension was created", project, fluxShootName, time.Since(start).Round(100*time.Millisecond))
+	step("the repository is deployed in shoot %s/%s (waited %s for it)", project, fluxShootName, time.Since(start).Round(100*time.Millisecond))
 	if err := reportFlux(ctx, e.fluxShoot); err != nil {
 		return err
 	}
