@@ -186,6 +186,50 @@ var _ = Describe("Extension lifecycle", func() {
 	})
 })
 
+var _ = Describe("Disabling the extension for a hibernated shoot", func() {
+	It("takes nothing from the shoot when it wakes up", Label(labelDeployed), func(ctx SpecContext) {
+		project := "disable-asleep"
+		setProjectConfig(ctx, newProject(ctx, project), legacyConfig(publicURL, "main", "public"))
+		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one"})
+		kd, err := kluctlDeployment(ctx, h)
+		Expect(err).NotTo(HaveOccurred())
+		// The kluctl controller's finalizer, which nobody removes once the controller is gone.
+		kd.SetFinalizers([]string{"gitops.kluctl.io/kluctl-deployment"})
+		Expect(h.Shoot.Client.Update(ctx, kd)).To(Succeed())
+
+		By("hibernating the shoot and disabling the extension")
+		Expect(h.SetHibernated(ctx, true)).To(Succeed())
+		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		start := time.Now()
+		Expect(h.Delete(ctx, hibernatedReconcileTimeout)).To(Succeed(), "nothing to wait for while the shoot sleeps")
+		AddReportEntry("disable while hibernated", fmt.Sprintf("the Extension was deleted %s after the request", time.Since(start).Round(time.Millisecond)))
+
+		By("waking the shoot up: its resource manager removes the controllers and releases the rest")
+		Expect(h.StartResourceManager(ctx)).To(Succeed())
+		Eventually(func(g Gomega) {
+			for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+				_, err := h.ManagedResource(ctx, name)
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "managed resource %s should be gone, got %v", name, err)
+			}
+			deployments := &appsv1.DeploymentList{}
+			g.Expect(h.Shoot.Client.List(ctx, deployments, client.InNamespace(fluxNamespace))).To(Succeed())
+			g.Expect(deployments.Items).To(BeEmpty())
+		}).WithTimeout(deleteTimeout).Should(Succeed())
+		kd, err = kluctlDeployment(ctx, h)
+		Expect(err).NotTo(HaveOccurred(), "the bootstrap object stays")
+		Expect(kd.GetDeletionTimestamp()).To(BeNil())
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(get(ctx, h.Shoot.Client, crd, "", "kluctldeployments.gitops.kluctl.io")).To(Succeed())
+		Expect(crd.DeletionTimestamp).To(BeNil())
+		for _, ns := range []string{fluxNamespace, kluctlNamespace} {
+			namespace := &corev1.Namespace{}
+			Expect(get(ctx, h.Shoot.Client, namespace, "", ns)).To(Succeed())
+			Expect(namespace.DeletionTimestamp).To(BeNil(), "namespace %s", ns)
+		}
+	})
+})
+
 // hibernatedReconcileTimeout is well below the extension's wait for a ManagedResource (2m).
 var hibernatedReconcileTimeout = 45 * time.Second
 
