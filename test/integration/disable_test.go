@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -253,5 +254,46 @@ var _ = Describe("Disabling the extension with the delivered Flux controllers ru
 		nested.SetGroupVersionKind(kustomizationGVK)
 		Expect(get(ctx, h.Shoot.Client, nested, fluxNamespace, fleetNested)).To(Succeed())
 		Expect(nested.GetDeletionTimestamp()).To(BeNil())
+	})
+})
+
+var _ = Describe("Migrating a shoot with the delivered Flux controllers running", func() {
+	It("neither re-creates nor restarts anything in the shoot", func(ctx SpecContext) {
+		h, logs := fleetShoot(ctx, "migrate-running")
+		uids := func() map[string]string {
+			GinkgoHelper()
+			out := map[string]string{}
+			for _, name := range []string{"source-controller", "kustomize-controller", "helm-controller"} {
+				d := &appsv1.Deployment{}
+				Expect(get(ctx, h.Shoot.Client, d, fluxNamespace, name)).To(Succeed())
+				out["Deployment "+name] = string(d.UID)
+			}
+			for _, obj := range []struct {
+				gvk  schema.GroupVersionKind
+				name string
+			}{{gitRepositoryGVK, constants.BootstrapName}, {kustomizationGVK, constants.BootstrapName}, {kustomizationGVK, fleetNested}, {helmReleaseGVK, fleetRelease}} {
+				u, err := shootObject(ctx, h, obj.gvk, fluxNamespace, obj.name)
+				Expect(err).NotTo(HaveOccurred())
+				out[obj.gvk.Kind+" "+obj.name] = string(u.GetUID())
+			}
+			return out
+		}
+		before, processes := uids(), h.Controllers()
+
+		By("migrating")
+		Expect(h.Migrate(ctx, reconcileTimeout)).To(Succeed(), logs)
+		for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+			_, err := h.ManagedResource(ctx, name)
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "managed resource %s should be released, got %v", name, err)
+		}
+		Expect(uids()).To(Equal(before))
+
+		By("restoring")
+		Expect(h.Restore(ctx)).To(Succeed())
+		_, err := h.WaitRestored(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred(), logs)
+		Expect(uids()).To(Equal(before), "the restored ManagedResources adopt the objects")
+		Expect(h.Controllers()).To(Equal(processes), "no controller was stopped, replaced or restarted\n%s", logs())
+		expectFleetWorkloads(ctx, h)
 	})
 })
