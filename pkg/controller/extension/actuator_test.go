@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
@@ -467,6 +468,22 @@ var _ = Describe("Actuator", func() {
 			build(nil)
 			Expect(reconcile()).To(MatchError(ContainSubstring("was not applied within 50ms")))
 		})
+
+		DescribeTable("names the legacy ConfigMap key of a problem as a configuration problem",
+			func(data map[string]string, message string) {
+				build([]client.Object{legacyConfigMap(data)})
+				err := reconcile()
+				Expect(err).To(MatchError(message))
+				Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+				Expect(rec.reset()).To(BeEmpty())
+			},
+			Entry("a repository type without URL", map[string]string{"repositoryType": "private"},
+				"ConfigMap garden-foo/flux-config: repositoryUrl: Required value: repositoryType set but no configuration layer sets the repository URL"),
+			Entry("a private https repository", map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git", "repositoryType": "private"},
+				`ConfigMap garden-foo/flux-config: repositoryType: Invalid value: "private": a private https repository needs username/password credentials from a Shoot resource in source.secretResourceName; generated deploy keys only work with ssh URLs`),
+			Entry("an unsupported version", map[string]string{"fluxVersion": "0.29.5"},
+				`ConfigMap garden-foo/flux-config: fluxVersion: Unsupported value: "0.29.5": supported values: "v2.9.5"`),
+		)
 
 		DescribeTable("keeps the last good deployment on bad input",
 			func(providerCfg, message string) {
