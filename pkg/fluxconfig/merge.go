@@ -60,6 +60,7 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 		}
 		d := dst.Bootstrap
 		override(&d.Mode, s.Mode)
+		override(&d.ShootInfo, s.ShootInfo)
 		if s.Kluctl != nil {
 			if d.Kluctl == nil {
 				d.Kluctl = &v1alpha1.KluctlBootstrap{}

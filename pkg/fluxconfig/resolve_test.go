@@ -40,9 +40,10 @@ func controllersOnly() *flux.FluxConfig {
 		Flux:   flux.Flux{Version: "v2.9.5", Components: []string{flux.ComponentSourceController}, Namespace: "flux-system"},
 		Kluctl: flux.Kluctl{Enabled: true, Version: "v2.28.2", Namespace: "kluctl-system"},
 		Bootstrap: flux.Bootstrap{
-			Mode:   flux.BootstrapModeNone,
-			Kluctl: flux.KluctlBootstrap{Context: "default", Interval: metav1.Duration{Duration: 5 * time.Minute}},
-			Flux:   flux.FluxBootstrap{Path: ".", Prune: true, Interval: metav1.Duration{Duration: 10 * time.Minute}},
+			Mode:      flux.BootstrapModeNone,
+			Kluctl:    flux.KluctlBootstrap{Context: "default", Interval: metav1.Duration{Duration: 5 * time.Minute}},
+			Flux:      flux.FluxBootstrap{Path: ".", Prune: true, Interval: metav1.Duration{Duration: 10 * time.Minute}},
+			ShootInfo: true,
 		},
 	}
 }
@@ -213,6 +214,7 @@ source:
   secretResourceName: git-creds
 bootstrap:
   mode: kluctl
+  shootInfo: false
   kluctl:
     target: prod
     context: shoot
@@ -246,7 +248,8 @@ additionalSecretResources:
 					SecretResourceName: "git-creds",
 				},
 				Bootstrap: flux.Bootstrap{
-					Mode: flux.BootstrapModeKluctl,
+					Mode:      flux.BootstrapModeKluctl,
+					ShootInfo: false,
 					Kluctl: flux.KluctlBootstrap{
 						Target:        "prod",
 						Context:       "shoot",
@@ -379,6 +382,21 @@ bootstrap:
 
 		It("supplies the source of a shoot in a project without ConfigMap", func() {
 			Expect(resolve(nil, raw(`{"source":{"url":"ssh://git@github.com/owner/repo"}}`))).To(Equal(legacyResult()))
+		})
+
+		It("overrides the project's choice about the shoot's identity", func() {
+			cm := configMap(legacyData())
+			cm.Data["config.yaml"] = "bootstrap:\n  shootInfo: false\n"
+			cfg, err := resolve(cm, nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Bootstrap.ShootInfo).To(BeFalse())
+
+			cfg, err = resolve(cm, raw(`{"bootstrap":{"shootInfo":true}}`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Bootstrap.ShootInfo).To(BeTrue())
+
+			_, err = resolve(nil, raw(`{"bootstrap":{"shootInfo":"no"}}`))
+			Expect(err).To(MatchError(And(HavePrefix("Extension providerConfig: spec.providerConfig: "), ContainSubstring("bootstrap.shootInfo of type bool"))))
 		})
 
 		It("replaces the whole ref", func() {
