@@ -87,6 +87,8 @@ type ShootSpec struct {
 	SharedControlPlane bool
 	// DeferExtension sets up everything but the Extension resource; CreateExtension creates it.
 	DeferExtension bool
+	// Domain is the shoot's DNS domain (spec.dns.domain); empty means none.
+	Domain string
 }
 
 // ShootHandle is a shoot of the sandbox: its seed namespace, Cluster and Extension, and its own
@@ -423,6 +425,11 @@ func (h *ShootHandle) createCluster(ctx context.Context, spec ShootSpec, raw *ru
 		},
 	}
 	shoot.Status.UID = shoot.UID
+	// gardener's API server defaults the purpose.
+	shoot.Spec.Purpose = ptr.To(gardencorev1beta1.ShootPurposeEvaluation)
+	if spec.Domain != "" {
+		shoot.Spec.DNS = &gardencorev1beta1.DNS{Domain: ptr.To(spec.Domain)}
+	}
 
 	cloudProfile := &gardencorev1beta1.CloudProfile{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "CloudProfile"},
@@ -709,6 +716,16 @@ func (h *ShootHandle) SetHibernated(ctx context.Context, hibernated bool) error 
 		return h.stopResourceManager()
 	}
 	return nil
+}
+
+// UpdateShootSpec changes the Shoot's spec, e.g. its Kubernetes version, and starts the shoot
+// reconciliation that follows as gardenlet does: the Cluster gets the new Shoot, then the Extension
+// the reconcile operation. WaitSucceeded waits for its result.
+func (h *ShootHandle) UpdateShootSpec(ctx context.Context, mutate func(*gardencorev1beta1.ShootSpec)) error {
+	return h.startOperation(ctx, gardencorev1beta1.LastOperationTypeReconcile, v1beta1constants.GardenerOperationReconcile, func(shoot *gardencorev1beta1.Shoot) {
+		mutate(&shoot.Spec)
+		shoot.Generation++
+	})
 }
 
 // TriggerReconcile starts a shoot reconciliation as gardenlet does.
