@@ -60,6 +60,14 @@ const (
 	DecryptionSecretName = "shoot-flux-sops"
 	// BootstrapName is the name of the bootstrap KluctlDeployment or GitRepository/Kustomization in the shoot.
 	BootstrapName = "shoot-flux-bootstrap"
+	// ShootInfoConfigMapName is the ConfigMap with the shoot's identity in the bootstrap namespace of
+	// the shoot; its keys are the Kustomization's substitution variables (SHOOT_NAME, ...).
+	ShootInfoConfigMapName = "shoot-info"
+	// KluctlArgShoot is the kluctl argument that holds the shoot's identity.
+	KluctlArgShoot = "shoot"
+	// StatusConfigMapName is the ConfigMap in the bootstrap namespace of the shoot that tells the
+	// shoot owner what the extension deployed, and the deploy key to register.
+	StatusConfigMapName = "shoot-flux-status"
 )
 
 // ReservedSecretNames are the Secrets the extension itself writes into the shoot, next to the

@@ -129,8 +129,9 @@ func addDecodeError(p *problems, origin, documentField string, err error) {
 }
 
 // configMapLayers decodes the project ConfigMap into its legacy layer and its config.yaml layer, in
-// this order of precedence; either may be nil.
-func configMapLayers(cm *corev1.ConfigMap, supported validation.SupportedVersions, p *problems) []*v1alpha1.FluxConfig {
+// this order of precedence; the config.yaml layer is missing if the key is unset or cannot be
+// decoded.
+func configMapLayers(cm *corev1.ConfigMap, supported validation.SupportedVersions, p *problems) []layer {
 	origin := fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name)
 	unknownKeyMsg := "unknown key; the supported keys are " + strings.Join(configMapKeys, ", ")
 
@@ -143,7 +144,7 @@ func configMapLayers(cm *corev1.ConfigMap, supported validation.SupportedVersion
 		p.addFieldErrors(origin, field.ErrorList{field.Forbidden(field.NewPath("binaryData").Key(key), unknownKeyMsg)})
 	}
 
-	layers := []*v1alpha1.FluxConfig{legacyLayer(cm.Data, supported, origin, p)}
+	layers := []layer{{cfg: legacyLayer(cm.Data, supported, origin, p), origin: origin, legacy: true}}
 
 	if data, ok := cm.Data[constants.ConfigMapKeyConfig]; ok && strings.TrimSpace(data) != "" {
 		yamlOrigin := origin + ": " + constants.ConfigMapKeyConfig
@@ -158,7 +159,7 @@ func configMapLayers(cm *corev1.ConfigMap, supported validation.SupportedVersion
 			}
 		case cfg != nil:
 			p.addFieldErrors(yamlOrigin, validateLayer(cfg, supported))
-			layers = append(layers, cfg)
+			layers = append(layers, layer{cfg: cfg, origin: yamlOrigin})
 		}
 	}
 	return layers
@@ -174,9 +175,13 @@ func legacyLayer(data map[string]string, supported validation.SupportedVersions,
 	cfg := &v1alpha1.FluxConfig{}
 	allErrs := field.ErrorList{}
 
-	if v, ok := value(constants.ConfigMapKeyFluxVersion); ok {
-		v = normaliseVersion(v)
-		allErrs = append(allErrs, validation.ValidateVersion(v, supported.Flux, field.NewPath(constants.ConfigMapKeyFluxVersion))...)
+	if written, ok := value(constants.ConfigMapKeyFluxVersion); ok {
+		v := normaliseVersion(written)
+		for _, err := range validation.ValidateVersion(v, supported.Flux, field.NewPath(constants.ConfigMapKeyFluxVersion)) {
+			// The message quotes the value as the user wrote it, without the "v" added here.
+			err.BadValue = written
+			allErrs = append(allErrs, err)
+		}
 		cfg.Flux = &v1alpha1.Flux{Version: &v}
 	}
 

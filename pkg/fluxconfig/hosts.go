@@ -2,7 +2,6 @@ package fluxconfig
 
 import (
 	"bytes"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -35,23 +34,29 @@ func ValidateConfigMapHost(cm *corev1.ConfigMap, policy *hostpolicy.Policy) erro
 	// to report.
 	layers := configMapLayers(cm, validation.SupportedVersions{}, &problems{})
 	merged := &v1alpha1.FluxConfig{}
-	for _, layer := range layers {
+	// The URL is reported where the effective one was written: a legacy key or a field.
+	var urlLayer *layer
+	for i, l := range layers {
 		// Only the fields that decide about the scan; without kluctl args, merging cannot fail.
-		part := &v1alpha1.FluxConfig{Source: layer.Source}
-		if layer.Bootstrap != nil {
-			part.Bootstrap = &v1alpha1.Bootstrap{Mode: layer.Bootstrap.Mode}
+		part := &v1alpha1.FluxConfig{Source: l.cfg.Source}
+		if l.cfg.Bootstrap != nil {
+			part.Bootstrap = &v1alpha1.Bootstrap{Mode: l.cfg.Bootstrap.Mode}
 		}
 		_ = merge(merged, part)
+		if l.cfg.Source != nil && l.cfg.Source.URL != nil {
+			urlLayer = &layers[i]
+		}
+	}
+	if urlLayer == nil {
+		return nil
 	}
 
-	origin := fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name)
-	fldPath := field.NewPath(constants.ConfigMapKeyRepositoryURL)
-	if last := layers[len(layers)-1]; len(layers) > 1 && last.Source != nil && last.Source.URL != nil {
-		origin += ": " + constants.ConfigMapKeyConfig
-		fldPath = field.NewPath("source", "url")
+	fldPath := field.NewPath("source", "url")
+	if urlLayer.legacy {
+		fldPath = field.NewPath(constants.ConfigMapKeyRepositoryURL)
 	}
 	p := &problems{}
-	p.addFieldErrors(origin, hostErrors(merged, policy, fldPath))
+	p.addFieldErrors(urlLayer.origin, hostErrors(merged, policy, fldPath))
 	return p.err()
 }
 

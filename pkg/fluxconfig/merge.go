@@ -60,6 +60,7 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 		}
 		d := dst.Bootstrap
 		override(&d.Mode, s.Mode)
+		override(&d.ShootInfo, s.ShootInfo)
 		if s.Kluctl != nil {
 			if d.Kluctl == nil {
 				d.Kluctl = &v1alpha1.KluctlBootstrap{}
@@ -89,7 +90,7 @@ func mergeKluctlBootstrap(d, s *v1alpha1.KluctlBootstrap) error {
 	override(&d.Target, s.Target)
 	override(&d.Context, s.Context)
 	if s.Args != nil && s.Args.Raw != nil {
-		args, err := mergeArgs(d.Args, s.Args)
+		args, err := MergeArgs(d.Args, s.Args)
 		if err != nil {
 			return err
 		}
@@ -111,9 +112,10 @@ func override[T any](dst **T, src *T) {
 	}
 }
 
-// mergeArgs applies patch to base as a JSON merge patch, so that a shoot can add or change single
-// arguments of the project's configuration, or remove one with null.
-func mergeArgs(base, patch *runtime.RawExtension) (*runtime.RawExtension, error) {
+// MergeArgs applies patch to base as a JSON merge patch (RFC 7386), so that a shoot can add or
+// change single arguments of the project's configuration, or remove one with null. Numbers keep
+// their written form.
+func MergeArgs(base, patch *runtime.RawExtension) (*runtime.RawExtension, error) {
 	var target any = map[string]any{}
 	if base != nil && base.Raw != nil {
 		if err := decodeJSON(base.Raw, &target); err != nil {

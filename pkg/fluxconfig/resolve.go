@@ -40,28 +40,26 @@ type Defaults struct {
 // Errors about the configuration are *ConfigurationError, which matches ErrInvalidConfig.
 func Resolve(defaults Defaults, supported validation.SupportedVersions, cm *corev1.ConfigMap, providerConfig *runtime.RawExtension) (*flux.FluxConfig, error) {
 	p := &problems{}
-	layers := []*v1alpha1.FluxConfig{defaultsLayer(defaults, supported, p)}
+	layers := []layer{{cfg: defaultsLayer(defaults, supported, p), origin: originDefaults}}
 	if cm != nil {
 		layers = append(layers, configMapLayers(cm, supported, p)...)
 	}
-	if layer := providerConfigLayer(providerConfig, supported, p); layer != nil {
-		layers = append(layers, layer)
+	if cfg := providerConfigLayer(providerConfig, supported, p); cfg != nil {
+		layers = append(layers, layer{cfg: cfg, origin: originProviderConfig})
 	}
 	if err := p.err(); err != nil {
 		return nil, err
 	}
 
 	merged := &v1alpha1.FluxConfig{}
-	for _, layer := range layers {
-		if err := merge(merged, layer); err != nil {
+	for _, l := range layers {
+		if err := merge(merged, l.cfg); err != nil {
 			return nil, fmt.Errorf("failed merging configuration layers: %w", err)
 		}
 	}
 
 	if s := merged.Source; s != nil && s.URL == nil {
-		if set := setSourceFields(s); len(set) > 0 {
-			p.addFieldErrors(originEffective, field.ErrorList{field.Required(field.NewPath("source", "url"),
-				fmt.Sprintf("%s set but no configuration layer sets the repository URL", strings.Join(set, ", ")))})
+		if missingURLProblems(layers, p); p.err() != nil {
 			return nil, p.err()
 		}
 		merged.Source = nil
@@ -79,30 +77,11 @@ func Resolve(defaults Defaults, supported validation.SupportedVersions, cm *core
 		return nil, fmt.Errorf("failed converting configuration: %w", err)
 	}
 
-	p.addFieldErrors(originEffective, validation.ValidateFluxConfig(cfg, supported, nil))
+	addEffectiveProblems(p, layers, validation.ValidateFluxConfig(cfg, supported, nil))
 	if err := p.err(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
-}
-
-func setSourceFields(s *v1alpha1.Source) []string {
-	var set []string
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
-		{"ref", s.Ref != nil},
-		{"path", s.Path != nil},
-		{"type", s.Type != nil},
-		{"knownHosts", s.KnownHosts != nil},
-		{"secretResourceName", s.SecretResourceName != nil},
-	} {
-		if f.set {
-			set = append(set, "source."+f.name)
-		}
-	}
-	return set
 }
 
 // ValidateConfigMap validates the project ConfigMap on its own: its keys, the decoding of

@@ -40,9 +40,10 @@ func controllersOnly() *flux.FluxConfig {
 		Flux:   flux.Flux{Version: "v2.9.5", Components: []string{flux.ComponentSourceController}, Namespace: "flux-system"},
 		Kluctl: flux.Kluctl{Enabled: true, Version: "v2.28.2", Namespace: "kluctl-system"},
 		Bootstrap: flux.Bootstrap{
-			Mode:   flux.BootstrapModeNone,
-			Kluctl: flux.KluctlBootstrap{Context: "default", Interval: metav1.Duration{Duration: 5 * time.Minute}},
-			Flux:   flux.FluxBootstrap{Path: ".", Prune: true, Interval: metav1.Duration{Duration: 10 * time.Minute}},
+			Mode:      flux.BootstrapModeNone,
+			Kluctl:    flux.KluctlBootstrap{Context: "default", Interval: metav1.Duration{Duration: 5 * time.Minute}},
+			Flux:      flux.FluxBootstrap{Path: ".", Prune: true, Interval: metav1.Duration{Duration: 10 * time.Minute}},
+			ShootInfo: true,
 		},
 	}
 }
@@ -96,15 +97,50 @@ var _ = Describe("Resolve", func() {
 		})
 
 		It("needs a URL if another source field is set", func() {
-			_, err := resolve(configMap(map[string]string{"repositoryBranch": "main", "repositoryType": "private"}), nil)
-			Expect(err).To(MatchError("effective configuration: source.url: Required value: source.ref, source.type set but no configuration layer sets the repository URL"))
-
-			_, err = resolve(nil, raw(`{"source":{"path":"clusters/a","knownHosts":"","secretResourceName":"creds"}}`))
+			_, err := resolve(nil, raw(`{"source":{"path":"clusters/a","knownHosts":"","secretResourceName":"creds"}}`))
 			Expect(err).To(MatchError("effective configuration: source.url: Required value: source.path, source.knownHosts, source.secretResourceName set but no configuration layer sets the repository URL"))
 		})
 	})
 
 	Describe("legacy ConfigMap keys", func() {
+		It("names the legacy keys that are set without a URL", func() {
+			_, err := resolve(configMap(map[string]string{"repositoryType": "private"}), nil)
+			Expect(err).To(MatchError("ConfigMap garden-foo/flux-config: repositoryUrl: Required value: repositoryType set but no configuration layer sets the repository URL"))
+
+			_, err = resolve(configMap(map[string]string{"repositoryBranch": "main", "repositoryType": "private"}), nil)
+			Expect(err).To(MatchError("ConfigMap garden-foo/flux-config: repositoryUrl: Required value: repositoryBranch, repositoryType set but no configuration layer sets the repository URL"))
+		})
+
+		It("names the legacy keys and the fields of other layers that are set without a URL", func() {
+			cm := configMap(map[string]string{"repositoryBranch": "main", "repositoryType": "private", "config.yaml": "source:\n  path: clusters\n"})
+			_, err := resolve(cm, raw(`{"source":{"ref":{"tag":"v1"}}}`))
+			Expect(problems(err)).To(Equal([]string{
+				// The providerConfig's tag replaces repositoryBranch, which is therefore not to blame.
+				"ConfigMap garden-foo/flux-config: repositoryUrl: Required value: repositoryType set but no configuration layer sets the repository URL",
+				"effective configuration: source.url: Required value: source.ref, source.path set but no configuration layer sets the repository URL",
+			}))
+		})
+
+		It("names repositoryType for a private https repositoryUrl, which the legacy keys cannot give credentials", func() {
+			data := legacyData()
+			data["repositoryUrl"] = "https://github.com/owner/repo"
+			_, err := resolve(configMap(data), nil)
+			Expect(err).To(MatchError(`ConfigMap garden-foo/flux-config: repositoryType: Invalid value: "private": a private https repository needs username/password credentials from a Shoot resource in source.secretResourceName; generated deploy keys only work with ssh URLs`))
+
+			By("accepting credentials from another layer")
+			cfg, err := resolve(configMap(data), raw(`{"source":{"secretResourceName":"creds"}}`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Source.Type).To(Equal(flux.RepositoryTypePrivate))
+		})
+
+		It("blames the layer that set the private type of an https URL", func() {
+			data := legacyData()
+			data["repositoryUrl"] = "https://github.com/owner/repo"
+			data["repositoryType"] = "public"
+			_, err := resolve(configMap(data), raw(`{"source":{"type":"private"}}`))
+			Expect(err).To(MatchError("effective configuration: source.secretResourceName: Required value: a private https repository needs username/password credentials from a Shoot resource; generated deploy keys only work with ssh URLs"))
+		})
+
 		It("reads the format of the original extension and adds the leading v to the version", func() {
 			Expect(resolve(configMap(legacyData()), nil)).To(Equal(legacyResult()))
 		})
@@ -129,7 +165,7 @@ var _ = Describe("Resolve", func() {
 			data := legacyData()
 			data["fluxVersion"] = "0.29.5"
 			_, err := resolve(configMap(data), nil)
-			Expect(err).To(MatchError(`ConfigMap garden-foo/flux-config: fluxVersion: Unsupported value: "v0.29.5": ` + supportedFluxMsg))
+			Expect(err).To(MatchError(`ConfigMap garden-foo/flux-config: fluxVersion: Unsupported value: "0.29.5": ` + supportedFluxMsg))
 		})
 
 		It("names the legacy key of invalid values", func() {
@@ -178,6 +214,7 @@ source:
   secretResourceName: git-creds
 bootstrap:
   mode: kluctl
+  shootInfo: false
   kluctl:
     target: prod
     context: shoot
@@ -211,7 +248,8 @@ additionalSecretResources:
 					SecretResourceName: "git-creds",
 				},
 				Bootstrap: flux.Bootstrap{
-					Mode: flux.BootstrapModeKluctl,
+					Mode:      flux.BootstrapModeKluctl,
+					ShootInfo: false,
 					Kluctl: flux.KluctlBootstrap{
 						Target:        "prod",
 						Context:       "shoot",
@@ -346,6 +384,21 @@ bootstrap:
 			Expect(resolve(nil, raw(`{"source":{"url":"ssh://git@github.com/owner/repo"}}`))).To(Equal(legacyResult()))
 		})
 
+		It("overrides the project's choice about the shoot's identity", func() {
+			cm := configMap(legacyData())
+			cm.Data["config.yaml"] = "bootstrap:\n  shootInfo: false\n"
+			cfg, err := resolve(cm, nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Bootstrap.ShootInfo).To(BeFalse())
+
+			cfg, err = resolve(cm, raw(`{"bootstrap":{"shootInfo":true}}`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Bootstrap.ShootInfo).To(BeTrue())
+
+			_, err = resolve(nil, raw(`{"bootstrap":{"shootInfo":"no"}}`))
+			Expect(err).To(MatchError(And(HavePrefix("Extension providerConfig: spec.providerConfig: "), ContainSubstring("bootstrap.shootInfo of type bool"))))
+		})
+
 		It("replaces the whole ref", func() {
 			cfg, err := resolve(configMap(legacyData()), raw(`{"source":{"ref":{"tag":"v1"}}}`))
 			Expect(err).NotTo(HaveOccurred())
@@ -462,9 +515,7 @@ bootstrap:
 			_, err := resolve(configMap(legacyData()), raw(`{"kluctl":{"enabled":false}}`))
 			Expect(err).To(MatchError(`effective configuration: bootstrap.mode: Invalid value: "kluctl": needs kluctl.enabled to be true; use mode flux or none without kluctl`))
 
-			data := legacyData()
-			data["repositoryUrl"] = "https://github.com/owner/repo"
-			_, err = resolve(configMap(data), nil)
+			_, err = resolve(configMap(map[string]string{"config.yaml": "source:\n  url: https://github.com/owner/repo\n  type: private\n"}), nil)
 			Expect(err).To(MatchError("effective configuration: source.secretResourceName: Required value: a private https repository needs username/password credentials from a Shoot resource; generated deploy keys only work with ssh URLs"))
 
 			_, err = resolve(configMap(legacyData()), raw(`{"flux":{"components":["source-controller"]},"bootstrap":{"mode":"flux"}}`))
@@ -517,7 +568,7 @@ var _ = Describe("ValidateConfigMap", func() {
 		Expect(err).To(MatchError(ErrInvalidConfig))
 		Expect(problems(err)).To(Equal([]string{
 			"ConfigMap garden-foo/flux-config: extra: Forbidden: unknown key; the supported keys are config.yaml, fluxVersion, repositoryBranch, repositoryType, repositoryUrl",
-			`ConfigMap garden-foo/flux-config: fluxVersion: Unsupported value: "v0.29.5": ` + supportedFluxMsg,
+			`ConfigMap garden-foo/flux-config: fluxVersion: Unsupported value: "0.29.5": ` + supportedFluxMsg,
 			`ConfigMap garden-foo/flux-config: config.yaml: source.ref.commit: Invalid value: "abc": must be a full commit SHA: 40 or 64 lower-case hexadecimal characters`,
 		}))
 	})

@@ -232,6 +232,11 @@ var _ = Describe("Admission behind a real API server", Ordered, func() {
 			expectDenied(k8s.Create(ctx, cm), configMapWebhook, `repositoryUrl: Invalid value: "ftp://example.com/repo"`)
 		})
 
+		It("quotes a legacy value as the user wrote it", func(ctx SpecContext) {
+			cm := fluxConfigMap(projectNamespace, map[string]string{"fluxVersion": "0.29.5", "repositoryBranch": "main"})
+			expectDenied(k8s.Create(ctx, cm), configMapWebhook, `ConfigMap `+projectNamespace+`/flux-config: fluxVersion: Unsupported value: "0.29.5": supported values: "`+fluxVersion()+`"`)
+		})
+
 		It("admits a valid flux-config and checks changes of it", func(ctx SpecContext) {
 			cm := fluxConfigMap(projectNamespace, map[string]string{
 				"fluxVersion":      fluxVersion(),

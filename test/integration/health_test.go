@@ -19,9 +19,13 @@ var _ = Describe("Health check", func() {
 		By("waiting for the check before the kluctl controller reported anything")
 		expectBootstrapReady(ctx, h, gardencorev1beta1.ConditionProgressing, "has not reported readiness yet")
 
-		By("reporting a failed deployment as the kluctl controller would")
-		setKluctlReady(ctx, h, "False", "PrepareFailed", "failed to clone the repository")
-		expectBootstrapReady(ctx, h, gardencorev1beta1.ConditionFalse, "failed to clone the repository")
+		By("reporting a failed deployment after an earlier one as the kluctl controller would")
+		const commit = "0123456789abcdef0123456789abcdef01234567"
+		setKluctlStatus(ctx, h, "False", "PrepareFailed", "failed to clone the repository", map[string]any{
+			"gitInfo": map[string]any{"ref": map[string]any{"branch": "main"}, "commit": commit, "dirty": false},
+			"errors":  []any{},
+		})
+		expectBootstrapReady(ctx, h, gardencorev1beta1.ConditionFalse, "(last deployed commit "+commit+") is not ready (PrepareFailed): failed to clone the repository")
 
 		By("reporting success")
 		setKluctlReady(ctx, h, "True", "ReconciliationSucceeded", "deployed")
@@ -32,8 +36,18 @@ var _ = Describe("Health check", func() {
 // setKluctlReady writes the Ready condition of the bootstrap KluctlDeployment's status.
 func setKluctlReady(ctx SpecContext, h *sandbox.ShootHandle, status, reason, message string) {
 	GinkgoHelper()
+	setKluctlStatus(ctx, h, status, reason, message, nil)
+}
+
+// setKluctlStatus writes the Ready condition and, if not nil, the lastDeployResult of the
+// bootstrap KluctlDeployment's status.
+func setKluctlStatus(ctx SpecContext, h *sandbox.ShootHandle, status, reason, message string, lastDeployResult map[string]any) {
+	GinkgoHelper()
 	kd, err := kluctlDeployment(ctx, h)
 	Expect(err).NotTo(HaveOccurred())
+	if lastDeployResult != nil {
+		Expect(unstructured.SetNestedMap(kd.Object, lastDeployResult, "status", "lastDeployResult")).To(Succeed())
+	}
 	Expect(unstructured.SetNestedSlice(kd.Object, []any{map[string]any{
 		"type":               "Ready",
 		"status":             status,

@@ -183,6 +183,16 @@ func (h *ShootHandle) SetHibernated(ctx context.Context, hibernated bool) error 
 	return nil
 }
 
+// UpdateShootSpec changes the Shoot's spec, e.g. its Kubernetes version, and starts the shoot
+// reconciliation that follows as gardenlet does: the Cluster gets the new Shoot, then the Extension
+// the reconcile operation. WaitSucceeded waits for its result.
+func (h *ShootHandle) UpdateShootSpec(ctx context.Context, mutate func(*gardencorev1beta1.ShootSpec)) error {
+	return h.startOperation(ctx, gardencorev1beta1.LastOperationTypeReconcile, v1beta1constants.GardenerOperationReconcile, func(shoot *gardencorev1beta1.Shoot) {
+		mutate(&shoot.Spec)
+		shoot.Generation++
+	})
+}
+
 // TriggerReconcile starts a shoot reconciliation as gardenlet does.
 func (h *ShootHandle) TriggerReconcile(ctx context.Context) error {
 	return h.startOperation(ctx, gardencorev1beta1.LastOperationTypeReconcile, v1beta1constants.GardenerOperationReconcile, nil)

@@ -92,6 +92,8 @@ type ShootSpec struct {
 	// do not run. It runs as long as the shoot's API server, hibernated or not, and needs a
 	// control plane of the shoot's own (not SharedControlPlane).
 	RunControllers bool
+	// Domain is the shoot's DNS domain (spec.dns.domain); empty means none.
+	Domain string
 }
 
 // ShootHandle is a shoot of the sandbox: its seed namespace, Cluster and Extension, and its own
@@ -286,6 +288,11 @@ func (h *ShootHandle) createCluster(ctx context.Context, spec ShootSpec, raw *ru
 		},
 	}
 	shoot.Status.UID = shoot.UID
+	// gardener's API server defaults the purpose.
+	shoot.Spec.Purpose = ptr.To(gardencorev1beta1.ShootPurposeEvaluation)
+	if spec.Domain != "" {
+		shoot.Spec.DNS = &gardencorev1beta1.DNS{Domain: ptr.To(spec.Domain)}
+	}
 
 	cloudProfile := &gardencorev1beta1.CloudProfile{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "CloudProfile"},

@@ -55,9 +55,16 @@ var _ = Describe("ConfigMap validator", func() {
 			Entry("bad repositoryUrl",
 				map[string]string{"repositoryUrl": "ftp://example.com/repo"},
 				`ConfigMap garden-dev/flux-config: repositoryUrl: Invalid value: "ftp://example.com/repo"`),
+			// The value is quoted as written, without the "v" the extension adds.
 			Entry("unsupported fluxVersion",
-				map[string]string{"fluxVersion": "0.29.5"},
-				`fluxVersion: Unsupported value: "v0.29.5"`),
+				map[string]string{"fluxVersion": " 0.29.5 "},
+				`ConfigMap garden-dev/flux-config: fluxVersion: Unsupported value: "0.29.5": supported values: "v2.9.5"`),
+			Entry("bad repositoryBranch",
+				map[string]string{"repositoryBranch": "feature..x"},
+				`ConfigMap garden-dev/flux-config: repositoryBranch: Invalid value: "feature..x": must not contain "..", "@{" or "//"`),
+			Entry("bad repositoryType",
+				map[string]string{"repositoryType": "Private"},
+				`ConfigMap garden-dev/flux-config: repositoryType: Unsupported value: "Private": supported values: "public", "private"`),
 			Entry("unknown key",
 				map[string]string{"repositoryURL": "ssh://git@github.com/owner/repo"},
 				`repositoryURL: Forbidden: unknown key`),
@@ -106,7 +113,7 @@ var _ = Describe("ConfigMap validator", func() {
 			old := unsupported()
 			cm := old.DeepCopy()
 			cm.Data["repositoryBranch"] = "develop"
-			Expect(validator.Validate(ctx, cm, old)).To(MatchError(ContainSubstring(`fluxVersion: Unsupported value: "v2.0.0"`)))
+			Expect(validator.Validate(ctx, cm, old)).To(MatchError(ContainSubstring(`fluxVersion: Unsupported value: "2.0.0"`)))
 		})
 
 		It("validates changed binaryData", func() {

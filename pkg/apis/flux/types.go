@@ -120,6 +120,9 @@ type Bootstrap struct {
 	Kluctl KluctlBootstrap
 	// Flux configures the Kustomization of mode flux.
 	Flux FluxBootstrap
+	// ShootInfo delivers the shoot's identity with the bootstrap: the ConfigMap shoot-info, the
+	// kluctl argument "shoot" and the Kustomization's substitution variables.
+	ShootInfo bool
 }
 
 // KluctlBootstrap configures the bootstrap KluctlDeployment.

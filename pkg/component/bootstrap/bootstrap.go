@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
@@ -52,6 +53,12 @@ type Values struct {
 	Decryption map[string][]byte
 	// AdditionalSecrets are copied into the shoot as they are.
 	AdditionalSecrets []Secret
+	// Shoot is the shoot's identity, delivered as the ConfigMap shoot-info, the kluctl argument
+	// "shoot" and the Kustomization's substitution variables; nil delivers none
+	// (bootstrap.shootInfo: false).
+	Shoot *ShootInfo
+	// Status is rendered into the ConfigMap shoot-flux-status; nil delivers none.
+	Status *fluxv1alpha1.FluxStatus
 }
 
 // New returns a component for the bootstrap ManagedResource in the given seed namespace. reader
@@ -100,18 +107,25 @@ func Data(v Values) (map[string][]byte, error) {
 		metav1.SetMetaDataAnnotation(&additional.ObjectMeta, resourcesv1alpha1.KeepObject, "true")
 		objects = append(objects, additional)
 	}
+	if v.Shoot != nil {
+		objects = append(objects, v.Shoot.configMap(namespace))
+	}
+	if v.Status != nil {
+		objects = append(objects, statusConfigMap(namespace, v.Status))
+	}
 	if err := registry.Add(objects...); err != nil {
-		return nil, fmt.Errorf("failed serializing bootstrap secrets: %w", err)
+		return nil, fmt.Errorf("failed serializing bootstrap secrets and config maps: %w", err)
 	}
 
 	var docs map[string]any
+	var err error
 	if cfg.Bootstrap.Mode == fluxapi.BootstrapModeKluctl {
-		docs = kluctlObjects(v, namespace)
+		docs, err = kluctlObjects(v, namespace)
 	} else {
-		var err error
-		if docs, err = fluxObjects(v, namespace); err != nil {
-			return nil, err
-		}
+		docs, err = fluxObjects(v, namespace)
+	}
+	if err != nil {
+		return nil, err
 	}
 	for filename, obj := range docs {
 		out, err := yaml.Marshal(obj)
@@ -144,9 +158,16 @@ func ref(r fluxapi.GitRef) *gitRef {
 	return &gitRef{Branch: r.Branch, Tag: r.Tag, Commit: r.Commit}
 }
 
-func kluctlObjects(v Values, namespace string) map[string]any {
+func kluctlObjects(v Values, namespace string) (map[string]any, error) {
 	cfg := v.Config
 	k := cfg.Bootstrap.Kluctl
+	args := k.Args
+	if v.Shoot != nil {
+		var err error
+		if args, err = v.Shoot.kluctlArgs(k.Args); err != nil {
+			return nil, err
+		}
+	}
 	spec := kluctlDeploymentSpec{
 		Source: kluctlSource{Git: kluctlGitSource{
 			URL:  v.URL,
@@ -156,7 +177,7 @@ func kluctlObjects(v Values, namespace string) map[string]any {
 		Interval: k.Interval.Duration.String(),
 		Target:   k.Target,
 		Context:  k.Context,
-		Args:     k.Args,
+		Args:     args,
 		Prune:    k.Prune,
 		Delete:   k.Delete,
 		DryRun:   k.DryRun,
@@ -184,7 +205,7 @@ func kluctlObjects(v Values, namespace string) map[string]any {
 			Metadata:   objectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()},
 			Spec:       spec,
 		},
-	}
+	}, nil
 }
 
 func fluxObjects(v Values, namespace string) (map[string]any, error) {
@@ -238,6 +259,11 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 	}
 	if v.Decryption != nil {
 		ks.Spec.Decryption = &decryption{Provider: "sops", SecretRef: secretRef{Name: constants.DecryptionSecretName}}
+	}
+	if v.Shoot != nil {
+		// Not optional: applied before the ConfigMap exists, the Kustomization must fail and retry
+		// rather than substitute empty values.
+		ks.Spec.PostBuild = &postBuild{SubstituteFrom: []substituteReference{{Kind: "ConfigMap", Name: constants.ShootInfoConfigMapName}}}
 	}
 
 	return map[string]any{

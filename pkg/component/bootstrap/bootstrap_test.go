@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
@@ -114,7 +115,8 @@ var _ = Describe("Data", func() {
 
 	It("is deterministic", func() {
 		v := Values{Config: config(fluxapi.BootstrapModeKluctl), URL: "ssh://git@git.example.com/org/repo", Credentials: credentials,
-			AdditionalSecrets: []Secret{{Name: "a", Namespace: "x", Data: map[string][]byte{"k": []byte("v")}}, {Name: "b", Namespace: "x"}}}
+			AdditionalSecrets: []Secret{{Name: "a", Namespace: "x", Data: map[string][]byte{"k": []byte("v")}}, {Name: "b", Namespace: "x"}},
+			Shoot:             shootInfo(), Status: &fluxv1alpha1.FluxStatus{BootstrapMode: "kluctl", Warnings: []string{"a", "b"}}}
 		first, err := Data(v)
 		Expect(err).NotTo(HaveOccurred())
 		for range 5 {

@@ -116,6 +116,16 @@ type kustomizationSpec struct {
 	TargetNamespace string      `json:"targetNamespace,omitempty"`
 	DeletionPolicy  string      `json:"deletionPolicy"`
 	Decryption      *decryption `json:"decryption,omitempty"`
+	PostBuild       *postBuild  `json:"postBuild,omitempty"`
+}
+
+type postBuild struct {
+	SubstituteFrom []substituteReference `json:"substituteFrom"`
+}
+
+type substituteReference struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
 }
 
 type sourceRef struct {

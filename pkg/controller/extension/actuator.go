@@ -90,6 +90,10 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err != nil {
 		return err
 	}
+	if in.values != nil {
+		// The shoot owner sees in the shoot what the providerStatus tells, now complete.
+		in.values.Status = status
+	}
 
 	hibernated := isHibernated(cluster)
 	ctrls := a.controllers(ex.Namespace, controllers.Values{

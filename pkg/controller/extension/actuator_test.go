@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
@@ -299,10 +301,64 @@ var _ = Describe("Actuator", func() {
 			Expect(docs).To(ContainSubstring(b64([]byte(hostKeyLine))))
 			Expect(scans).To(Equal(1))
 
+			By("telling the shoot owner in the shoot which key to register, without the private key")
+			var statusCM *corev1.ConfigMap
+			for _, doc := range managedResourceObjects(seed, constants.ManagedResourceBootstrap) {
+				if strings.Contains(doc, "name: "+constants.StatusConfigMapName) {
+					statusCM = &corev1.ConfigMap{}
+					Expect(yaml.Unmarshal([]byte(doc), statusCM)).To(Succeed())
+					Expect(doc).NotTo(Or(ContainSubstring("PRIVATE KEY"), ContainSubstring(b64(key.Data[identityKey]))))
+				}
+			}
+			Expect(statusCM).NotTo(BeNil())
+			Expect(statusCM.Namespace).To(Equal("kluctl-system"))
+			Expect(statusCM.Data).To(Equal(map[string]string{
+				"bootstrapMode": "kluctl", "fluxVersion": cfg.DefaultFluxVersion, "kluctlVersion": cfg.DefaultKluctlVersion,
+				"repository": "ssh://git@git.example.com/org/repo", "ref": "branch:main",
+				"publicKey": status.PublicKey, "fingerprint": fingerprint,
+			}))
+
 			By("reusing the stored key and host key on the next reconcile")
 			Expect(reconcile()).To(Succeed())
 			Expect(scans).To(Equal(1))
 			Expect(providerStatus(ex).Fingerprint).To(Equal(fingerprint))
+		})
+
+		It("delivers the shoot's identity and follows changes of the Cluster", func() {
+			theShoot.Spec.Kubernetes.Version = "1.33.2"
+			theShoot.Spec.Region = "eu-1"
+			theShoot.Status.TechnicalID = seedNamespace
+			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})})
+			Expect(reconcile()).To(Succeed())
+			docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "---\n")
+			Expect(docs).To(And(ContainSubstring("name: shoot-info"), ContainSubstring("SHOOT_PROJECT: foo"), ContainSubstring("SHOOT_NAME: bar"),
+				ContainSubstring("SHOOT_REGION: eu-1"), ContainSubstring("SHOOT_KUBERNETES_VERSION: 1.33.2")))
+			Expect(docs).To(ContainSubstring("kubernetesVersion: 1.33.2"), "the kluctl argument shoot")
+
+			By("reconciling after a Kubernetes upgrade")
+			theShoot.Spec.Kubernetes.Version = "1.34.0"
+			cluster := &extensionsv1alpha1.Cluster{}
+			Expect(seed.Get(ctx, client.ObjectKey{Name: seedNamespace}, cluster)).To(Succeed())
+			cluster.Spec.Shoot = clusterObject(theShoot).Spec.Shoot
+			Expect(seed.Update(ctx, cluster)).To(Succeed())
+			rec.reset()
+			Expect(reconcile()).To(Succeed())
+			Expect(rec.reset()).To(ContainElement(HavePrefix("create *v1.Secret managedresource-" + constants.ManagedResourceBootstrap)))
+			docs = strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "---\n")
+			Expect(docs).To(And(ContainSubstring("SHOOT_KUBERNETES_VERSION: 1.34.0"), ContainSubstring("kubernetesVersion: 1.34.0")))
+			Expect(docs).NotTo(ContainSubstring("1.33.2"))
+		})
+
+		It("delivers no identity to a shoot that opts out", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{
+				"repositoryUrl": "https://git.example.com/org/repo.git",
+				"config.yaml":   "bootstrap:\n  shootInfo: false\n",
+			})})
+			Expect(reconcile()).To(Succeed())
+			docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "---\n")
+			Expect(docs).To(ContainSubstring("kind: KluctlDeployment"))
+			Expect(docs).NotTo(Or(ContainSubstring("shoot-info"), ContainSubstring("SHOOT_"), ContainSubstring("args:")))
+			Expect(docs).To(ContainSubstring("name: shoot-flux-status"), "the status is no identity")
 		})
 
 		Describe("moving the deploy keys of earlier releases", func() {
@@ -467,6 +523,22 @@ var _ = Describe("Actuator", func() {
 			build(nil)
 			Expect(reconcile()).To(MatchError(ContainSubstring("was not applied within 50ms")))
 		})
+
+		DescribeTable("names the legacy ConfigMap key of a problem as a configuration problem",
+			func(data map[string]string, message string) {
+				build([]client.Object{legacyConfigMap(data)})
+				err := reconcile()
+				Expect(err).To(MatchError(HavePrefix(message)))
+				Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+				Expect(rec.reset()).To(BeEmpty())
+			},
+			Entry("a repository type without URL", map[string]string{"repositoryType": "private"},
+				"ConfigMap garden-foo/flux-config: repositoryUrl: Required value: repositoryType set but no configuration layer sets the repository URL"),
+			Entry("a private https repository", map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git", "repositoryType": "private"},
+				`ConfigMap garden-foo/flux-config: repositoryType: Invalid value: "private": a private https repository needs username/password credentials from a Shoot resource in source.secretResourceName; generated deploy keys only work with ssh URLs`),
+			Entry("an unsupported version", map[string]string{"fluxVersion": "0.29.5"},
+				`ConfigMap garden-foo/flux-config: fluxVersion: Unsupported value: "0.29.5": supported values: "`),
+		)
 
 		DescribeTable("keeps the last good deployment on bad input",
 			func(providerCfg, message string) {

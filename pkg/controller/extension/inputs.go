@@ -51,6 +51,9 @@ func (a *actuator) bootstrapInputs(ctx context.Context, log logr.Logger, seedNam
 
 	refs := &resourceReader{actuator: a, seedNamespace: seedNamespace, shoot: cluster.Shoot}
 	values := &bootstrap.Values{Config: cfg, URL: url.String()}
+	if cfg.Bootstrap.ShootInfo {
+		values.Shoot = bootstrap.ShootInfoFromCluster(cluster)
+	}
 	in := &inputs{values: values}
 
 	switch {

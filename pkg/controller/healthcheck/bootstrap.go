@@ -119,6 +119,10 @@ const maxDetail = 400
 // deploy result, which may exist while Ready is still True.
 func readiness(kind string, obj *unstructured.Unstructured) *healthcheck.SingleCheckResult {
 	name := fmt.Sprintf("%s %s/%s", kind, obj.GetNamespace(), obj.GetName())
+	if rev := revision(kind, obj); rev != "" {
+		// Named first, so that shortening a long cause keeps it.
+		name += " (" + rev + ")"
+	}
 	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	var ready map[string]any
 	for _, c := range conditions {
@@ -147,6 +151,33 @@ func readiness(kind string, obj *unstructured.Unstructured) *healthcheck.SingleC
 		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: shorten(fmt.Sprintf("%s: last deployment had %d error(s): %s", name, len(errs), strings.Join(errs, "; ")))}
 	}
 	return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue}
+}
+
+// revision names the revision the object last deployed, as its controller reports it: kluctl the
+// commit of its last deployment, Flux the revision a Kustomization applied or a GitRepository
+// fetched; empty while there is none. It tells the shoot owner which state of the repository the
+// shoot still runs while the bootstrap is not ready. Only unsuccessful conditions carry it: the
+// health check library writes a fixed message for a healthy one, and the check does not write the
+// Extension's providerStatus, because the library replaces the whole Extension status with an
+// Update after the checks (which would fail on the conflict of every such write) and the
+// reconcile that owns the providerStatus does not read the shoot.
+func revision(kind string, obj *unstructured.Unstructured) string {
+	var label string
+	var path []string
+	switch kind {
+	case bootstrap.KluctlDeploymentGVK.Kind:
+		label, path = "last deployed commit", []string{"status", "lastDeployResult", "gitInfo", "commit"}
+	case bootstrap.KustomizationGVK.Kind:
+		label, path = "last applied revision", []string{"status", "lastAppliedRevision"}
+	case bootstrap.GitRepositoryGVK.Kind:
+		label, path = "last fetched revision", []string{"status", "artifact", "revision"}
+	default:
+		return ""
+	}
+	if rev, _, _ := unstructured.NestedString(obj.Object, path...); rev != "" {
+		return label + " " + rev
+	}
+	return ""
 }
 
 // deployErrors reads status.lastDeployResult.errors as kluctl writes it: a list of

@@ -157,6 +157,34 @@ var _ = Describe("Bootstrap health check", func() {
 			To(Equal(gardencorev1beta1.ConditionTrue))
 	})
 
+	It("names the commit of the last kluctl deployment while the bootstrap is not ready", func() {
+		const commit = "0123456789abcdef0123456789abcdef01234567"
+		obj := bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system",
+			ready("False", "PrepareFailed", strings.Repeat("x", 2000)))
+		Expect(unstructured.SetNestedField(obj.Object, map[string]any{
+			"gitInfo": map[string]any{"url": "ssh://git@example.com/repo", "ref": map[string]any{"branch": "main"}, "subDir": "", "commit": commit, "dirty": false},
+			"errors":  []any{},
+		}, "status", "lastDeployResult")).To(Succeed())
+		status, detail := check(extension(kluctlStatus), obj)
+		Expect(status).To(Equal(gardencorev1beta1.ConditionFalse))
+		Expect(detail).To(HavePrefix("KluctlDeployment kluctl-system/shoot-flux-bootstrap (last deployed commit "+commit+") is not ready (PrepareFailed): xxx"),
+			"the revision survives the shortening of a long cause")
+	})
+
+	It("names the revisions Flux fetched and applied while the bootstrap is not ready", func() {
+		repo := bootstrapObject("source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", ready("False", "GitOperationFailed", "authentication required"))
+		Expect(unstructured.SetNestedField(repo.Object, "main@sha1:1111111111111111111111111111111111111111", "status", "artifact", "revision")).To(Succeed())
+		ks := bootstrapObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", ready("False", "BuildFailed", "kustomization.yaml not found"))
+		Expect(unstructured.SetNestedField(ks.Object, "main@sha1:0000000000000000000000000000000000000000", "status", "lastAppliedRevision")).To(Succeed())
+
+		_, detail := check(extension(fluxStatus), repo, ks)
+		Expect(detail).To(Equal("GitRepository flux-system/shoot-flux-bootstrap (last fetched revision main@sha1:1111111111111111111111111111111111111111) is not ready (GitOperationFailed): authentication required"))
+
+		repo = bootstrapObject("source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", ready("True", "Succeeded", ""))
+		_, detail = check(extension(fluxStatus), repo, ks)
+		Expect(detail).To(Equal("Kustomization flux-system/shoot-flux-bootstrap (last applied revision main@sha1:0000000000000000000000000000000000000000) is not ready (BuildFailed): kustomization.yaml not found"))
+	})
+
 	It("checks GitRepository and Kustomization in flux mode", func() {
 		repo := bootstrapObject("source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", ready("True", "Succeeded", ""))
 		ks := bootstrapObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", ready("False", "BuildFailed", "kustomization.yaml not found"))

@@ -104,10 +104,14 @@ func SetDefaults_Source(obj *Source) {
 	}
 }
 
-// SetDefaults_Bootstrap sets the default bootstrap mode.
+// SetDefaults_Bootstrap sets the default bootstrap mode and delivers the shoot's identity unless
+// the user opts out.
 func SetDefaults_Bootstrap(obj *Bootstrap) {
 	if obj.Mode == nil {
 		obj.Mode = ptr.To(BootstrapModeKluctl)
+	}
+	if obj.ShootInfo == nil {
+		obj.ShootInfo = ptr.To(true)
 	}
 }
 

@@ -42,6 +42,7 @@ var _ = Describe("Defaults", func() {
 					Prune:    ptr.To(true),
 					Interval: &metav1.Duration{Duration: 10 * time.Minute},
 				},
+				ShootInfo: ptr.To(true),
 			},
 		}))
 	})
@@ -108,9 +109,10 @@ var _ = Describe("Defaults", func() {
 			Flux:   &Flux{Namespace: ptr.To("f")},
 			Kluctl: &Kluctl{Enabled: ptr.To(false), Namespace: ptr.To("k")},
 			Bootstrap: &Bootstrap{
-				Mode:   ptr.To(BootstrapModeNone),
-				Kluctl: &KluctlBootstrap{Context: ptr.To("c"), Interval: &metav1.Duration{Duration: time.Minute}, Prune: ptr.To(true), Delete: ptr.To(true), DryRun: ptr.To(true)},
-				Flux:   &FluxBootstrap{Prune: ptr.To(false), Interval: &metav1.Duration{Duration: time.Hour}},
+				Mode:      ptr.To(BootstrapModeNone),
+				Kluctl:    &KluctlBootstrap{Context: ptr.To("c"), Interval: &metav1.Duration{Duration: time.Minute}, Prune: ptr.To(true), Delete: ptr.To(true), DryRun: ptr.To(true)},
+				Flux:      &FluxBootstrap{Prune: ptr.To(false), Interval: &metav1.Duration{Duration: time.Hour}},
+				ShootInfo: ptr.To(false),
 			},
 		}
 		want := obj.DeepCopy()

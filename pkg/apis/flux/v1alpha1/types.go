@@ -157,6 +157,13 @@ type Bootstrap struct {
 	// Flux configures the Kustomization of mode flux.
 	// +optional
 	Flux *FluxBootstrap `json:"flux,omitempty"`
+	// ShootInfo delivers the shoot's identity (project, name, namespace, seed, region, provider type,
+	// Kubernetes version, purpose, domain) with the bootstrap objects: as the ConfigMap shoot-info in
+	// the bootstrap namespace, as the kluctl argument "shoot" in mode kluctl (bootstrap.kluctl.args
+	// win on conflict), and as substitution variables (SHOOT_NAME, ...) of the Kustomization in mode
+	// flux. Defaults to true.
+	// +optional
+	ShootInfo *bool `json:"shootInfo,omitempty"`
 }
 
 // KluctlBootstrap configures the bootstrap KluctlDeployment.

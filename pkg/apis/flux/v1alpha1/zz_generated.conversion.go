@@ -258,6 +258,9 @@ func autoConvert_v1alpha1_Bootstrap_To_flux_Bootstrap(in *Bootstrap, out *flux.B
 	if err := Convert_Pointer_v1alpha1_FluxBootstrap_To_flux_FluxBootstrap(&in.Flux, &out.Flux, s); err != nil {
 		return err
 	}
+	if err := v1.Convert_Pointer_bool_To_bool(&in.ShootInfo, &out.ShootInfo, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -274,6 +277,9 @@ func autoConvert_flux_Bootstrap_To_v1alpha1_Bootstrap(in *flux.Bootstrap, out *B
 		return err
 	}
 	if err := Convert_flux_FluxBootstrap_To_Pointer_v1alpha1_FluxBootstrap(&in.Flux, &out.Flux, s); err != nil {
+		return err
+	}
+	if err := v1.Convert_bool_To_Pointer_bool(&in.ShootInfo, &out.ShootInfo, s); err != nil {
 		return err
 	}
 	return nil

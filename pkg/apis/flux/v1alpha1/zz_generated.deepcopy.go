@@ -56,6 +56,11 @@ func (in *Bootstrap) DeepCopyInto(out *Bootstrap) {
 		*out = new(FluxBootstrap)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ShootInfo != nil {
+		in, out := &in.ShootInfo, &out.ShootInfo
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 
