@@ -219,3 +219,27 @@ func CredentialsHost(rawURL string) (string, error) {
 	}
 	return g.CredentialsHost(), nil
 }
+
+// RedactURL hides the password of a URL's userinfo ("https://user:xxxxx@host/path"), also of a URL
+// that does not parse, so that an error quoting a rejected URL cannot carry a credential into a
+// status, an event or a webhook response.
+func RedactURL(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	authority, path, hasPath := strings.Cut(rest, "/")
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return s
+	}
+	user, _, hasPassword := strings.Cut(authority[:at], ":")
+	if !hasPassword {
+		return s
+	}
+	out := scheme + "://" + user + ":xxxxx" + authority[at:]
+	if hasPath {
+		out += "/" + path
+	}
+	return out
+}

@@ -154,4 +154,15 @@ var _ = Describe("GitURL", func() {
 			Expect(repository("https://github.com/org/repo.git")).To(Equal("github.com:443/org/repo"))
 		})
 	})
+
+	Describe("RedactURL", func() {
+		It("hides only a password", func() {
+			Expect(RedactURL("https://bot:s3cret@git.example.com/org/repo.git")).To(Equal("https://bot:xxxxx@git.example.com/org/repo.git"))
+			Expect(RedactURL("https://bot:s e c@git.example.com")).To(Equal("https://bot:xxxxx@git.example.com"), "also when the URL does not parse")
+			Expect(RedactURL("https://bot:a@b@git.example.com/x")).To(Equal("https://bot:xxxxx@git.example.com/x"))
+			Expect(RedactURL("ssh://git@git.example.com:2222/org/repo")).To(Equal("ssh://git@git.example.com:2222/org/repo"))
+			Expect(RedactURL("git@git.example.com:org/repo")).To(Equal("git@git.example.com:org/repo"))
+			Expect(RedactURL("https://git.example.com/a:b@c")).To(Equal("https://git.example.com/a:b@c"), "an @ in the path is no userinfo")
+		})
+	})
 })

@@ -187,7 +187,7 @@ func ValidateGitURL(url string, fldPath *field.Path) field.ErrorList {
 		return field.ErrorList{field.Required(fldPath, "must not be empty")}
 	}
 	if _, err := helper.ParseGitURL(url); err != nil {
-		return field.ErrorList{field.Invalid(fldPath, url, err.Error())}
+		return field.ErrorList{field.Invalid(fldPath, helper.RedactURL(url), err.Error())}
 	}
 	return nil
 }

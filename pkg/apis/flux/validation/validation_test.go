@@ -171,6 +171,7 @@ var _ = Describe("ValidateFluxConfig", func() {
 			Entry("http", "http://host/r", `source.url: Invalid value: "http://host/r": scheme "http" is not supported, use ssh://, https:// or user@host:path`),
 			Entry("file", "file:///r", `source.url: Invalid value: "file:///r": scheme "file" is not supported, use ssh://, https:// or user@host:path`),
 			Entry("empty host", "ssh://git@/r", `source.url: Invalid value: "ssh://git@/r": must contain a host`),
+			Entry("https with a password", "https://bot:s3cret@host/r", `source.url: Invalid value: "https://bot:xxxxx@host/r": https URLs must not contain credentials, use source.secretResourceName`),
 			Entry("whitespace", "ssh://git@host/r ", `source.url: Invalid value: "ssh://git@host/r ": must not contain whitespace or control characters`),
 		)
 
