@@ -63,7 +63,11 @@ bootstrap:
 		Expect(nestedString(kd, "spec", "target")).To(Equal("dev"))
 		args, _, err := unstructured.NestedMap(kd.Object, "spec", "args")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(args).To(Equal(map[string]any{"environment": "dev", "replicas": int64(2)}))
+		// The user's args, next to the shoot's identity the bootstrap adds under "shoot".
+		Expect(args).To(HaveKeyWithValue("environment", "dev"))
+		Expect(args).To(HaveKeyWithValue("replicas", int64(2)))
+		Expect(args).To(HaveKeyWithValue("shoot", HaveKeyWithValue("name", "one")))
+		Expect(args).To(HaveLen(3))
 
 		By("changing the providerConfig: kustomize-controller removed, another tag")
 		Expect(h.UpdateProviderConfig(ctx, []byte(`
