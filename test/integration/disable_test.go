@@ -148,17 +148,7 @@ func fleetShoot(ctx context.Context, project string) (*sandbox.ShootHandle, func
 		Project:        project,
 		Name:           "one",
 		RunControllers: true,
-		ProviderConfig: mustJSON(map[string]any{
-			"source": map[string]any{
-				"url":        git.URL(repo),
-				"ref":        map[string]any{"branch": gitserver.Branch},
-				"path":       "cluster",
-				"knownHosts": git.KnownHostsLine(),
-			},
-			"bootstrap": map[string]any{"mode": "flux"},
-			"kluctl":    map[string]any{"enabled": false},
-			"flux":      map[string]any{"components": []string{"source-controller", "kustomize-controller", "helm-controller"}},
-		}),
+		ProviderConfig: fluxModeConfig(repo, "cluster", "source-controller", "kustomize-controller", "helm-controller"),
 	})
 	registerDeployKey(ctx, h)
 	logs := func() string { return "controller logs:\n" + h.ControllerLogs() }

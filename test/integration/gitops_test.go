@@ -116,17 +116,7 @@ var _ = Describe("GitOps with the delivered Flux controllers running", func() {
 		project := "gitops-running"
 		newProject(ctx, project)
 		providerConfig := func(components ...string) []byte {
-			return mustJSON(map[string]any{
-				"source": map[string]any{
-					"url":        git.URL(repoName),
-					"ref":        map[string]any{"branch": gitserver.Branch},
-					"path":       "configmap",
-					"knownHosts": git.KnownHostsLine(),
-				},
-				"bootstrap": map[string]any{"mode": "flux"},
-				"kluctl":    map[string]any{"enabled": false},
-				"flux":      map[string]any{"components": components},
-			})
+			return fluxModeConfig(repoName, "configmap", components...)
 		}
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{
 			Project:        project,
@@ -197,6 +187,22 @@ var _ = Describe("GitOps with the delivered Flux controllers running", func() {
 		}
 	})
 })
+
+// fluxModeConfig is the providerConfig of a shoot in bootstrap mode flux on a repository of the
+// suite's git server, with the given Flux components and without kluctl.
+func fluxModeConfig(repo, path string, components ...string) []byte {
+	return mustJSON(map[string]any{
+		"source": map[string]any{
+			"url":        git.URL(repo),
+			"ref":        map[string]any{"branch": gitserver.Branch},
+			"path":       path,
+			"knownHosts": git.KnownHostsLine(),
+		},
+		"bootstrap": map[string]any{"mode": "flux"},
+		"kluctl":    map[string]any{"enabled": false},
+		"flux":      map[string]any{"components": components},
+	})
+}
 
 // expectAvailable waits until the shoot's kubelet stand-in runs the named Flux controllers and
 // reports their Deployments available, in a state gardener's health check accepts.

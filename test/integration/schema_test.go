@@ -11,6 +11,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
@@ -134,14 +135,12 @@ func renderKluctlDeployment(providerConfig string, withCredentials, withDecrypti
 	data, err := bootstrap.Data(values)
 	Expect(err).NotTo(HaveOccurred())
 
+	objects, err := managedresource.ObjectsOfData(data)
+	Expect(err).NotTo(HaveOccurred())
 	var found []*unstructured.Unstructured
-	for key, value := range data {
-		objects, err := sandbox.DecodeManagedResourceData(key, value)
-		Expect(err).NotTo(HaveOccurred())
-		for _, obj := range objects {
-			if obj.GroupVersionKind() == kluctlDeploymentGVK {
-				found = append(found, obj)
-			}
+	for _, obj := range objects {
+		if obj.GroupVersionKind() == kluctlDeploymentGVK {
+			found = append(found, obj)
 		}
 	}
 	Expect(found).To(HaveLen(1))

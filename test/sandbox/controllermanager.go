@@ -44,7 +44,9 @@ var foregroundKinds = []schema.GroupVersionKind{
 	batchv1.SchemeGroupVersion.WithKind("CronJob"),
 }
 
-func startShootControllerManager(ctx context.Context, log logr.Logger, shoot *Cluster) (*runner, error) {
+// newShootManager returns a manager for controllers the sandbox runs against a shoot's API server
+// in its own process: the client-go scheme, no metrics or probe listeners.
+func newShootManager(log logr.Logger, shoot *Cluster) (manager.Manager, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("failed building scheme: %w", err)
@@ -58,7 +60,15 @@ func startShootControllerManager(ctx context.Context, log logr.Logger, shoot *Cl
 		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("failed creating controller manager of shoot %s: %w", shoot.Name, err)
+		return nil, fmt.Errorf("failed creating manager for shoot %s: %w", shoot.Name, err)
+	}
+	return mgr, nil
+}
+
+func startShootControllerManager(ctx context.Context, log logr.Logger, shoot *Cluster) (*runner, error) {
+	mgr, err := newShootManager(log, shoot)
+	if err != nil {
+		return nil, fmt.Errorf("controller manager: %w", err)
 	}
 
 	clientset, err := kubernetes.NewForConfig(shoot.Config)

@@ -22,18 +22,13 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
@@ -136,20 +131,9 @@ type kubelet struct {
 }
 
 func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries map[string]string) (*kubelet, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("failed building scheme: %w", err)
-	}
-	mgr, err := manager.New(shoot.Config, manager.Options{
-		Scheme:                  scheme,
-		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
-	})
+	mgr, err := newShootManager(log, shoot)
 	if err != nil {
-		return nil, fmt.Errorf("failed creating kubelet of shoot %s: %w", shoot.Name, err)
+		return nil, fmt.Errorf("kubelet: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "shoot-flux-kubelet-"+fileName(shoot.Name)+"-")
 	if err != nil {

@@ -1,15 +1,12 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"strings"
 
-	"github.com/andybalholm/brotli"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
+
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -78,37 +75,5 @@ func (h *ShootHandle) ManagedResource(ctx context.Context, name string) (*resour
 // ManagedResourceObjects decodes the objects of a ManagedResource from its Secrets as
 // gardener-resource-manager does, including brotli-compressed data.
 func (h *ShootHandle) ManagedResourceObjects(ctx context.Context, name string) ([]*unstructured.Unstructured, error) {
-	mr, err := h.ManagedResource(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	var objects []*unstructured.Unstructured
-	for _, ref := range mr.Spec.SecretRefs {
-		secret := &corev1.Secret{}
-		if err := h.sandbox.Seed.Client.Get(ctx, client.ObjectKey{Namespace: h.SeedNamespace, Name: ref.Name}, secret); err != nil {
-			return nil, fmt.Errorf("failed reading Secret %s of managed resource %s: %w", ref.Name, name, err)
-		}
-		for key, data := range secret.Data {
-			objs, err := DecodeManagedResourceData(key, data)
-			if err != nil {
-				return nil, fmt.Errorf("managed resource %s, Secret %s: %w", name, ref.Name, err)
-			}
-			objects = append(objects, objs...)
-		}
-	}
-	return objects, nil
-}
-
-// DecodeManagedResourceData decodes one data entry of a ManagedResource Secret; keys ending in
-// .br are brotli-compressed.
-func DecodeManagedResourceData(key string, data []byte) ([]*unstructured.Unstructured, error) {
-	var r io.Reader = bytes.NewReader(data)
-	if strings.HasSuffix(key, resourcesv1alpha1.BrotliCompressionSuffix) {
-		r = brotli.NewReader(r)
-	}
-	objects, err := decodeStream(r)
-	if err != nil {
-		return nil, fmt.Errorf("failed decoding key %s: %w", key, err)
-	}
-	return objects, nil
+	return managedresource.Objects(ctx, h.sandbox.Seed.Client, h.SeedNamespace, name)
 }

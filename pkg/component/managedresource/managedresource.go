@@ -304,14 +304,26 @@ func Objects(ctx context.Context, reader client.Reader, namespace, name string) 
 		if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
 			return nil, fmt.Errorf("failed reading Secret %s of managed resource %s/%s: %w", ref.Name, namespace, name, err)
 		}
-		objects, err := managedresources.ExtractObjectsFromSecret(yamlDecoder, secret)
+		objects, err := ObjectsOfData(secret.Data)
 		if err != nil {
 			return nil, fmt.Errorf("managed resource %s/%s, Secret %s: %w", namespace, name, ref.Name, err)
 		}
-		for _, obj := range objects {
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				out = append(out, u)
-			}
+		out = append(out, objects...)
+	}
+	return out, nil
+}
+
+// ObjectsOfData decodes the data of a ManagedResource Secret, as a component's Data function
+// returns it.
+func ObjectsOfData(data map[string][]byte) ([]*unstructured.Unstructured, error) {
+	objects, err := managedresources.ExtractObjectsFromSecret(yamlDecoder, &corev1.Secret{Data: data})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objects))
+	for _, obj := range objects {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			out = append(out, u)
 		}
 	}
 	return out, nil
