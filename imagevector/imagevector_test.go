@@ -23,18 +23,32 @@ var _ = Describe("ImageVector", func() {
 		vector, err := Load()
 		Expect(err).NotTo(HaveOccurred())
 
-		for name, image := range map[string]string{
-			FluxSourceController:       "ghcr.io/fluxcd/source-controller:v1.9.5",
-			FluxKustomizeController:    "ghcr.io/fluxcd/kustomize-controller:v1.9.5",
-			FluxHelmController:         "ghcr.io/fluxcd/helm-controller:v1.6.4",
-			FluxNotificationController: "ghcr.io/fluxcd/notification-controller:v1.9.4",
+		for release, images := range map[string]map[string]string{
+			"v2.9.5": {
+				FluxSourceController:       "ghcr.io/fluxcd/source-controller:v1.9.5",
+				FluxKustomizeController:    "ghcr.io/fluxcd/kustomize-controller:v1.9.5",
+				FluxHelmController:         "ghcr.io/fluxcd/helm-controller:v1.6.4",
+				FluxNotificationController: "ghcr.io/fluxcd/notification-controller:v1.9.4",
+			},
+			// The images flux2 v2.7.5 pins, including those whose modules the proxy does not serve.
+			"v2.7.5": {
+				FluxSourceController:       "ghcr.io/fluxcd/source-controller:v1.7.4",
+				FluxKustomizeController:    "ghcr.io/fluxcd/kustomize-controller:v1.7.3",
+				FluxHelmController:         "ghcr.io/fluxcd/helm-controller:v1.4.5",
+				FluxNotificationController: "ghcr.io/fluxcd/notification-controller:v1.7.5",
+			},
 		} {
-			found, err := vector.FindImage(name, imagevector.TargetVersion("v2.9.5"))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(found.String()).To(Equal(image))
-
-			_, err = vector.FindImage(name, imagevector.TargetVersion("v2.8.0"))
-			Expect(err).To(HaveOccurred(), "%s must not match another Flux release", name)
+			for name, image := range images {
+				found, err := vector.FindImage(name, imagevector.TargetVersion(release))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(found.String()).To(Equal(image))
+			}
+		}
+		for _, name := range []string{FluxSourceController, FluxKustomizeController, FluxHelmController, FluxNotificationController} {
+			for _, other := range []string{"v2.8.0", "v2.9.4", "v2.7.6"} {
+				_, err := vector.FindImage(name, imagevector.TargetVersion(other))
+				Expect(err).To(HaveOccurred(), "%s must not match Flux %s", name, other)
+			}
 		}
 
 		found, err := vector.FindImage(KluctlController, imagevector.TargetVersion("v2.28.2"))

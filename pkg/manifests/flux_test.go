@@ -40,9 +40,9 @@ func componentSets() [][]string {
 	return sets
 }
 
-func expectedFluxImage(vector gardenerimagevector.ImageVector, component, registry string) string {
+func expectedFluxImage(vector gardenerimagevector.ImageVector, version, component, registry string) string {
 	GinkgoHelper()
-	image, err := vector.FindImage(fluxImageNames[component], gardenerimagevector.TargetVersion(DefaultFluxVersion))
+	image, err := vector.FindImage(fluxImageNames[component], gardenerimagevector.TargetVersion(version))
 	Expect(err).NotTo(HaveOccurred())
 	return overrideRegistry(image.String(), registry)
 }
@@ -59,30 +59,32 @@ var _ = Describe("RenderFlux", func() {
 		Expect(FluxComponents()).To(Equal([]string{SourceController, KustomizeController, HelmController, NotificationController}))
 	})
 
-	for _, components := range componentSets() {
-		It(fmt.Sprintf("renders %s offline with images from the image vector", strings.Join(components, ",")), func() {
-			data, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: components, Namespace: "flux-system"})
-			Expect(err).NotTo(HaveOccurred())
-			objects := parseObjects(data)
+	for _, version := range FluxVersions() {
+		for _, components := range componentSets() {
+			It(fmt.Sprintf("renders flux %s with %s offline with images from the image vector", version, strings.Join(components, ",")), func() {
+				data, err := r.renderFlux(FluxOptions{Version: version, Components: components, Namespace: "flux-system"})
+				Expect(err).NotTo(HaveOccurred())
+				objects := parseObjects(data)
 
-			deploys := deployments(objects)
-			Expect(deploys).To(HaveLen(len(components)))
-			for _, c := range components {
-				Expect(deploys).To(HaveKey(c))
-				Expect(containerImages(deploys[c])).To(ConsistOf(expectedFluxImage(r.imageVector, c, "")))
-			}
-
-			crds := objectsOfKind(objects, "CustomResourceDefinition")
-			for c, crd := range representativeCRDs {
-				if slices.Contains(components, c) {
-					Expect(crds).To(HaveKey(crd))
-				} else {
-					Expect(crds).NotTo(HaveKey(crd))
+				deploys := deployments(objects)
+				Expect(deploys).To(HaveLen(len(components)))
+				for _, c := range components {
+					Expect(deploys).To(HaveKey(c))
+					Expect(containerImages(deploys[c])).To(ConsistOf(expectedFluxImage(r.imageVector, version, c, "")))
 				}
-			}
-			Expect(objectsOfKind(objects, "Namespace")).To(HaveKey("flux-system"))
-			Expect(objectsOfKind(objects, "NetworkPolicy")).To(HaveKey("allow-egress"))
-		})
+
+				crds := objectsOfKind(objects, "CustomResourceDefinition")
+				for c, crd := range representativeCRDs {
+					if slices.Contains(components, c) {
+						Expect(crds).To(HaveKey(crd))
+					} else {
+						Expect(crds).NotTo(HaveKey(crd))
+					}
+				}
+				Expect(objectsOfKind(objects, "Namespace")).To(HaveKey("flux-system"))
+				Expect(objectsOfKind(objects, "NetworkPolicy")).To(HaveKey("allow-egress"))
+			})
+		}
 	}
 
 	It("applies the namespace to every namespaced object and to the RBAC subjects", func() {
@@ -124,7 +126,7 @@ var _ = Describe("RenderFlux", func() {
 		Expect(err).NotTo(HaveOccurred())
 		deploys := deployments(parseObjects(data))
 		for _, c := range fluxComponents {
-			image := expectedFluxImage(r.imageVector, c, "my.mirror:5000/cache")
+			image := expectedFluxImage(r.imageVector, DefaultFluxVersion, c, "my.mirror:5000/cache")
 			Expect(image).To(HavePrefix("my.mirror:5000/cache/fluxcd/" + c + ":"))
 			Expect(containerImages(deploys[c])).To(ConsistOf(image))
 		}
