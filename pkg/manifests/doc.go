@@ -10,7 +10,8 @@
 // the -flux or -kluctl list of the go:generate line below and `make generate` (or
 // `go generate ./pkg/manifests/...`): the generator rewrites flux/, kluctl/ and the image vector
 // (imagevector/images.yaml, the images the manifests of each release pin), so versions no longer
-// listed disappear from all three.
+// listed disappear from all three. Shoots and the operator select a release or a minor, which
+// helper.ResolveVersion (package pkg/apis/flux/helper) resolves against SupportedVersions.
 //
 //go:generate go run ../../hack/generate-flux-manifests -out . -imagevector ../../imagevector/images.yaml -flux v2.7.5,v2.9.5 -kluctl v2.28.2
 package manifests

@@ -1,8 +1,14 @@
 package manifests
 
 import (
+	"slices"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/mod/semver"
+
+	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 )
 
 var _ = Describe("overrideRegistry", func() {
@@ -50,6 +56,18 @@ var _ = Describe("repository", func() {
 })
 
 var _ = Describe("versions", func() {
+	It("has releases for the operator's built-in defaults", func() {
+		Expect(helper.ResolveVersion(configv1alpha1.DefaultFluxVersion, FluxVersions())).To(Equal(newestFlux))
+		Expect(helper.ResolveVersion(configv1alpha1.DefaultKluctlVersion, KluctlVersions())).To(Equal(newestKluctl))
+	})
+
+	It("supports exactly the embedded releases, ascending", func() {
+		supported := SupportedVersions()
+		Expect(supported.Flux).To(Equal(FluxVersions()))
+		Expect(supported.Kluctl).To(Equal(KluctlVersions()))
+		Expect(slices.IsSortedFunc(supported.Flux, semver.Compare)).To(BeTrue())
+	})
+
 	It("returns copies", func() {
 		FluxVersions()[0] = "changed"
 		KluctlVersions()[0] = "changed"

@@ -57,7 +57,13 @@ var _ = Describe("ConfigMap validator", func() {
 				`ConfigMap garden-dev/flux-config: repositoryUrl: Invalid value: "ftp://example.com/repo"`),
 			Entry("unsupported fluxVersion",
 				map[string]string{"fluxVersion": "0.29.5"},
-				`fluxVersion: Unsupported value: "v0.29.5"`),
+				`ConfigMap garden-dev/flux-config: fluxVersion: Unsupported value: "0.29.5": supported values: "v2.9", "v2.9.5"`),
+			Entry("fluxVersion naming a minor without embedded release",
+				map[string]string{"fluxVersion": "2.8.x"},
+				`ConfigMap garden-dev/flux-config: fluxVersion: Unsupported value: "2.8.x": supported values: "v2.9", "v2.9.5"`),
+			Entry("config.yaml with a minor without embedded release",
+				map[string]string{"config.yaml": "flux:\n  version: v2.8\n"},
+				`ConfigMap garden-dev/flux-config: config.yaml: flux.version: Unsupported value: "v2.8": supported values: "v2.9", "v2.9.5"`),
 			Entry("unknown key",
 				map[string]string{"repositoryURL": "ssh://git@github.com/owner/repo"},
 				`repositoryURL: Forbidden: unknown key`),
@@ -106,7 +112,7 @@ var _ = Describe("ConfigMap validator", func() {
 			old := unsupported()
 			cm := old.DeepCopy()
 			cm.Data["repositoryBranch"] = "develop"
-			Expect(validator.Validate(ctx, cm, old)).To(MatchError(ContainSubstring(`fluxVersion: Unsupported value: "v2.0.0"`)))
+			Expect(validator.Validate(ctx, cm, old)).To(MatchError(ContainSubstring(`fluxVersion: Unsupported value: "2.0.0"`)))
 		})
 
 		It("validates changed binaryData", func() {

@@ -66,7 +66,8 @@ type FluxConfig struct {
 
 // Flux configures the Flux controllers.
 type Flux struct {
-	// Version is the Flux release, with a leading "v".
+	// Version selects the Flux release, a release or a minor (see helper.ResolveVersion); in the
+	// configuration fluxconfig.Resolve returns it is the selected release, with a leading "v".
 	Version string
 	// Components are the Flux controllers to install.
 	Components []string
@@ -78,7 +79,7 @@ type Flux struct {
 type Kluctl struct {
 	// Enabled installs the kluctl controller.
 	Enabled bool
-	// Version is the kluctl release, with a leading "v".
+	// Version selects the kluctl release like Flux.Version.
 	Version string
 	// Namespace is the namespace of the kluctl controller.
 	Namespace string

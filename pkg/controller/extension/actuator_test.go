@@ -37,6 +37,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -242,8 +243,9 @@ var _ = Describe("Actuator", func() {
 			status := providerStatus(ex)
 			Expect(status.Message).To(ContainSubstring("No source configured"))
 			Expect(status.ProjectConfigHash).To(BeEmpty(), "the project has no ConfigMap")
-			Expect(status.FluxVersion).To(Equal(cfg.DefaultFluxVersion))
-			Expect(status.KluctlVersion).To(Equal(cfg.DefaultKluctlVersion))
+			// The defaults are minors; the status names the releases they selected.
+			Expect(status.FluxVersion).To(Equal(manifests.FluxVersions()[len(manifests.FluxVersions())-1]))
+			Expect(status.KluctlVersion).To(Equal(manifests.KluctlVersions()[len(manifests.KluctlVersions())-1]))
 		})
 
 		It("bootstraps a public repository from the legacy ConfigMap keys", func() {

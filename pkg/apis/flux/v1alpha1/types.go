@@ -78,8 +78,9 @@ type FluxConfig struct {
 
 // Flux configures the Flux controllers.
 type Flux struct {
-	// Version is the Flux release, e.g. v2.9.5; a missing leading "v" is added. Defaults to the
-	// operator's defaultFluxVersion.
+	// Version selects the Flux release: a release, e.g. v2.9.5, or a minor, e.g. v2.9 or v2.9.x,
+	// which selects the newest patch release of that minor the extension embeds. The leading "v"
+	// may be left out. Defaults to the operator's defaultFluxVersion.
 	// +optional
 	Version *string `json:"version,omitempty"`
 	// Components are the Flux controllers to install. Defaults to [source-controller], plus
@@ -96,8 +97,8 @@ type Kluctl struct {
 	// Enabled installs the kluctl controller. Defaults to true.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
-	// Version is the kluctl release, e.g. v2.28.2; a missing leading "v" is added. Defaults to the
-	// operator's defaultKluctlVersion.
+	// Version selects the kluctl release like flux.version: a release, e.g. v2.28.2, or a minor,
+	// e.g. v2.28. Defaults to the operator's defaultKluctlVersion.
 	// +optional
 	Version *string `json:"version,omitempty"`
 	// Namespace is the namespace of the kluctl controller. Defaults to kluctl-system.
