@@ -181,10 +181,12 @@ type AdditionalSecretResource struct {
 type FluxStatus struct {
 	metav1.TypeMeta
 
-	// FluxVersion is the installed Flux version.
+	// FluxVersion is the installed Flux release.
 	FluxVersion string
-	// KluctlVersion is the installed kluctl version; empty when kluctl is disabled.
+	// KluctlVersion is the installed kluctl release; empty when kluctl is disabled.
 	KluctlVersion string
+	// Images are the container images of the installed controllers, keyed by component.
+	Images map[string]string
 	// Repository is the bootstrapped repository URL.
 	Repository string
 	// Ref is the bootstrapped revision.

@@ -14,6 +14,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
+	gardenerimagevector "github.com/gardener/gardener/pkg/utils/imagevector"
 	testutils "github.com/gardener/gardener/pkg/utils/test"
 	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
@@ -246,6 +248,32 @@ var _ = Describe("Actuator", func() {
 			// The defaults are minors; the status names the releases they selected.
 			Expect(status.FluxVersion).To(Equal(manifests.FluxVersions()[len(manifests.FluxVersions())-1]))
 			Expect(status.KluctlVersion).To(Equal(manifests.KluctlVersions()[len(manifests.KluctlVersions())-1]))
+		})
+
+		It("reports the release a selector chose and the image of every installed controller", func() {
+			oldest := manifests.FluxVersions()[0]
+			cfg.Registry = "my.mirror:5000/cache"
+			build(nil)
+			ex.Spec.ProviderConfig = providerConfig(`{"flux":{"version":"` + oldest + `","components":["source-controller","helm-controller"]}}`)
+			Expect(seed.Update(ctx, ex)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+
+			status := providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal(oldest))
+			Expect(status.Images).To(HaveLen(3))
+			docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceControllers), "")
+			for _, component := range []string{"source-controller", "helm-controller", "kluctl-controller"} {
+				name := "flux-" + component
+				release := oldest
+				if component == "kluctl-controller" {
+					name, release = fluximagevector.KluctlController, status.KluctlVersion
+				}
+				image, err := fluximagevector.ImageVector().FindImage(name, gardenerimagevector.TargetVersion(release))
+				Expect(err).NotTo(HaveOccurred())
+				want := "my.mirror:5000/cache/" + strings.SplitN(image.String(), "/", 2)[1]
+				Expect(status.Images).To(HaveKeyWithValue(component, want))
+				Expect(docs).To(ContainSubstring("image: "+want), "the reported image of %s is the deployed one", component)
+			}
 		})
 
 		It("bootstraps a public repository from the legacy ConfigMap keys", func() {

@@ -238,12 +238,18 @@ type AdditionalSecretResource struct {
 type FluxStatus struct {
 	metav1.TypeMeta `json:",inline"`
 
-	// FluxVersion is the installed Flux version.
+	// FluxVersion is the installed Flux release, the one flux.version selected (a minor selects
+	// its newest embedded patch).
 	// +optional
 	FluxVersion string `json:"fluxVersion,omitempty"`
-	// KluctlVersion is the installed kluctl version; empty when kluctl is disabled.
+	// KluctlVersion is the installed kluctl release; empty when kluctl is disabled.
 	// +optional
 	KluctlVersion string `json:"kluctlVersion,omitempty"`
+	// Images are the container images of the installed controllers, keyed by component:
+	// source-controller, kustomize-controller, helm-controller, notification-controller and
+	// kluctl-controller, as far as installed.
+	// +optional
+	Images map[string]string `json:"images,omitempty"`
 	// Repository is the bootstrapped repository URL.
 	// +optional
 	Repository string `json:"repository,omitempty"`
