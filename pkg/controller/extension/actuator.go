@@ -73,9 +73,12 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 
 	previous, err := helper.DecodeStatus(ex.Status.ProviderStatus)
 	if err != nil {
-		// Only the migration of an earlier release's deploy key reads it; a status that cannot be
-		// read is replaced below.
+		// The deploy key migration and the downgrade check read it; a status that cannot be read
+		// is replaced below.
 		log.Info("Ignoring unreadable provider status", "reason", err.Error())
+	}
+	if err := checkDowngrade(previous, cfg); err != nil {
+		return err
 	}
 
 	status := &fluxv1alpha1.FluxStatus{

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
@@ -524,6 +525,58 @@ var _ = Describe("Actuator", func() {
 			Entry("missing referenced resource", `{"source":{"secretResourceName":"absent"}}`, `source.secretResourceName: Shoot garden-foo/bar has no resource "absent"`),
 			Entry("referenced secret not copied", `{"source":{"secretResourceName":"present"}}`, `Secret "present" referenced by resource "present" was not found`),
 		)
+
+		Describe("versions the shoot runs", func() {
+			newestFlux := manifests.FluxVersions()[len(manifests.FluxVersions())-1]
+			newestKluctl := manifests.KluctlVersions()[len(manifests.KluctlVersions())-1]
+
+			// installed records the providerStatus of a reconcile that installed these releases.
+			installed := func(flux, kluctl string) {
+				ExpectWithOffset(1, seed.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+				raw, err := helper.EncodeStatus(&fluxv1alpha1.FluxStatus{FluxVersion: flux, KluctlVersion: kluctl})
+				ExpectWithOffset(1, err).NotTo(HaveOccurred())
+				ex.Status.ProviderStatus = raw
+				ExpectWithOffset(1, seed.Status().Update(ctx, ex)).To(Succeed())
+			}
+
+			It("refuses an older minor than the shoot runs, writing nothing", func() {
+				build(nil)
+				installed("v2.99.0", newestKluctl)
+				rec.reset()
+				err := reconcile()
+				Expect(err).To(MatchError("flux.version: selects Flux " + newestFlux + ", but the shoot runs v2.99.0 (providerStatus.fluxVersion); " +
+					"downgrading Flux to an older minor is not supported, as the older CRDs would drop what the newer release stored in the shoot's objects: select v2.99 or a newer release"))
+				Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+				Expect(rec.reset()).To(BeEmpty())
+				Expect(providerStatus(ex).FluxVersion).To(Equal("v2.99.0"))
+			})
+
+			It("refuses an older kluctl minor while kluctl is installed", func() {
+				build(nil)
+				installed(newestFlux, "v2.99.0")
+				Expect(reconcile()).To(MatchError(HavePrefix("kluctl.version: selects kluctl " + newestKluctl + ", but the shoot runs v2.99.0 (providerStatus.kluctlVersion)")))
+
+				ex.Spec.ProviderConfig = providerConfig(`{"kluctl":{"enabled":false}}`)
+				Expect(seed.Update(ctx, ex)).To(Succeed())
+				Expect(reconcile()).To(Succeed())
+			})
+
+			It("accepts an older patch of the installed minor, as a rolled-back extension installs it", func() {
+				build(nil)
+				major, minor, patch := semverParts(newestFlux)
+				installed(fmt.Sprintf("v%d.%d.%d", major, minor, patch+1), newestKluctl)
+				Expect(reconcile()).To(Succeed())
+				Expect(providerStatus(ex).FluxVersion).To(Equal(newestFlux))
+			})
+
+			It("upgrades from an older minor", func() {
+				build(nil)
+				installed("v2.0.0", "v2.0.0")
+				Expect(reconcile()).To(Succeed())
+				Expect(providerStatus(ex).FluxVersion).To(Equal(newestFlux))
+				Expect(providerStatus(ex).KluctlVersion).To(Equal(newestKluctl))
+			})
+		})
 	})
 
 	Describe("#Delete", func() {
@@ -675,4 +728,10 @@ func slicesIndex(s []string, v string) int {
 
 func BeNotFoundError() OmegaMatcher {
 	return WithTransform(apierrors.IsNotFound, BeTrue())
+}
+
+func semverParts(version string) (major, minor, patch int) {
+	_, err := fmt.Sscanf(version, "v%d.%d.%d", &major, &minor, &patch)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return major, minor, patch
 }
