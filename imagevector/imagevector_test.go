@@ -1,8 +1,11 @@
 package imagevector_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/gardener/gardener/pkg/utils/imagevector"
 	. "github.com/onsi/ginkgo/v2"
@@ -23,23 +26,45 @@ var _ = Describe("ImageVector", func() {
 		vector, err := Load()
 		Expect(err).NotTo(HaveOccurred())
 
-		for name, image := range map[string]string{
-			FluxSourceController:       "ghcr.io/fluxcd/source-controller:v1.9.5",
-			FluxKustomizeController:    "ghcr.io/fluxcd/kustomize-controller:v1.9.5",
-			FluxHelmController:         "ghcr.io/fluxcd/helm-controller:v1.6.4",
-			FluxNotificationController: "ghcr.io/fluxcd/notification-controller:v1.9.4",
-		} {
-			found, err := vector.FindImage(name, imagevector.TargetVersion("v2.9.5"))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(found.String()).To(Equal(image))
-
-			_, err = vector.FindImage(name, imagevector.TargetVersion("v2.8.0"))
-			Expect(err).To(HaveOccurred(), "%s must not match another Flux release", name)
+		// The releases are those of the entries; the generator writes one entry per component.
+		releases := map[string][]string{}
+		for _, image := range vector {
+			Expect(image.TargetVersion).NotTo(BeNil(), "%s must be bound to a release", image.Name)
+			release, ok := strings.CutPrefix(*image.TargetVersion, "= ")
+			Expect(ok).To(BeTrue(), "%s must match exactly one release, not %q", image.Name, *image.TargetVersion)
+			releases[image.Name] = append(releases[image.Name], "v"+release)
+		}
+		Expect(releases).To(HaveKey(FluxSourceController))
+		Expect(releases).To(HaveKey(KluctlController))
+		fluxNames := []string{FluxSourceController, FluxKustomizeController, FluxHelmController, FluxNotificationController}
+		for _, name := range fluxNames {
+			Expect(releases[name]).To(ConsistOf(releases[FluxSourceController]), "%s must have an image for every Flux release", name)
 		}
 
-		found, err := vector.FindImage(KluctlController, imagevector.TargetVersion("v2.28.2"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(found.String()).To(Equal("ghcr.io/kluctl/kluctl:v2.28.2"))
+		for name, versions := range releases {
+			repository := "ghcr.io/fluxcd/" + strings.TrimPrefix(name, "flux-")
+			if name == KluctlController {
+				repository = "ghcr.io/kluctl/kluctl"
+			}
+			for _, release := range versions {
+				found, err := vector.FindImage(name, imagevector.TargetVersion(release))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(found.Repository).To(HaveValue(Equal(repository)))
+				Expect(found.Tag).To(HaveValue(HavePrefix("v")))
+				if name == KluctlController {
+					Expect(found.Tag).To(HaveValue(Equal(release)))
+				}
+
+				// Neither the patch before nor the one after may match.
+				major, minor, patch := semverParts(release)
+				for _, other := range []string{fmt.Sprintf("v%d.%d.%d", major, minor, patch+1), fmt.Sprintf("v%d.%d.%d", major, minor+1, patch)} {
+					if !slices.Contains(versions, other) {
+						_, err := vector.FindImage(name, imagevector.TargetVersion(other))
+						Expect(err).To(HaveOccurred(), "%s of %s must not match %s", name, release, other)
+					}
+				}
+			}
+		}
 	})
 
 	It("is what ImageVector returns for the environment the process started with", func() {
@@ -71,3 +96,10 @@ var _ = Describe("ImageVector", func() {
 		Expect(err).To(MatchError(ContainSubstring("reading image vector overwrite from $IMAGEVECTOR_OVERWRITE")))
 	})
 })
+
+func semverParts(version string) (major, minor, patch int) {
+	GinkgoHelper()
+	_, err := fmt.Sscanf(version, "v%d.%d.%d", &major, &minor, &patch)
+	Expect(err).NotTo(HaveOccurred())
+	return major, minor, patch
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -26,17 +27,51 @@ import (
 // controllers and source-watcher are left out on purpose: the extension does not offer them.
 var FluxComponents = []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"}
 
-// substitutes maps controller versions the Go module proxy refuses to serve (403) to the version
-// whose config/ directory stands in for them. A substitute is only accepted when the api modules of
-// both versions, and the Flux API packages they pin, hold the same sources: CRDs are generated from
-// exactly those types. The Deployment still gets the image tag of the original version.
-var substitutes = map[string]string{
-	"github.com/fluxcd/notification-controller@v1.9.4": "v1.9.3",
+// substitute says what stands in for a controller version the Go module proxy refuses to serve
+// (403); the proxy still serves the controllers' api modules.
+type substitute struct {
+	// config is the served version whose config/ directory (CRD kustomization, manager) stands in.
+	// The Deployment still gets the image tag of the original version.
+	config string
+	// controllerGen, when set, is the controller-gen release that generates the CRDs from the api
+	// module of the original version, because its types differ from those of config. It is only
+	// trusted after it reproduced the CRDs config ships from config's own api module. When empty,
+	// the api modules of both versions, and the Flux API packages they pin, must hold the same
+	// sources, and config's CRDs are used as they are.
+	controllerGen string
+}
+
+// substitutes are keyed by module@version. Every manager of a substitute is taken as it is: Flux
+// changes the Deployment of a controller rarely (notification-controller's config/manager is the same
+// from v1.6.0 to v1.9.3 apart from the image tag), while its CRDs change with its API.
+var substitutes = map[string]substitute{
+	// Flux v2.9.5
+	"github.com/fluxcd/notification-controller@v1.9.4": {config: "v1.9.3"},
+	// Flux v2.7.5
+	"github.com/fluxcd/source-controller@v1.7.4": {config: "v1.7.3"},
+	// v1.4.5 adds a method to the API, which does not change the CRDs but fails the source comparison.
+	"github.com/fluxcd/helm-controller@v1.4.5": {config: "v1.4.3", controllerGen: "v0.19.0"},
+	// No v1.7.x is served; v1.7.5 changed the API (v1beta1 no longer served, new provider types and
+	// fields). v0.19.0 is the controller-gen of the controllers of Flux v2.7 (source-controller
+	// v1.7.3, helm-controller v1.4.3) and of their Kubernetes v0.34 API machinery.
+	"github.com/fluxcd/notification-controller@v1.7.5": {config: "v1.6.0", controllerGen: "v0.19.0"},
 }
 
 // Generator renders the manifests from modules it gets from a Downloader.
 type Generator struct {
 	Downloader Downloader
+	// CRDs generates the CRDs of controllers whose substitute names a controller-gen release.
+	CRDs CRDGenerator
+}
+
+// Output is what Generate produces.
+type Output struct {
+	// Manifests are keyed by slash-separated paths relative to the manifests directory, e.g.
+	// "flux/v2.9.5/source-controller.yaml".
+	Manifests map[string][]byte
+	// ImageVector is the image vector (imagevector/images.yaml) of the generated releases: the
+	// images their manifests pin.
+	ImageVector []byte
 }
 
 const (
@@ -44,33 +79,48 @@ const (
 	kluctlDir = "kluctl"
 )
 
-// Generate returns the generated files keyed by slash-separated paths relative to the output
-// directory, e.g. "flux/v2.9.5/source-controller.yaml".
-func (g *Generator) Generate(ctx context.Context, fluxVersions, kluctlVersions []string) (map[string][]byte, error) {
+// Generate renders the manifests of the given releases and the image vector that goes with them.
+func (g *Generator) Generate(ctx context.Context, fluxVersions, kluctlVersions []string) (*Output, error) {
 	if len(fluxVersions) == 0 || len(kluctlVersions) == 0 {
 		return nil, errors.New("at least one flux and one kluctl version are required")
 	}
+	for _, versions := range [][]string{fluxVersions, kluctlVersions} {
+		for _, version := range versions {
+			if !semver.IsValid(version) || semver.Canonical(version) != version {
+				return nil, fmt.Errorf("version %q is not a canonical semantic version like v1.2.3", version)
+			}
+		}
+	}
+	// The image vector lists the releases in ascending order whatever the order of the flags.
+	fluxVersions = slices.Clone(fluxVersions)
+	slices.SortFunc(fluxVersions, semver.Compare)
+	kluctlVersions = slices.Clone(kluctlVersions)
+	slices.SortFunc(kluctlVersions, semver.Compare)
 
-	files := map[string][]byte{}
+	out := &Output{Manifests: map[string][]byte{}}
+	var images []image
 	for _, version := range fluxVersions {
-		generated, err := g.fluxFiles(ctx, version)
+		generated, pinned, err := g.fluxFiles(ctx, version)
 		if err != nil {
 			return nil, fmt.Errorf("flux %s: %w", version, err)
 		}
 		for name, data := range generated {
-			files[path.Join(fluxDir, version, name)] = data
+			out.Manifests[path.Join(fluxDir, version, name)] = data
 		}
+		images = append(images, pinned...)
 	}
 	for _, version := range kluctlVersions {
-		generated, err := g.kluctlFiles(ctx, version)
+		generated, pinned, err := g.kluctlFiles(ctx, version)
 		if err != nil {
 			return nil, fmt.Errorf("kluctl %s: %w", version, err)
 		}
 		for name, data := range generated {
-			files[path.Join(kluctlDir, version, name)] = data
+			out.Manifests[path.Join(kluctlDir, version, name)] = data
 		}
+		images = append(images, pinned)
 	}
-	return files, nil
+	out.ImageVector = imageVector(images)
+	return out, nil
 }
 
 // WriteTree replaces the flux/ and kluctl/ directories below out with files, so that versions no
@@ -118,88 +168,120 @@ func modulePath(base, version string) (string, error) {
 	return base, nil
 }
 
-func (g *Generator) fluxFiles(ctx context.Context, version string) (map[string][]byte, error) {
+func (g *Generator) fluxFiles(ctx context.Context, version string) (map[string][]byte, []image, error) {
 	module, err := modulePath("github.com/fluxcd/flux2", version)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dir, err := g.Downloader.Download(ctx, module, version)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	files := map[string][]byte{}
+	var images []image
 	for _, component := range FluxComponents {
-		data, sources, err := g.fluxComponent(ctx, module, version, dir, component)
+		data, controllerVersion, sources, err := g.fluxComponent(ctx, module, version, dir, component)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", component, err)
+			return nil, nil, fmt.Errorf("%s: %w", component, err)
 		}
 		files[component+".yaml"] = append(header(sources...), data...)
+		images = append(images, image{
+			Name:             "flux-" + component,
+			SourceRepository: "github.com/fluxcd/" + component,
+			Repository:       fluxRegistry + "/" + component,
+			Tag:              controllerVersion,
+			TargetVersion:    version,
+		})
 	}
 
 	// rbac.yaml and policies.yaml complete the layout of Flux's manifests.tar.gz.
 	for _, name := range []string{"rbac", "policies"} {
 		memFS := filesys.MakeFsInMemory()
 		if err := copyTree(filepath.Join(dir, "manifests", name), memFS, "/"+name); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := rejectRemoteResources(memFS, "/"+name); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		data, err := kustomizeBuild(memFS, "/"+name)
 		if err != nil {
-			return nil, fmt.Errorf("building %s: %w", name, err)
+			return nil, nil, fmt.Errorf("building %s: %w", name, err)
 		}
 		files[name+".yaml"] = append(header(fmt.Sprintf("%s@%s manifests/%s", module, version, name)), data...)
 	}
-	return files, nil
+	return files, images, nil
 }
 
 // fluxComponent builds manifests/bases/<component> of flux2 with the release assets it refers to
-// replaced by the same kustomize builds of the controller's config/ the release workflow uploads.
-func (g *Generator) fluxComponent(ctx context.Context, fluxModule, fluxVersion, fluxRoot, component string) ([]byte, []string, error) {
+// replaced by the same kustomize builds of the controller's config/ the release workflow uploads. It
+// returns the build, the controller version flux2 pins and the sources for the file header.
+func (g *Generator) fluxComponent(ctx context.Context, fluxModule, fluxVersion, fluxRoot, component string) ([]byte, string, []string, error) {
 	baseDir := filepath.Join(fluxRoot, "manifests", "bases", component)
 	kustomization, err := os.ReadFile(filepath.Join(baseDir, "kustomization.yaml"))
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading flux base: %w", err)
+		return nil, "", nil, fmt.Errorf("reading flux base: %w", err)
 	}
 
 	assetURL := regexp.MustCompile(`https://github\.com/fluxcd/` + regexp.QuoteMeta(component) +
 		`/releases/download/(v[^/\s]+)/` + regexp.QuoteMeta(component) + `\.(crds|deployment)\.yaml`)
 	matches := assetURL.FindAllSubmatch(kustomization, -1)
 	if len(matches) != 2 || string(matches[0][1]) != string(matches[1][1]) || string(matches[0][2]) == string(matches[1][2]) {
-		return nil, nil, fmt.Errorf("expected the crds and deployment release assets of one %s version in %s", component, filepath.Join(baseDir, "kustomization.yaml"))
+		return nil, "", nil, fmt.Errorf("expected the crds and deployment release assets of one %s version in %s", component, filepath.Join(baseDir, "kustomization.yaml"))
 	}
 	controllerVersion := string(matches[0][1])
 
 	controllerModule, err := modulePath("github.com/fluxcd/"+component, controllerVersion)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	configVersion := controllerVersion
-	if substitute, ok := substitutes[controllerModule+"@"+controllerVersion]; ok {
-		if err := g.verifySameAPI(ctx, controllerModule+"/api", controllerVersion, substitute); err != nil {
-			return nil, nil, fmt.Errorf("cannot use %s@%s for %s: %w", controllerModule, substitute, controllerVersion, err)
-		}
-		configVersion = substitute
+	sub, substituted := substitutes[controllerModule+"@"+controllerVersion]
+	if substituted {
+		configVersion = sub.config
 	}
 	controllerDir, err := g.Downloader.Download(ctx, controllerModule, configVersion)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
+	}
+
+	configSource := fmt.Sprintf("%s@%s config/crd, config/manager", controllerModule, configVersion)
+	var generatedCRDs map[string][]byte
+	switch {
+	case substituted && sub.controllerGen != "":
+		generatedCRDs, err = g.crdsFromAPI(ctx, controllerModule, controllerVersion, sub, filepath.Join(controllerDir, "config", "crd", "bases"))
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("cannot use %s@%s for %s: %w", controllerModule, sub.config, controllerVersion, err)
+		}
+		configSource = fmt.Sprintf("%s@%s config/crd (CRDs generated by controller-gen %s from %s/api@%s), config/manager",
+			controllerModule, configVersion, sub.controllerGen, controllerModule, controllerVersion)
+	case substituted:
+		if err := g.verifySameAPI(ctx, controllerModule+"/api", controllerVersion, sub.config); err != nil {
+			return nil, "", nil, fmt.Errorf("cannot use %s@%s for %s: %w", controllerModule, sub.config, controllerVersion, err)
+		}
+	}
+	if substituted {
+		configSource += fmt.Sprintf(" (standing in for %s, which the Go module proxy does not serve)", controllerVersion)
 	}
 
 	memFS := filesys.MakeFsInMemory()
-	for _, sub := range []string{"crd", "manager"} {
-		if err := copyTree(filepath.Join(controllerDir, "config", sub), memFS, "/controller/"+sub); err != nil {
-			return nil, nil, err
+	for _, dir := range []string{"crd", "manager"} {
+		if err := copyTree(filepath.Join(controllerDir, "config", dir), memFS, "/controller/"+dir); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	// crdsFromAPI made sure the names are those of the bases the kustomization lists.
+	for name, data := range generatedCRDs {
+		if err := memFS.WriteFile("/controller/crd/bases/"+name, data); err != nil {
+			return nil, "", nil, err
 		}
 	}
 	if err := rejectRemoteResources(memFS, "/controller/crd"); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	crds, err := kustomizeBuild(memFS, "/controller/crd")
 	if err != nil {
-		return nil, nil, fmt.Errorf("building CRDs: %w", err)
+		return nil, "", nil, fmt.Errorf("building CRDs: %w", err)
 	}
 	// The release workflow pins the image tag the same way before building config/manager.
 	release := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
@@ -211,47 +293,77 @@ images:
   newTag: %s
 `, component, controllerVersion)
 	if err := memFS.WriteFile("/controller/release/kustomization.yaml", []byte(release)); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	if err := rejectRemoteResources(memFS, "/controller/release"); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	deployment, err := kustomizeBuild(memFS, "/controller/release")
 	if err != nil {
-		return nil, nil, fmt.Errorf("building deployment: %w", err)
+		return nil, "", nil, fmt.Errorf("building deployment: %w", err)
 	}
 
 	if err := copyTree(baseDir, memFS, "/base"); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	local := assetURL.ReplaceAllFunc(kustomization, func(url []byte) []byte {
 		return []byte(component + "." + string(assetURL.FindSubmatch(url)[2]) + ".yaml")
 	})
 	if err := memFS.WriteFile("/base/kustomization.yaml", local); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	if err := memFS.WriteFile("/base/"+component+".crds.yaml", crds); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	if err := memFS.WriteFile("/base/"+component+".deployment.yaml", deployment); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	if err := rejectRemoteResources(memFS, "/base"); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	data, err := kustomizeBuild(memFS, "/base")
 	if err != nil {
-		return nil, nil, fmt.Errorf("building flux base: %w", err)
+		return nil, "", nil, fmt.Errorf("building flux base: %w", err)
 	}
 	if err := checkImage(data, component, "fluxcd/"+component+":"+controllerVersion); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
+	}
+	return data, controllerVersion, []string{fmt.Sprintf("%s@%s manifests/bases/%s", fluxModule, fluxVersion, component), configSource}, nil
+}
+
+// crdsFromAPI generates the CRDs of controllerModule@version from its api module with the
+// substitute's controller-gen, after checking that the same controller-gen reproduces the CRDs the
+// substitute ships (shippedDir) from the substitute's api module. The files must carry the names of
+// the shipped ones, which the substitute's CRD kustomization lists.
+func (g *Generator) crdsFromAPI(ctx context.Context, controllerModule, version string, sub substitute, shippedDir string) (map[string][]byte, error) {
+	if g.CRDs == nil {
+		return nil, errors.New("no CRD generator configured")
+	}
+	apiModule := controllerModule + "/api"
+	substituteAPI, err := g.Downloader.Download(ctx, apiModule, sub.config)
+	if err != nil {
+		return nil, err
+	}
+	reproduced, err := g.CRDs.GenerateCRDs(ctx, substituteAPI, sub.controllerGen)
+	if err != nil {
+		return nil, err
+	}
+	if err := sameCRDs(reproduced, shippedDir); err != nil {
+		return nil, fmt.Errorf("controller-gen %s does not reproduce the CRDs of %s from %s@%s: %w", sub.controllerGen, sub.config, apiModule, sub.config, err)
 	}
 
-	configSource := fmt.Sprintf("%s@%s config/crd, config/manager", controllerModule, configVersion)
-	if configVersion != controllerVersion {
-		configSource += fmt.Sprintf(" (standing in for %s, which the Go module proxy does not serve)", controllerVersion)
+	versionAPI, err := g.Downloader.Download(ctx, apiModule, version)
+	if err != nil {
+		return nil, err
 	}
-	return data, []string{fmt.Sprintf("%s@%s manifests/bases/%s", fluxModule, fluxVersion, component), configSource}, nil
+	generated, err := g.CRDs.GenerateCRDs(ctx, versionAPI, sub.controllerGen)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(slices.Sorted(maps.Keys(generated)), slices.Sorted(maps.Keys(reproduced))) {
+		return nil, fmt.Errorf("%s@%s defines other CRDs than %s, whose CRD kustomization lists %v", apiModule, version, sub.config, slices.Sorted(maps.Keys(reproduced)))
+	}
+	return generated, nil
 }
 
 // checkImage makes sure the Deployment of the component runs the pinned image: pkg/manifests

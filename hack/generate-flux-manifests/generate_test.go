@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	gardenerimagevector "github.com/gardener/gardener/pkg/utils/imagevector"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -15,6 +16,9 @@ import (
 
 // committedTree is the output directory of the go:generate line in pkg/manifests.
 var committedTree = filepath.Join("..", "..", "pkg", "manifests")
+
+// committedImageVector is the image vector file of the same go:generate line.
+var committedImageVector = filepath.Join("..", "..", "imagevector", "images.yaml")
 
 func readTree(root string, dirs ...string) map[string][]byte {
 	GinkgoHelper()
@@ -56,15 +60,18 @@ var _ = Describe("Generate", func() {
 		Expect(fluxVersions).NotTo(BeEmpty())
 		Expect(kluctlVersions).NotTo(BeEmpty())
 
-		files, err := (&Generator{Downloader: &GoModDownloader{}}).Generate(ctx, fluxVersions, kluctlVersions)
+		out, err := (&Generator{Downloader: &GoModDownloader{}, CRDs: &ControllerGen{}}).Generate(ctx, fluxVersions, kluctlVersions)
 		Expect(err).NotTo(HaveOccurred())
 
 		committed := readTree(committedTree, fluxDir, kluctlDir)
-		Expect(keys(files)).To(ConsistOf(keys(committed)))
-		for name, data := range files {
+		Expect(keys(out.Manifests)).To(ConsistOf(keys(committed)))
+		for name, data := range out.Manifests {
 			Expect(string(committed[name])).To(Equal(string(data)), "%s is stale: run go generate ./pkg/manifests/...", name)
 		}
-	}, SpecTimeout(5*time.Minute))
+		images, err := os.ReadFile(committedImageVector)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(images)).To(Equal(string(out.ImageVector)), "%s is stale: run go generate ./pkg/manifests/...", committedImageVector)
+	}, SpecTimeout(10*time.Minute))
 
 	It("requires versions of both projects", func(ctx SpecContext) {
 		_, err := (&Generator{Downloader: fakeDownloader{}}).Generate(ctx, []string{"v2.9.5"}, nil)
@@ -215,4 +222,153 @@ var _ = Describe("rejectRemoteResources", func() {
 		Entry("remote component", "components:\n- https://example.com/component\n"),
 		Entry("remote resource in an included directory", "resources:\n- ../nested\n"),
 	)
+})
+
+// fakeCRDs generates CRDs from a map keyed by the api module directory.
+type fakeCRDs map[string]map[string][]byte
+
+func (f fakeCRDs) GenerateCRDs(_ context.Context, apiDir, controllerGenVersion string) (map[string][]byte, error) {
+	if controllerGenVersion != "v0.19.0" {
+		return nil, fmt.Errorf("unexpected controller-gen %s", controllerGenVersion)
+	}
+	if files, ok := f[apiDir]; ok {
+		return files, nil
+	}
+	return nil, fmt.Errorf("no CRDs for %s", apiDir)
+}
+
+func crd(controllerGen, schema string) []byte {
+	return []byte("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  annotations:\n    controller-gen.kubebuilder.io/version: " +
+		controllerGen + "\n  name: alerts.example.com\nspec:\n  " + schema + "\n")
+}
+
+var _ = Describe("crdsFromAPI", func() {
+	var (
+		modules fakeDownloader
+		crds    fakeCRDs
+		g       *Generator
+		shipped string
+		sub     = substitute{config: "v1.6.0", controllerGen: "v0.19.0"}
+	)
+
+	BeforeEach(func() {
+		modules = fakeDownloader{
+			"example.com/ctrl/api@v1.6.0": "/api-v1.6.0",
+			"example.com/ctrl/api@v1.7.5": "/api-v1.7.5",
+		}
+		crds = fakeCRDs{}
+		g = &Generator{Downloader: modules, CRDs: crds}
+		shipped = GinkgoT().TempDir()
+		// The release was built with an older controller-gen, which only changes the annotation.
+		Expect(os.WriteFile(filepath.Join(shipped, "example.com_alerts.yaml"), crd("v0.16.1", "old: schema"), 0o600)).To(Succeed())
+	})
+
+	It("generates the CRDs of the version once controller-gen reproduces the substitute's", func(ctx SpecContext) {
+		crds["/api-v1.6.0"] = map[string][]byte{"example.com_alerts.yaml": crd("v0.19.0", "old: schema")}
+		crds["/api-v1.7.5"] = map[string][]byte{"example.com_alerts.yaml": crd("v0.19.0", "new: schema")}
+		Expect(g.crdsFromAPI(ctx, "example.com/ctrl", "v1.7.5", sub, shipped)).To(Equal(map[string][]byte{"example.com_alerts.yaml": crd("v0.19.0", "new: schema")}))
+	})
+
+	It("refuses a controller-gen that does not reproduce the shipped CRDs", func(ctx SpecContext) {
+		crds["/api-v1.6.0"] = map[string][]byte{"example.com_alerts.yaml": crd("v0.19.0", "other: schema")}
+		crds["/api-v1.7.5"] = map[string][]byte{"example.com_alerts.yaml": crd("v0.19.0", "new: schema")}
+		_, err := g.crdsFromAPI(ctx, "example.com/ctrl", "v1.7.5", sub, shipped)
+		Expect(err).To(MatchError("controller-gen v0.19.0 does not reproduce the CRDs of v1.6.0 from example.com/ctrl/api@v1.6.0: example.com_alerts.yaml differs"))
+	})
+
+	It("refuses a version with other CRDs than the substitute's kustomization lists", func(ctx SpecContext) {
+		crds["/api-v1.6.0"] = map[string][]byte{"example.com_alerts.yaml": crd("v0.19.0", "old: schema")}
+		crds["/api-v1.7.5"] = map[string][]byte{"example.com_alerts.yaml": crd("v0.19.0", "new: schema"), "example.com_new.yaml": crd("v0.19.0", "x: y")}
+		_, err := g.crdsFromAPI(ctx, "example.com/ctrl", "v1.7.5", sub, shipped)
+		Expect(err).To(MatchError(ContainSubstring("example.com/ctrl/api@v1.7.5 defines other CRDs than v1.6.0")))
+	})
+
+	It("needs a CRD generator", func(ctx SpecContext) {
+		g.CRDs = nil
+		_, err := g.crdsFromAPI(ctx, "example.com/ctrl", "v1.7.5", sub, shipped)
+		Expect(err).To(MatchError("no CRD generator configured"))
+	})
+})
+
+var _ = Describe("sameCRDs", func() {
+	var shipped string
+
+	BeforeEach(func() {
+		shipped = GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(shipped, "a.yaml"), crd("v0.16.1", "a: b"), 0o600)).To(Succeed())
+	})
+
+	It("ignores the controller-gen version", func() {
+		Expect(sameCRDs(map[string][]byte{"a.yaml": crd("v0.19.0", "a: b")}, shipped)).To(Succeed())
+	})
+
+	DescribeTable("rejects other CRDs",
+		func(generated map[string][]byte, message string) {
+			Expect(sameCRDs(generated, shipped)).To(MatchError(message))
+		},
+		Entry("other content", map[string][]byte{"a.yaml": crd("v0.16.1", "a: c")}, "a.yaml differs"),
+		Entry("missing file", map[string][]byte{}, "a.yaml is shipped but not generated"),
+		Entry("extra file", map[string][]byte{"a.yaml": crd("v0.16.1", "a: b"), "b.yaml": nil}, "b.yaml is generated but not shipped"),
+	)
+})
+
+var _ = Describe("imageVector", func() {
+	It("writes entries that gardener reads, each bound to its release", func() {
+		data := imageVector([]image{
+			{Name: "flux-source-controller", SourceRepository: "github.com/fluxcd/source-controller", Repository: "ghcr.io/fluxcd/source-controller", Tag: "v1.7.4", TargetVersion: "v2.7.5"},
+			{Name: "kluctl-controller", SourceRepository: "github.com/kluctl/kluctl", Repository: "ghcr.io/kluctl/kluctl", Tag: "v2.28.2", TargetVersion: "v2.28.2"},
+		})
+		Expect(string(data)).To(HavePrefix("# Code generated by hack/generate-flux-manifests; DO NOT EDIT.\n"))
+
+		vector, _, err := gardenerimagevector.Read(data)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(vector).To(HaveLen(2))
+		Expect(*vector[0].TargetVersion).To(Equal("= 2.7.5"))
+		found, err := vector.FindImage("flux-source-controller", gardenerimagevector.TargetVersion("v2.7.5"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(found.String()).To(Equal("ghcr.io/fluxcd/source-controller:v1.7.4"))
+		_, err = vector.FindImage("flux-source-controller", gardenerimagevector.TargetVersion("v2.7.6"))
+		Expect(err).To(HaveOccurred())
+		found, err = vector.FindImage("kluctl-controller", gardenerimagevector.TargetVersion("v2.28.2"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(found.String()).To(Equal("ghcr.io/kluctl/kluctl:v2.28.2"))
+	})
+})
+
+var _ = Describe("kluctlRepository", func() {
+	It("reads the repository of the controller's image", func() {
+		Expect(kluctlRepository([]byte(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: kluctl-system
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: kluctl-controller
+spec:
+  template:
+    spec:
+      containers:
+      - name: controller
+        image: ghcr.io/kluctl/kluctl:latest
+`))).To(Equal("ghcr.io/kluctl/kluctl"))
+	})
+
+	It("refuses a manager with more than the controller", func() {
+		_, err := kluctlRepository([]byte(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: kluctl-controller
+spec:
+  template:
+    spec:
+      containers:
+      - name: controller
+        image: ghcr.io/kluctl/kluctl:latest
+      - name: sidecar
+        image: example.com/sidecar:v1
+`))
+		Expect(err).To(MatchError("deployment kluctl-controller has 2 containers, expected the controller only"))
+	})
 })

@@ -7,13 +7,19 @@
 // manifests.tar.gz (one file per controller plus rbac.yaml and policies.yaml), which is what
 // github.com/fluxcd/flux2/v2/pkg/manifestgen/install.Generate consumes as its manifests base.
 // For every kluctl version it copies the controller manifests from
-// github.com/kluctl/kluctl/v2/install/controller to <out>/kluctl/<version>/.
+// github.com/kluctl/kluctl/v2/install/controller to <out>/kluctl/<version>/. The image vector
+// file (-imagevector) receives the images these manifests pin, one entry per component and release.
 //
-// The output directories are replaced as a whole, so the flags must list every supported version.
+// Controller versions the Go module proxy refuses are built from a served version's config/ (see
+// substitutes); where their API differs, the CRDs are generated from the api module of the version
+// itself with controller-gen, which `go run` fetches through the module proxy as well.
+//
+// The output directories and the image vector are replaced as a whole, so the flags must list every
+// supported version.
 //
 // Usage:
 //
-//	go run ./hack/generate-flux-manifests -out pkg/manifests -flux v2.9.5 -kluctl v2.28.2
+//	go run ./hack/generate-flux-manifests -out pkg/manifests -imagevector imagevector/images.yaml -flux v2.7.5,v2.9.5 -kluctl v2.28.2
 package main
 
 import (
@@ -27,27 +33,32 @@ import (
 
 func main() {
 	var (
-		out    string
-		flux   string
-		kluctl string
+		out         string
+		imageVector string
+		flux        string
+		kluctl      string
 	)
 	flag.StringVar(&out, "out", "", "directory that receives the flux/ and kluctl/ trees (pkg/manifests)")
+	flag.StringVar(&imageVector, "imagevector", "", "image vector file that receives the images of the releases (imagevector/images.yaml)")
 	flag.StringVar(&flux, "flux", "", "comma-separated Flux versions, e.g. v2.9.5")
 	flag.StringVar(&kluctl, "kluctl", "", "comma-separated kluctl versions, e.g. v2.28.2")
 	flag.Parse()
 
-	if out == "" {
-		fmt.Fprintln(os.Stderr, "generate-flux-manifests: -out is required")
+	if out == "" || imageVector == "" {
+		fmt.Fprintln(os.Stderr, "generate-flux-manifests: -out and -imagevector are required")
 		os.Exit(2)
 	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 
-	g := &Generator{Downloader: &GoModDownloader{}}
-	files, err := g.Generate(ctx, splitList(flux), splitList(kluctl))
+	g := &Generator{Downloader: &GoModDownloader{}, CRDs: &ControllerGen{}}
+	generated, err := g.Generate(ctx, splitList(flux), splitList(kluctl))
 	if err == nil {
-		err = WriteTree(out, files)
+		err = WriteTree(out, generated.Manifests)
+	}
+	if err == nil {
+		err = os.WriteFile(imageVector, generated.ImageVector, 0o644)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "generate-flux-manifests: %v\n", err)

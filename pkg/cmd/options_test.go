@@ -106,7 +106,7 @@ users:
 		It("uses the defaults without a file and rejects an invalid file", func() {
 			opts := &ConfigOptions{}
 			Expect(opts.Complete()).To(Succeed())
-			Expect(opts.Completed().DefaultFluxVersion).To(Equal("v2.9.5"))
+			Expect(opts.Completed().DefaultFluxVersion).To(Equal("v2.9"))
 
 			file := filepath.Join(GinkgoT().TempDir(), "config.yaml")
 			Expect(os.WriteFile(file, []byte("apiVersion: shoot-flux.extensions.config.gardener.cloud/v1alpha1\nkind: ControllerConfiguration\nsshKey:\n  algorithm: dsa\n"), 0o600)).To(Succeed())

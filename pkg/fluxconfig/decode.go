@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
@@ -81,7 +80,6 @@ func decodeFluxConfig(data []byte) (*v1alpha1.FluxConfig, error) {
 		}
 		return nil, fmt.Errorf("apiVersion and kind must be %s FluxConfig or be omitted, got %s %s", v1alpha1.SchemeGroupVersion, typeMeta.APIVersion, typeMeta.Kind)
 	}
-	normaliseVersions(cfg)
 	return cfg, nil
 }
 
@@ -175,13 +173,8 @@ func legacyLayer(data map[string]string, supported validation.SupportedVersions,
 	cfg := &v1alpha1.FluxConfig{}
 	allErrs := field.ErrorList{}
 
-	if written, ok := value(constants.ConfigMapKeyFluxVersion); ok {
-		v := normaliseVersion(written)
-		for _, err := range validation.ValidateVersion(v, supported.Flux, field.NewPath(constants.ConfigMapKeyFluxVersion)) {
-			// The message quotes the value as the user wrote it, without the "v" added here.
-			err.BadValue = written
-			allErrs = append(allErrs, err)
-		}
+	if v, ok := value(constants.ConfigMapKeyFluxVersion); ok {
+		allErrs = append(allErrs, validation.ValidateVersion(v, supported.Flux, field.NewPath(constants.ConfigMapKeyFluxVersion))...)
 		cfg.Flux = &v1alpha1.Flux{Version: &v}
 	}
 
@@ -229,33 +222,15 @@ func defaultsLayer(defaults Defaults, supported validation.SupportedVersions, p 
 	cfg := &v1alpha1.FluxConfig{}
 	allErrs := field.ErrorList{}
 	if defaults.FluxVersion != "" {
-		v := normaliseVersion(defaults.FluxVersion)
+		v := defaults.FluxVersion
 		allErrs = append(allErrs, validation.ValidateVersion(v, supported.Flux, field.NewPath("defaultFluxVersion"))...)
 		cfg.Flux = &v1alpha1.Flux{Version: &v}
 	}
 	if defaults.KluctlVersion != "" {
-		v := normaliseVersion(defaults.KluctlVersion)
+		v := defaults.KluctlVersion
 		allErrs = append(allErrs, validation.ValidateVersion(v, supported.Kluctl, field.NewPath("defaultKluctlVersion"))...)
 		cfg.Kluctl = &v1alpha1.Kluctl{Version: &v}
 	}
 	p.addFieldErrors(originDefaults, allErrs)
 	return cfg
-}
-
-func normaliseVersions(cfg *v1alpha1.FluxConfig) {
-	if cfg.Flux != nil && cfg.Flux.Version != nil {
-		cfg.Flux.Version = ptr.To(normaliseVersion(*cfg.Flux.Version))
-	}
-	if cfg.Kluctl != nil && cfg.Kluctl.Version != nil {
-		cfg.Kluctl.Version = ptr.To(normaliseVersion(*cfg.Kluctl.Version))
-	}
-}
-
-// normaliseVersion adds the leading "v" of release tags, which the original extension's ConfigMaps
-// (e.g. fluxVersion: 0.29.5) leave out.
-func normaliseVersion(v string) string {
-	if v == "" || strings.HasPrefix(v, "v") {
-		return v
-	}
-	return "v" + v
 }

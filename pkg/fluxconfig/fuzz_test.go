@@ -3,6 +3,7 @@ package fluxconfig_test
 import (
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +60,7 @@ func FuzzResolve(f *testing.F) {
 	f.Add("", "git@example.com:org/repo", "dev", "", "bootstrap:\n  mode: flux\n", []byte(`{"bootstrap":{"kluctl":{"args":{"a":1}}}}`))
 	f.Add("", "", "", "", "flux:\n  components: [source-controller, helm-controller]\n", []byte(`{"kluctl":{"enabled":false},"bootstrap":{"mode":"none"}}`))
 	f.Add("", "ftp://x", "a..b", "secret", "source: [", []byte(`{"source":{"uri":"x"}}`))
+	f.Add("2.9.x", "", "", "", "kluctl:\n  version: v2.28\n", []byte(`{"flux":{"version":"v2.9"}}`))
 
 	f.Fuzz(func(t *testing.T, version, url, branch, typ, configYAML string, providerConfig []byte) {
 		cm := fuzzConfigMap(version, url, branch, typ, configYAML)
@@ -75,6 +77,10 @@ func FuzzResolve(f *testing.F) {
 		// What Resolve accepts, the actuator deploys: it must pass the validation as a whole.
 		if errs := validation.ValidateFluxConfig(cfg, fuzzSupported, field.NewPath("")); len(errs) > 0 {
 			t.Fatalf("resolved configuration is invalid: %v", errs)
+		}
+		// Selectors are resolved: what reaches the renderer is an embedded release.
+		if !slices.Contains(fuzzSupported.Flux, cfg.Flux.Version) || (cfg.Kluctl.Enabled && !slices.Contains(fuzzSupported.Kluctl, cfg.Kluctl.Version)) {
+			t.Fatalf("resolved versions %q and %q are not embedded releases", cfg.Flux.Version, cfg.Kluctl.Version)
 		}
 		if cfg.Source == nil && strings.TrimSpace(url) != "" {
 			t.Fatalf("repositoryUrl %q was dropped", url)

@@ -6,6 +6,10 @@
 //  3. the FluxConfig document under the key config.yaml of the same ConfigMap,
 //  4. the Extension providerConfig of the shoot, also a FluxConfig document.
 //
+// A version in any layer, including the operator's, is a selector: a release (v2.9.5) or a minor
+// (v2.9, 2.9.x) that stands for the newest embedded patch of that minor. The effective
+// configuration holds the selected release.
+//
 // A later layer overrides an earlier one field by field. Each layer is decoded strictly and its
 // fields are validated on their own, so that an error names the object and the key or field the
 // bad value came from; rules that span sections are checked on the merged result.
@@ -23,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 )
@@ -34,7 +39,8 @@ type Defaults struct {
 }
 
 // Resolve merges the configuration layers (see the package documentation), defaults and validates
-// the result. cm and providerConfig may be nil. Without a source URL in any layer, Source is nil and
+// the result, and resolves the version selectors to the releases they choose among supported (see
+// helper.ResolveVersion). cm and providerConfig may be nil. Without a source URL in any layer, Source is nil and
 // the bootstrap mode is none: only the controllers are installed.
 //
 // Errors about the configuration are *ConfigurationError, which matches ErrInvalidConfig.
@@ -81,7 +87,29 @@ func Resolve(defaults Defaults, supported validation.SupportedVersions, cm *core
 	if err := p.err(); err != nil {
 		return nil, err
 	}
+	if err := resolveVersions(cfg, supported); err != nil {
+		return nil, err
+	}
 	return cfg, nil
+}
+
+// resolveVersions replaces the selectors of the validated configuration with the releases they
+// choose, so that everything after Resolve deals with releases only. A minor resolves to its newest
+// embedded patch: an extension version that embeds a newer one moves the shoot on its next reconcile.
+func resolveVersions(cfg *flux.FluxConfig, supported validation.SupportedVersions) error {
+	release, err := helper.ResolveVersion(cfg.Flux.Version, supported.Flux)
+	if err != nil {
+		return fmt.Errorf("failed resolving flux.version: %w", err)
+	}
+	cfg.Flux.Version = release
+	// A disabled kluctl keeps whatever the layers say: it is neither validated nor installed.
+	if cfg.Kluctl.Enabled {
+		if release, err = helper.ResolveVersion(cfg.Kluctl.Version, supported.Kluctl); err != nil {
+			return fmt.Errorf("failed resolving kluctl.version: %w", err)
+		}
+		cfg.Kluctl.Version = release
+	}
+	return nil
 }
 
 // ValidateConfigMap validates the project ConfigMap on its own: its keys, the decoding of

@@ -19,10 +19,12 @@ import (
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 )
 
-const supportedFluxMsg = `supported values: "v2.9.5", "v2.8.0"`
+// supportedFluxMsg lists the selectors of supported.Flux: every release and its minor.
+const supportedFluxMsg = `supported values: "v2.8", "v2.8.0", "v2.9", "v2.9.4", "v2.9.5"`
 
 var (
-	supported = validation.SupportedVersions{Flux: []string{"v2.9.5", "v2.8.0"}, Kluctl: []string{"v2.28.2", "v2.27.0"}}
+	// Two patches of one minor, unsorted, so that a minor has to find its newest.
+	supported = validation.SupportedVersions{Flux: []string{"v2.9.5", "v2.8.0", "v2.9.4"}, Kluctl: []string{"v2.28.2", "v2.27.0"}}
 	defaults  = Defaults{FluxVersion: "v2.9.5", KluctlVersion: "v2.28.2"}
 )
 
@@ -159,6 +161,14 @@ var _ = Describe("Resolve", func() {
 			want.Source.URL = "https://github.com/owner/repo"
 			want.Source.Type = flux.RepositoryTypePublic
 			Expect(resolve(configMap(data), nil)).To(Equal(want))
+		})
+
+		It("reads a minor", func() {
+			data := legacyData()
+			data["fluxVersion"] = "2.9.x"
+			cfg, err := resolve(configMap(data), nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Flux.Version).To(Equal("v2.9.5"))
 		})
 
 		It("rejects an old Flux version and lists the supported ones", func() {
@@ -455,6 +465,27 @@ bootstrap:
 			Expect(cfg.Kluctl.Version).To(Equal("v2.27.0"))
 		})
 
+		DescribeTable("resolves version selectors to releases",
+			func(flux, kluctl, wantFlux, wantKluctl string) {
+				cfg, err := resolve(nil, raw(fmt.Sprintf(`{"flux":{"version":%q},"kluctl":{"version":%q}}`, flux, kluctl)))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(cfg.Flux.Version).To(Equal(wantFlux))
+				Expect(cfg.Kluctl.Version).To(Equal(wantKluctl))
+			},
+			Entry("exact releases stay, also older patches of a minor", "v2.9.4", "v2.27.0", "v2.9.4", "v2.27.0"),
+			Entry("minors select their newest patch", "v2.9", "v2.28", "v2.9.5", "v2.28.2"),
+			Entry("minors with .x and without v", "2.9.x", "v2.27.x", "v2.9.5", "v2.27.0"),
+			Entry("minor with one release", "2.8", "2.28", "v2.8.0", "v2.28.2"),
+		)
+
+		It("rejects a minor without embedded release and a major, as written, listing releases and minors", func() {
+			_, err := resolve(nil, raw(`{"flux":{"version":"2.7.x"},"kluctl":{"version":"v2"}}`))
+			Expect(problems(err)).To(ConsistOf(
+				`Extension providerConfig: flux.version: Unsupported value: "2.7.x": `+supportedFluxMsg,
+				`Extension providerConfig: kluctl.version: Unsupported value: "v2": supported values: "v2.27", "v2.27.0", "v2.28", "v2.28.2"`,
+			))
+		})
+
 		It("rejects unknown fields", func() {
 			_, err := resolve(nil, raw(`{"flux":{"versions":["v2.9.5"]}}`))
 			Expect(err).To(MatchError(`Extension providerConfig: flux.versions: Forbidden: unknown field`))
@@ -473,7 +504,7 @@ bootstrap:
 		It("names the field of invalid values", func() {
 			_, err := resolve(nil, raw(`{"kluctl":{"version":"v2.20.0"},"bootstrap":{"mode":"helm","kluctl":{"args":"env=prod"}},"source":{"url":"http://github.com/o/r"}}`))
 			Expect(problems(err)).To(ConsistOf(
-				`Extension providerConfig: kluctl.version: Unsupported value: "v2.20.0": supported values: "v2.28.2", "v2.27.0"`,
+				`Extension providerConfig: kluctl.version: Unsupported value: "v2.20.0": supported values: "v2.27", "v2.27.0", "v2.28", "v2.28.2"`,
 				`Extension providerConfig: bootstrap.mode: Unsupported value: "helm": supported values: "kluctl", "flux", "none"`,
 				`Extension providerConfig: bootstrap.kluctl.args: Invalid value: "\"env=prod\"": must be a JSON object, not a JSON string`,
 				`Extension providerConfig: source.url: Invalid value: "http://github.com/o/r": scheme "http" is not supported, use ssh://, https:// or user@host:path`,
@@ -498,9 +529,25 @@ bootstrap:
 			Expect(v1beta1helper.ExtractErrorCodes(wrapped)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
 		})
 
+		It("resolves a default minor to its newest patch, below every other layer", func() {
+			minorDefaults := Defaults{FluxVersion: "v2.9", KluctlVersion: "2.28.x"}
+			cfg, err := Resolve(minorDefaults, supported, nil, nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Flux.Version).To(Equal("v2.9.5"))
+			Expect(cfg.Kluctl.Version).To(Equal("v2.28.2"))
+
+			cfg, err = Resolve(minorDefaults, supported, configMap(map[string]string{"fluxVersion": "2.8.x"}), nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Flux.Version).To(Equal("v2.8.0"))
+
+			cfg, err = Resolve(minorDefaults, supported, configMap(map[string]string{"fluxVersion": "2.8.x"}), raw(`{"flux":{"version":"v2.9.4"}}`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Flux.Version).To(Equal("v2.9.4"))
+		})
+
 		It("names the operator's configuration for unsupported default versions", func() {
 			_, err := Resolve(Defaults{FluxVersion: "2.0.0", KluctlVersion: "v2.28.2"}, supported, nil, nil)
-			Expect(err).To(MatchError(`controller configuration: defaultFluxVersion: Unsupported value: "v2.0.0": ` + supportedFluxMsg))
+			Expect(err).To(MatchError(`controller configuration: defaultFluxVersion: Unsupported value: "2.0.0": ` + supportedFluxMsg))
 		})
 
 		It("needs versions if the operator sets no defaults", func() {

@@ -26,13 +26,13 @@ func BenchmarkRenderFlux(b *testing.B) {
 			var out []byte
 			for b.Loop() {
 				r := newRenderer(fluximagevector.ImageVector())
-				flux, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: bc.components, Namespace: "flux-system"})
+				flux, err := r.renderFlux(FluxOptions{Version: newestFlux, Components: bc.components, Namespace: "flux-system"})
 				if err != nil {
 					b.Fatal(err)
 				}
 				out = flux
 				if bc.kluctl {
-					kluctl, err := r.renderKluctl(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "kluctl-system"})
+					kluctl, err := r.renderKluctl(KluctlOptions{Version: newestKluctl, Namespace: "kluctl-system"})
 					if err != nil {
 						b.Fatal(err)
 					}

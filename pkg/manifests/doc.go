@@ -6,15 +6,12 @@
 // are assembled from the upstream controller project. Every container image comes from the image
 // vector (package imagevector), optionally moved to another registry.
 //
-// The supported releases are exactly the embedded ones. To add one:
+// The supported releases are exactly the embedded ones. Adding or dropping one is a change of
+// the -flux or -kluctl list of the go:generate line below and `make generate` (or
+// `go generate ./pkg/manifests/...`): the generator rewrites flux/, kluctl/ and the image vector
+// (imagevector/images.yaml, the images the manifests of each release pin), so versions no longer
+// listed disappear from all three. Shoots and the operator select a release or a minor, which
+// helper.ResolveVersion (package pkg/apis/flux/helper) resolves against SupportedVersions.
 //
-//  1. add the version to -flux or -kluctl of the go:generate line below and run
-//     `go generate ./pkg/manifests/...`;
-//  2. add its images to imagevector/images.yaml with targetVersion "= <version>" (the tests fail
-//     until the tags match the embedded manifests);
-//  3. optionally move DefaultFluxVersion or DefaultKluctlVersion.
-//
-// Removing a version from the go:generate line removes its directory on the next run.
-//
-//go:generate go run ../../hack/generate-flux-manifests -out . -flux v2.9.5 -kluctl v2.28.2
+//go:generate go run ../../hack/generate-flux-manifests -out . -imagevector ../../imagevector/images.yaml -flux v2.7.5,v2.9.5 -kluctl v2.28.2
 package manifests

@@ -103,13 +103,14 @@ func (r *renderer) buildFlux(version string, components []string, namespace, reg
 	// renders a handful of times in its life, the results are cached.
 	defer openapi.ResetOpenAPI()
 
-	// Resolved first, so that a broken image vector fails before any kustomize run.
+	// Resolved first, so that a broken image vector fails before any kustomize run. The same
+	// function serves Images, so the reported images are the deployed ones.
+	componentImages, err := r.fluxImages(FluxOptions{Version: version, Components: components, Registry: registry})
+	if err != nil {
+		return nil, err
+	}
 	images := map[string]string{}
-	for _, c := range components {
-		image, err := findImage(r.imageVector, fluxImageNames[c], version, registry)
-		if err != nil {
-			return nil, err
-		}
+	for c, image := range componentImages {
 		images["fluxcd/"+c] = image
 	}
 

@@ -40,9 +40,9 @@ func componentSets() [][]string {
 	return sets
 }
 
-func expectedFluxImage(vector gardenerimagevector.ImageVector, component, registry string) string {
+func expectedFluxImage(vector gardenerimagevector.ImageVector, version, component, registry string) string {
 	GinkgoHelper()
-	image, err := vector.FindImage(fluxImageNames[component], gardenerimagevector.TargetVersion(DefaultFluxVersion))
+	image, err := vector.FindImage(fluxImageNames[component], gardenerimagevector.TargetVersion(version))
 	Expect(err).NotTo(HaveOccurred())
 	return overrideRegistry(image.String(), registry)
 }
@@ -54,39 +54,40 @@ var _ = Describe("RenderFlux", func() {
 		r = newRenderer(fluximagevector.ImageVector())
 	})
 
-	It("offers the default version and the four controllers", func() {
-		Expect(FluxVersions()).To(ContainElement(DefaultFluxVersion))
+	It("offers the four controllers", func() {
 		Expect(FluxComponents()).To(Equal([]string{SourceController, KustomizeController, HelmController, NotificationController}))
 	})
 
-	for _, components := range componentSets() {
-		It(fmt.Sprintf("renders %s offline with images from the image vector", strings.Join(components, ",")), func() {
-			data, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: components, Namespace: "flux-system"})
-			Expect(err).NotTo(HaveOccurred())
-			objects := parseObjects(data)
+	for _, version := range FluxVersions() {
+		for _, components := range componentSets() {
+			It(fmt.Sprintf("renders flux %s with %s offline with images from the image vector", version, strings.Join(components, ",")), func() {
+				data, err := r.renderFlux(FluxOptions{Version: version, Components: components, Namespace: "flux-system"})
+				Expect(err).NotTo(HaveOccurred())
+				objects := parseObjects(data)
 
-			deploys := deployments(objects)
-			Expect(deploys).To(HaveLen(len(components)))
-			for _, c := range components {
-				Expect(deploys).To(HaveKey(c))
-				Expect(containerImages(deploys[c])).To(ConsistOf(expectedFluxImage(r.imageVector, c, "")))
-			}
-
-			crds := objectsOfKind(objects, "CustomResourceDefinition")
-			for c, crd := range representativeCRDs {
-				if slices.Contains(components, c) {
-					Expect(crds).To(HaveKey(crd))
-				} else {
-					Expect(crds).NotTo(HaveKey(crd))
+				deploys := deployments(objects)
+				Expect(deploys).To(HaveLen(len(components)))
+				for _, c := range components {
+					Expect(deploys).To(HaveKey(c))
+					Expect(containerImages(deploys[c])).To(ConsistOf(expectedFluxImage(r.imageVector, version, c, "")))
 				}
-			}
-			Expect(objectsOfKind(objects, "Namespace")).To(HaveKey("flux-system"))
-			Expect(objectsOfKind(objects, "NetworkPolicy")).To(HaveKey("allow-egress"))
-		})
+
+				crds := objectsOfKind(objects, "CustomResourceDefinition")
+				for c, crd := range representativeCRDs {
+					if slices.Contains(components, c) {
+						Expect(crds).To(HaveKey(crd))
+					} else {
+						Expect(crds).NotTo(HaveKey(crd))
+					}
+				}
+				Expect(objectsOfKind(objects, "Namespace")).To(HaveKey("flux-system"))
+				Expect(objectsOfKind(objects, "NetworkPolicy")).To(HaveKey("allow-egress"))
+			})
+		}
 	}
 
 	It("applies the namespace to every namespaced object and to the RBAC subjects", func() {
-		data, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: fluxComponents, Namespace: "gitops"})
+		data, err := r.renderFlux(FluxOptions{Version: newestFlux, Components: fluxComponents, Namespace: "gitops"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(data)).NotTo(ContainSubstring("flux-system"))
 
@@ -114,17 +115,17 @@ var _ = Describe("RenderFlux", func() {
 	})
 
 	It("keeps the CRDs and the namespace when the extension is disabled", func() {
-		data, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: fluxComponents, Namespace: "gitops"})
+		data, err := r.renderFlux(FluxOptions{Version: newestFlux, Components: fluxComponents, Namespace: "gitops"})
 		Expect(err).NotTo(HaveOccurred())
 		expectKeptOnDisable(parseObjects(data))
 	})
 
 	It("moves every image to the override registry", func() {
-		data, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: fluxComponents, Namespace: "flux-system", Registry: "my.mirror:5000/cache"})
+		data, err := r.renderFlux(FluxOptions{Version: newestFlux, Components: fluxComponents, Namespace: "flux-system", Registry: "my.mirror:5000/cache"})
 		Expect(err).NotTo(HaveOccurred())
 		deploys := deployments(parseObjects(data))
 		for _, c := range fluxComponents {
-			image := expectedFluxImage(r.imageVector, c, "my.mirror:5000/cache")
+			image := expectedFluxImage(r.imageVector, newestFlux, c, "my.mirror:5000/cache")
 			Expect(image).To(HavePrefix("my.mirror:5000/cache/fluxcd/" + c + ":"))
 			Expect(containerImages(deploys[c])).To(ConsistOf(image))
 		}
@@ -143,22 +144,22 @@ var _ = Describe("RenderFlux", func() {
 		vector, err := fluximagevector.Load()
 		Expect(err).NotTo(HaveOccurred())
 
-		data, err := newRenderer(vector).renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: []string{SourceController, HelmController}, Namespace: "flux-system"})
+		data, err := newRenderer(vector).renderFlux(FluxOptions{Version: newestFlux, Components: []string{SourceController, HelmController}, Namespace: "flux-system"})
 		Expect(err).NotTo(HaveOccurred())
 		deploys := deployments(parseObjects(data))
 		Expect(containerImages(deploys[SourceController])).To(ConsistOf("registry.example.com/flux/source-controller:v1.9.5-patched"))
 		// An overwrite without tag keeps the tag of the embedded entry.
-		Expect(containerImages(deploys[HelmController])).To(ConsistOf("registry.example.com/flux/helm-controller:" + imageTag(DefaultFluxVersion, HelmController)))
+		Expect(containerImages(deploys[HelmController])).To(ConsistOf("registry.example.com/flux/helm-controller:" + imageTag(newestFlux, HelmController)))
 	})
 
 	It("returns the cached bytes for the same options in any order", func() {
-		first, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: []string{HelmController, SourceController}, Namespace: "flux-system"})
+		first, err := r.renderFlux(FluxOptions{Version: newestFlux, Components: []string{HelmController, SourceController}, Namespace: "flux-system"})
 		Expect(err).NotTo(HaveOccurred())
-		second, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: []string{SourceController, HelmController, SourceController}, Namespace: "flux-system"})
+		second, err := r.renderFlux(FluxOptions{Version: newestFlux, Components: []string{SourceController, HelmController, SourceController}, Namespace: "flux-system"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(&second[0]).To(BeIdenticalTo(&first[0]))
 
-		other, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: []string{SourceController}, Namespace: "flux-system"})
+		other, err := r.renderFlux(FluxOptions{Version: newestFlux, Components: []string{SourceController}, Namespace: "flux-system"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(other).NotTo(Equal(first))
 	})
@@ -170,7 +171,7 @@ var _ = Describe("RenderFlux", func() {
 		for i := range callers {
 			wg.Go(func() {
 				defer GinkgoRecover()
-				data, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: []string{SourceController}, Namespace: "flux-system"})
+				data, err := r.renderFlux(FluxOptions{Version: newestFlux, Components: []string{SourceController}, Namespace: "flux-system"})
 				Expect(err).NotTo(HaveOccurred())
 				results[i] = data
 			})
@@ -184,7 +185,7 @@ var _ = Describe("RenderFlux", func() {
 	It("cleans up its temporary directory", func() {
 		tmp := GinkgoT().TempDir()
 		GinkgoT().Setenv("TMPDIR", tmp)
-		_, err := r.renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: []string{SourceController}, Namespace: "flux-system"})
+		_, err := r.renderFlux(FluxOptions{Version: newestFlux, Components: []string{SourceController}, Namespace: "flux-system"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(os.ReadDir(tmp)).To(BeEmpty())
 	})
@@ -196,23 +197,23 @@ var _ = Describe("RenderFlux", func() {
 		},
 		Entry("unsupported version", FluxOptions{Version: "v0.29.5", Components: []string{SourceController}, Namespace: "flux-system"},
 			`unsupported flux version "v0.29.5", supported: `+strings.Join(FluxVersions(), ", ")),
-		Entry("unknown component", FluxOptions{Version: DefaultFluxVersion, Components: []string{SourceController, "image-reflector-controller"}, Namespace: "flux-system"},
+		Entry("unknown component", FluxOptions{Version: newestFlux, Components: []string{SourceController, "image-reflector-controller"}, Namespace: "flux-system"},
 			`unknown flux component "image-reflector-controller", supported: source-controller, kustomize-controller, helm-controller, notification-controller`),
-		Entry("no source-controller", FluxOptions{Version: DefaultFluxVersion, Components: []string{KustomizeController}, Namespace: "flux-system"},
+		Entry("no source-controller", FluxOptions{Version: newestFlux, Components: []string{KustomizeController}, Namespace: "flux-system"},
 			`flux components [kustomize-controller] lack source-controller, which the other controllers depend on`),
-		Entry("no components", FluxOptions{Version: DefaultFluxVersion, Namespace: "flux-system"},
+		Entry("no components", FluxOptions{Version: newestFlux, Namespace: "flux-system"},
 			`flux components [] lack source-controller, which the other controllers depend on`),
-		Entry("invalid namespace", FluxOptions{Version: DefaultFluxVersion, Components: []string{SourceController}, Namespace: "Flux_System"},
+		Entry("invalid namespace", FluxOptions{Version: newestFlux, Components: []string{SourceController}, Namespace: "Flux_System"},
 			`invalid namespace "Flux_System": a lowercase RFC 1123 label must consist of`),
-		Entry("registry with scheme", FluxOptions{Version: DefaultFluxVersion, Components: []string{SourceController}, Namespace: "flux-system", Registry: "https://my.mirror"},
+		Entry("registry with scheme", FluxOptions{Version: newestFlux, Components: []string{SourceController}, Namespace: "flux-system", Registry: "https://my.mirror"},
 			`invalid registry "https://my.mirror": expected a host with optional port and path, e.g. my.mirror:5000/cache`),
 	)
 
 	It("does not cache failures", func() {
 		broken := newRenderer(gardenerimagevector.ImageVector{})
-		opts := FluxOptions{Version: DefaultFluxVersion, Components: []string{SourceController}, Namespace: "flux-system"}
+		opts := FluxOptions{Version: newestFlux, Components: []string{SourceController}, Namespace: "flux-system"}
 		_, err := broken.renderFlux(opts)
-		Expect(err).To(MatchError(ContainSubstring(`finding image flux-source-controller for ` + DefaultFluxVersion)))
+		Expect(err).To(MatchError(ContainSubstring(`finding image flux-source-controller for ` + newestFlux)))
 
 		broken.imageVector = r.imageVector
 		Expect(broken.renderFlux(opts)).NotTo(BeEmpty())

@@ -17,6 +17,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// Specs about a single release render the newest embedded one.
+var (
+	newestFlux   = fluxVersions[len(fluxVersions)-1]
+	newestKluctl = kluctlVersions[len(kluctlVersions)-1]
+)
+
 // parseObjects splits rendered multi-document YAML into objects and fails on anything that is not
 // a Kubernetes object.
 func parseObjects(data []byte) []*unstructured.Unstructured {

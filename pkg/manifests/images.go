@@ -5,7 +5,59 @@ import (
 	"strings"
 
 	"github.com/gardener/gardener/pkg/utils/imagevector"
+
+	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
 )
+
+// KluctlComponent is the key of the kluctl controller's image in Images.
+const KluctlComponent = kluctlDeploymentName
+
+// Images returns the container image of every controller the options render, keyed by component
+// (the Flux components and KluctlComponent; kluctl may be nil), exactly as RenderFlux and
+// RenderKluctl put them into the Deployments: from the image vector, with the registry override.
+func Images(flux FluxOptions, kluctl *KluctlOptions) (map[string]string, error) {
+	return defaultRenderer.images(flux, kluctl)
+}
+
+func (r *renderer) images(flux FluxOptions, kluctl *KluctlOptions) (map[string]string, error) {
+	images, err := r.fluxImages(flux)
+	if err != nil {
+		return nil, err
+	}
+	if kluctl != nil {
+		if err := checkVersion("kluctl", kluctl.Version, kluctlVersions); err != nil {
+			return nil, err
+		}
+		if err := validateRegistry(kluctl.Registry); err != nil {
+			return nil, err
+		}
+		if images[KluctlComponent], err = findImage(r.imageVector, fluximagevector.KluctlController, kluctl.Version, kluctl.Registry); err != nil {
+			return nil, err
+		}
+	}
+	return images, nil
+}
+
+// fluxImages returns the image of every Flux component of opts, keyed by component.
+func (r *renderer) fluxImages(opts FluxOptions) (map[string]string, error) {
+	if err := checkVersion("flux", opts.Version, fluxVersions); err != nil {
+		return nil, err
+	}
+	components, err := normalizeComponents(opts.Components)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateRegistry(opts.Registry); err != nil {
+		return nil, err
+	}
+	images := map[string]string{}
+	for _, c := range components {
+		if images[c], err = findImage(r.imageVector, fluxImageNames[c], opts.Version, opts.Registry); err != nil {
+			return nil, err
+		}
+	}
+	return images, nil
+}
 
 // findImage returns the image of name for the given release, with the registry override applied.
 func findImage(vector imagevector.ImageVector, name, version, registry string) (string, error) {

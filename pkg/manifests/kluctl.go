@@ -81,6 +81,7 @@ func (r *renderer) renderKluctl(opts KluctlOptions) ([]byte, error) {
 
 	key := strings.Join([]string{"kluctl", opts.Version, opts.Namespace, opts.Registry, strconv.FormatBool(opts.DisableStrictHostKeyChecking)}, "\x00")
 	return r.cached(key, func() ([]byte, error) {
+		// The same lookup serves Images, so the reported image is the deployed one.
 		image, err := findImage(r.imageVector, fluximagevector.KluctlController, opts.Version, opts.Registry)
 		if err != nil {
 			return nil, err

@@ -39,12 +39,8 @@ var _ = Describe("RenderKluctl", func() {
 		return data
 	}
 
-	It("offers the default version", func() {
-		Expect(KluctlVersions()).To(ContainElement(DefaultKluctlVersion))
-	})
-
 	It("renders the CRD, RBAC and a hardened deployment into the namespace", func() {
-		objects := parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "gitops"}))
+		objects := parseObjects(render(KluctlOptions{Version: newestKluctl, Namespace: "gitops"}))
 		Expect(objects[0].GetKind()).To(Equal("Namespace"))
 		Expect(objects[0].GetName()).To(Equal("gitops"))
 
@@ -88,7 +84,7 @@ var _ = Describe("RenderKluctl", func() {
 		Expect(spec.Containers).To(HaveLen(1))
 		container := spec.Containers[0]
 
-		image, err := r.imageVector.FindImage(fluximagevector.KluctlController, gardenerimagevector.TargetVersion(DefaultKluctlVersion))
+		image, err := r.imageVector.FindImage(fluximagevector.KluctlController, gardenerimagevector.TargetVersion(newestKluctl))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(container.Image).To(Equal(image.String()))
 		Expect(append(container.Command, container.Args...)).To(Equal([]string{"tini", "--", "kluctl", "controller", "run", "--leader-elect"}))
@@ -121,14 +117,14 @@ var _ = Describe("RenderKluctl", func() {
 	})
 
 	It("keeps the CRD and the namespace when the extension is disabled", func() {
-		expectKeptOnDisable(parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "gitops"})))
+		expectKeptOnDisable(parseObjects(render(KluctlOptions{Version: newestKluctl, Namespace: "gitops"})))
 	})
 
 	It("lets the controller skip host key checking only when asked to", func() {
-		objects := parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "gitops", DisableStrictHostKeyChecking: true}))
+		objects := parseObjects(render(KluctlOptions{Version: newestKluctl, Namespace: "gitops", DisableStrictHostKeyChecking: true}))
 		container := deployments(objects)["kluctl-controller"].Spec.Template.Spec.Containers[0]
 		Expect(container.Env).To(ContainElement(corev1.EnvVar{Name: EnvDisableStrictHostKeyChecking, Value: "true"}))
-		secure := parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "gitops"}))
+		secure := parseObjects(render(KluctlOptions{Version: newestKluctl, Namespace: "gitops"}))
 		Expect(deployments(secure)["kluctl-controller"].Spec.Template.Spec.Containers[0].Env).NotTo(ContainElement(HaveField("Name", EnvDisableStrictHostKeyChecking)))
 	})
 
@@ -136,37 +132,37 @@ var _ = Describe("RenderKluctl", func() {
 		setImageVectorOverwrite(`images:
 - name: kluctl-controller
   repository: registry.example.com/kluctl/kluctl
-  targetVersion: "= ` + strings.TrimPrefix(DefaultKluctlVersion, "v") + `"
+  targetVersion: "= ` + strings.TrimPrefix(newestKluctl, "v") + `"
 `)
 		vector, err := fluximagevector.Load()
 		Expect(err).NotTo(HaveOccurred())
 		r = newRenderer(vector)
 
-		deployment := deployments(parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "kluctl-system"})))["kluctl-controller"]
-		Expect(containerImages(deployment)).To(ConsistOf("registry.example.com/kluctl/kluctl:" + DefaultKluctlVersion))
+		deployment := deployments(parseObjects(render(KluctlOptions{Version: newestKluctl, Namespace: "kluctl-system"})))["kluctl-controller"]
+		Expect(containerImages(deployment)).To(ConsistOf("registry.example.com/kluctl/kluctl:" + newestKluctl))
 
-		deployment = deployments(parseObjects(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "kluctl-system", Registry: "my.mirror"})))["kluctl-controller"]
-		Expect(containerImages(deployment)).To(ConsistOf("my.mirror/kluctl/kluctl:" + DefaultKluctlVersion))
+		deployment = deployments(parseObjects(render(KluctlOptions{Version: newestKluctl, Namespace: "kluctl-system", Registry: "my.mirror"})))["kluctl-controller"]
+		Expect(containerImages(deployment)).To(ConsistOf("my.mirror/kluctl/kluctl:" + newestKluctl))
 	})
 
 	It("returns the cached bytes for the same options", func() {
-		first := render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "kluctl-system"})
-		second := render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "kluctl-system"})
+		first := render(KluctlOptions{Version: newestKluctl, Namespace: "kluctl-system"})
+		second := render(KluctlOptions{Version: newestKluctl, Namespace: "kluctl-system"})
 		Expect(&second[0]).To(BeIdenticalTo(&first[0]))
-		Expect(render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "other"})).NotTo(Equal(first))
+		Expect(render(KluctlOptions{Version: newestKluctl, Namespace: "other"})).NotTo(Equal(first))
 	})
 
 	// Tenants choose namespaces freely; memory must not grow with every new one.
 	It("keeps only the most recently used renders", func() {
-		first := render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "tenant-0"})
+		first := render(KluctlOptions{Version: newestKluctl, Namespace: "tenant-0"})
 		for i := 1; i <= MaxCachedRenders+10; i++ {
-			render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: fmt.Sprintf("tenant-%d", i)})
+			render(KluctlOptions{Version: newestKluctl, Namespace: fmt.Sprintf("tenant-%d", i)})
 			Expect(r.cache.Len()).To(BeNumerically("<=", MaxCachedRenders))
 		}
 		recent := fmt.Sprintf("tenant-%d", MaxCachedRenders+10)
-		again := render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: recent})
-		Expect(&again[0]).To(BeIdenticalTo(&render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: recent})[0]))
-		evicted := render(KluctlOptions{Version: DefaultKluctlVersion, Namespace: "tenant-0"})
+		again := render(KluctlOptions{Version: newestKluctl, Namespace: recent})
+		Expect(&again[0]).To(BeIdenticalTo(&render(KluctlOptions{Version: newestKluctl, Namespace: recent})[0]))
+		evicted := render(KluctlOptions{Version: newestKluctl, Namespace: "tenant-0"})
 		Expect(evicted).To(Equal(first), "a dropped render is rendered again, the same")
 		Expect(&evicted[0]).NotTo(BeIdenticalTo(&first[0]))
 	})

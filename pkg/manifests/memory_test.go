@@ -14,7 +14,7 @@ var _ = Describe("memory", func() {
 	// kustomize parses Kubernetes' OpenAPI schema into a global on first use and keeps it, ~7 MiB
 	// that an extension which renders a handful of times in its life has no use for.
 	It("keeps no kustomize OpenAPI schema after rendering", func() {
-		_, err := newRenderer(fluximagevector.ImageVector()).renderFlux(FluxOptions{Version: DefaultFluxVersion, Components: []string{SourceController}, Namespace: "flux-system"})
+		_, err := newRenderer(fluximagevector.ImageVector()).renderFlux(FluxOptions{Version: newestFlux, Components: []string{SourceController}, Namespace: "flux-system"})
 		Expect(err).NotTo(HaveOccurred())
 
 		held := liveHeap()

@@ -13,13 +13,6 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 )
 
-const (
-	// DefaultFluxVersion is the Flux release installed when none is configured.
-	DefaultFluxVersion = "v2.9.5"
-	// DefaultKluctlVersion is the kluctl release installed when none is configured.
-	DefaultKluctlVersion = "v2.28.2"
-)
-
 // Flux components the extension can install; the API owns the list.
 const (
 	SourceController       = fluxapi.ComponentSourceController

@@ -87,7 +87,7 @@ func componentSets() [][]string {
 
 var _ = Describe("Embedded manifests on a real API server", func() {
 	It("rejects what the API server would not accept", func(ctx SpecContext) {
-		stream, err := manifests.RenderFlux(manifests.FluxOptions{Version: manifests.DefaultFluxVersion, Components: []string{manifests.SourceController}, Namespace: "strict-check"})
+		stream, err := manifests.RenderFlux(manifests.FluxOptions{Version: manifests.FluxVersions()[0], Components: []string{manifests.SourceController}, Namespace: "strict-check"})
 		Expect(err).NotTo(HaveOccurred())
 		objs := decode(stream)
 		idx := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" })

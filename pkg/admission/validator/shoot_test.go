@@ -75,6 +75,16 @@ var _ = Describe("Shoot validator", func() {
 			Expect(validator.Validate(ctx, newShoot("flux:\n  version: 2.9.5\n"), nil)).To(Succeed())
 		})
 
+		DescribeTable("admits a minor with an embedded release",
+			func(version string) {
+				Expect(validator.Validate(ctx, newShoot(`{"flux": {"version": "`+version+`"}}`), nil)).To(Succeed())
+			},
+			Entry("minor", "v2.9"),
+			Entry("minor without v", "2.9"),
+			Entry("minor with x", "v2.9.x"),
+			Entry("minor with x without v", "2.9.x"),
+		)
+
 		DescribeTable("rejects an invalid providerConfig with the field path in the Shoot",
 			func(providerConfig string, messages ...string) {
 				err := validator.Validate(ctx, newShoot(providerConfig, allSecretResources()...), nil)
@@ -91,7 +101,13 @@ var _ = Describe("Shoot validator", func() {
 				`spec.extensions[1].providerConfig.source.url: Invalid value: "ftp://example.com/repo"`),
 			Entry("unsupported Flux version",
 				`{"flux": {"version": "v2.0.0"}}`,
-				`spec.extensions[1].providerConfig.flux.version: Unsupported value: "v2.0.0"`, `supported values: "v2.9.5"`),
+				`spec.extensions[1].providerConfig.flux.version: Unsupported value: "v2.0.0": supported values: "v2.9", "v2.9.5"`),
+			Entry("Flux minor without embedded release",
+				`{"flux": {"version": "2.8.x"}}`,
+				`spec.extensions[1].providerConfig.flux.version: Unsupported value: "2.8.x": supported values: "v2.9", "v2.9.5"`),
+			Entry("Flux major",
+				`{"flux": {"version": "v2"}}`,
+				`spec.extensions[1].providerConfig.flux.version: Unsupported value: "v2": supported values: "v2.9", "v2.9.5"`),
 			Entry("unsupported kluctl version",
 				`{"kluctl": {"version": "v1.0.0"}}`,
 				`spec.extensions[1].providerConfig.kluctl.version: Unsupported value: "v1.0.0"`),

@@ -37,9 +37,11 @@ const (
 type ControllerConfiguration struct {
 	metav1.TypeMeta
 
-	// DefaultFluxVersion is the Flux version of shoots that do not choose one.
+	// DefaultFluxVersion is the Flux version of shoots that do not choose one: a release or a minor
+	// (see helper.ResolveVersion of the flux API).
 	DefaultFluxVersion string
-	// DefaultKluctlVersion is the kluctl version of shoots that do not choose one.
+	// DefaultKluctlVersion is the kluctl version of shoots that do not choose one: a release or a
+	// minor.
 	DefaultKluctlVersion string
 	// SSHKey configures generated deploy keys.
 	SSHKey SSHKeyConfig

@@ -66,7 +66,8 @@ type FluxConfig struct {
 
 // Flux configures the Flux controllers.
 type Flux struct {
-	// Version is the Flux release, with a leading "v".
+	// Version selects the Flux release, a release or a minor (see helper.ResolveVersion); in the
+	// configuration fluxconfig.Resolve returns it is the selected release, with a leading "v".
 	Version string
 	// Components are the Flux controllers to install.
 	Components []string
@@ -78,7 +79,7 @@ type Flux struct {
 type Kluctl struct {
 	// Enabled installs the kluctl controller.
 	Enabled bool
-	// Version is the kluctl release, with a leading "v".
+	// Version selects the kluctl release like Flux.Version.
 	Version string
 	// Namespace is the namespace of the kluctl controller.
 	Namespace string
@@ -183,10 +184,12 @@ type AdditionalSecretResource struct {
 type FluxStatus struct {
 	metav1.TypeMeta
 
-	// FluxVersion is the installed Flux version.
+	// FluxVersion is the installed Flux release.
 	FluxVersion string
-	// KluctlVersion is the installed kluctl version; empty when kluctl is disabled.
+	// KluctlVersion is the installed kluctl release; empty when kluctl is disabled.
 	KluctlVersion string
+	// Images are the container images of the installed controllers, keyed by component.
+	Images map[string]string
 	// Repository is the bootstrapped repository URL.
 	Repository string
 	// Ref is the bootstrapped revision.

@@ -142,6 +142,13 @@ func (in *FluxConfig) DeepCopyObject() runtime.Object {
 func (in *FluxStatus) DeepCopyInto(out *FluxStatus) {
 	*out = *in
 	out.TypeMeta = in.TypeMeta
+	if in.Images != nil {
+		in, out := &in.Images, &out.Images
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Warnings != nil {
 		in, out := &in.Warnings, &out.Warnings
 		*out = make([]string, len(*in))

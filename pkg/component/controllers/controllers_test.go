@@ -14,8 +14,8 @@ import (
 var _ = Describe("Data", func() {
 	values := func() Values {
 		return Values{
-			Flux:   manifests.FluxOptions{Version: manifests.DefaultFluxVersion, Components: []string{"source-controller"}, Namespace: "flux-system"},
-			Kluctl: &manifests.KluctlOptions{Version: manifests.DefaultKluctlVersion, Namespace: "kluctl-system"},
+			Flux:   manifests.FluxOptions{Version: manifests.FluxVersions()[0], Components: []string{"source-controller"}, Namespace: "flux-system"},
+			Kluctl: &manifests.KluctlOptions{Version: manifests.KluctlVersions()[0], Namespace: "kluctl-system"},
 		}
 	}
 	manifestsOf := func(v Values) string {

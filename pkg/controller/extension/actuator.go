@@ -71,6 +71,16 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return err
 	}
 
+	previous, err := helper.DecodeStatus(ex.Status.ProviderStatus)
+	if err != nil {
+		// The deploy key migration and the downgrade check read it; a status that cannot be read
+		// is replaced below.
+		log.Info("Ignoring unreadable provider status", "reason", err.Error())
+	}
+	if err := checkDowngrade(previous, cfg); err != nil {
+		return err
+	}
+
 	status := &fluxv1alpha1.FluxStatus{
 		FluxVersion:       cfg.Flux.Version,
 		BootstrapMode:     string(cfg.Bootstrap.Mode),
@@ -80,12 +90,6 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		status.KluctlVersion = cfg.Kluctl.Version
 	}
 
-	previous, err := helper.DecodeStatus(ex.Status.ProviderStatus)
-	if err != nil {
-		// Only the migration of an earlier release's deploy key reads it; a status that cannot be
-		// read is replaced below.
-		log.Info("Ignoring unreadable provider status", "reason", err.Error())
-	}
 	in, err := a.bootstrapInputs(ctx, log, ex.Namespace, cluster, cfg, previous, status)
 	if err != nil {
 		return err
@@ -95,11 +99,15 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		in.values.Status = status
 	}
 
-	hibernated := isHibernated(cluster)
-	ctrls := a.controllers(ex.Namespace, controllers.Values{
+	values := controllers.Values{
 		Flux:   a.fluxOptions(cfg),
 		Kluctl: a.kluctlOptions(cfg, in.insecureHostKeys),
-	})
+	}
+	if status.Images, err = manifests.Images(values.Flux, values.Kluctl); err != nil {
+		return fmt.Errorf("failed determining the controller images: %w", err)
+	}
+	hibernated := isHibernated(cluster)
+	ctrls := a.controllers(ex.Namespace, values)
 	// The bootstrap objects need the CRDs and namespaces of the controllers.
 	if err := deployAndWait(ctx, ctrls, hibernated); err != nil {
 		return fmt.Errorf("failed deploying the controllers: %w", err)

@@ -15,6 +15,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
+	gardenerimagevector "github.com/gardener/gardener/pkg/utils/imagevector"
 	testutils "github.com/gardener/gardener/pkg/utils/test"
 	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
+	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
@@ -39,6 +41,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -244,8 +247,35 @@ var _ = Describe("Actuator", func() {
 			status := providerStatus(ex)
 			Expect(status.Message).To(ContainSubstring("No source configured"))
 			Expect(status.ProjectConfigHash).To(BeEmpty(), "the project has no ConfigMap")
-			Expect(status.FluxVersion).To(Equal(cfg.DefaultFluxVersion))
-			Expect(status.KluctlVersion).To(Equal(cfg.DefaultKluctlVersion))
+			// The defaults are minors; the status names the releases they selected.
+			Expect(status.FluxVersion).To(Equal(manifests.FluxVersions()[len(manifests.FluxVersions())-1]))
+			Expect(status.KluctlVersion).To(Equal(manifests.KluctlVersions()[len(manifests.KluctlVersions())-1]))
+		})
+
+		It("reports the release a selector chose and the image of every installed controller", func() {
+			oldest := manifests.FluxVersions()[0]
+			cfg.Registry = "my.mirror:5000/cache"
+			build(nil)
+			ex.Spec.ProviderConfig = providerConfig(`{"flux":{"version":"` + oldest + `","components":["source-controller","helm-controller"]}}`)
+			Expect(seed.Update(ctx, ex)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+
+			status := providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal(oldest))
+			Expect(status.Images).To(HaveLen(3))
+			docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceControllers), "")
+			for _, component := range []string{"source-controller", "helm-controller", "kluctl-controller"} {
+				name := "flux-" + component
+				release := oldest
+				if component == "kluctl-controller" {
+					name, release = fluximagevector.KluctlController, status.KluctlVersion
+				}
+				image, err := fluximagevector.ImageVector().FindImage(name, gardenerimagevector.TargetVersion(release))
+				Expect(err).NotTo(HaveOccurred())
+				want := "my.mirror:5000/cache/" + strings.SplitN(image.String(), "/", 2)[1]
+				Expect(status.Images).To(HaveKeyWithValue(component, want))
+				Expect(docs).To(ContainSubstring("image: "+want), "the reported image of %s is the deployed one", component)
+			}
 		})
 
 		It("bootstraps a public repository from the legacy ConfigMap keys", func() {
@@ -313,7 +343,7 @@ var _ = Describe("Actuator", func() {
 			Expect(statusCM).NotTo(BeNil())
 			Expect(statusCM.Namespace).To(Equal("kluctl-system"))
 			Expect(statusCM.Data).To(Equal(map[string]string{
-				"bootstrapMode": "kluctl", "fluxVersion": cfg.DefaultFluxVersion, "kluctlVersion": cfg.DefaultKluctlVersion,
+				"bootstrapMode": "kluctl", "fluxVersion": status.FluxVersion, "kluctlVersion": status.KluctlVersion,
 				"repository": "ssh://git@git.example.com/org/repo", "ref": "branch:main",
 				"publicKey": status.PublicKey, "fingerprint": fingerprint,
 			}))
@@ -566,6 +596,58 @@ var _ = Describe("Actuator", func() {
 			Entry("missing referenced resource", `{"source":{"secretResourceName":"absent"}}`, `source.secretResourceName: Shoot garden-foo/bar has no resource "absent"`),
 			Entry("referenced secret not copied", `{"source":{"secretResourceName":"present"}}`, `Secret "present" referenced by resource "present" was not found`),
 		)
+
+		Describe("versions the shoot runs", func() {
+			newestFlux := manifests.FluxVersions()[len(manifests.FluxVersions())-1]
+			newestKluctl := manifests.KluctlVersions()[len(manifests.KluctlVersions())-1]
+
+			// installed records the providerStatus of a reconcile that installed these releases.
+			installed := func(flux, kluctl string) {
+				ExpectWithOffset(1, seed.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+				raw, err := helper.EncodeStatus(&fluxv1alpha1.FluxStatus{FluxVersion: flux, KluctlVersion: kluctl})
+				ExpectWithOffset(1, err).NotTo(HaveOccurred())
+				ex.Status.ProviderStatus = raw
+				ExpectWithOffset(1, seed.Status().Update(ctx, ex)).To(Succeed())
+			}
+
+			It("refuses an older minor than the shoot runs, writing nothing", func() {
+				build(nil)
+				installed("v2.99.0", newestKluctl)
+				rec.reset()
+				err := reconcile()
+				Expect(err).To(MatchError("flux.version: selects Flux " + newestFlux + ", but the shoot runs v2.99.0 (providerStatus.fluxVersion); " +
+					"downgrading Flux to an older minor is not supported, as the older CRDs would drop what the newer release stored in the shoot's objects: select v2.99 or a newer release"))
+				Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+				Expect(rec.reset()).To(BeEmpty())
+				Expect(providerStatus(ex).FluxVersion).To(Equal("v2.99.0"))
+			})
+
+			It("refuses an older kluctl minor while kluctl is installed", func() {
+				build(nil)
+				installed(newestFlux, "v2.99.0")
+				Expect(reconcile()).To(MatchError(HavePrefix("kluctl.version: selects kluctl " + newestKluctl + ", but the shoot runs v2.99.0 (providerStatus.kluctlVersion)")))
+
+				ex.Spec.ProviderConfig = providerConfig(`{"kluctl":{"enabled":false}}`)
+				Expect(seed.Update(ctx, ex)).To(Succeed())
+				Expect(reconcile()).To(Succeed())
+			})
+
+			It("accepts an older patch of the installed minor, as a rolled-back extension installs it", func() {
+				build(nil)
+				major, minor, patch := semverParts(newestFlux)
+				installed(fmt.Sprintf("v%d.%d.%d", major, minor, patch+1), newestKluctl)
+				Expect(reconcile()).To(Succeed())
+				Expect(providerStatus(ex).FluxVersion).To(Equal(newestFlux))
+			})
+
+			It("upgrades from an older minor", func() {
+				build(nil)
+				installed("v2.0.0", "v2.0.0")
+				Expect(reconcile()).To(Succeed())
+				Expect(providerStatus(ex).FluxVersion).To(Equal(newestFlux))
+				Expect(providerStatus(ex).KluctlVersion).To(Equal(newestKluctl))
+			})
+		})
 	})
 
 	Describe("#Delete", func() {
@@ -717,4 +799,10 @@ func slicesIndex(s []string, v string) int {
 
 func BeNotFoundError() OmegaMatcher {
 	return WithTransform(apierrors.IsNotFound, BeTrue())
+}
+
+func semverParts(version string) (major, minor, patch int) {
+	_, err := fmt.Sscanf(version, "v%d.%d.%d", &major, &minor, &patch)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return major, minor, patch
 }

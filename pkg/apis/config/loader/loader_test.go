@@ -18,8 +18,8 @@ import (
 var _ = Describe("Loader", func() {
 	defaults := func() *config.ControllerConfiguration {
 		return &config.ControllerConfiguration{
-			DefaultFluxVersion:   "v2.9.5",
-			DefaultKluctlVersion: "v2.28.2",
+			DefaultFluxVersion:   "v2.9",
+			DefaultKluctlVersion: "v2.28",
 			SSHKey:               config.SSHKeyConfig{Algorithm: config.KeyAlgorithmEd25519, Scope: config.KeyScopeRepository},
 			Timeouts: config.Timeouts{
 				ManagedResourceApplied: metav1.Duration{Duration: 2 * time.Minute},

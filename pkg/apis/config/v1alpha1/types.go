@@ -31,11 +31,13 @@ const (
 	KeyScopeShoot KeyScope = "shoot"
 )
 
+// The defaults are minors, so that shoots that do not choose a version get the newest embedded
+// patch release of the minor, also when an extension version embeds a newer one.
 const (
 	// DefaultFluxVersion is the Flux version of shoots that do not choose one.
-	DefaultFluxVersion = "v2.9.5"
+	DefaultFluxVersion = "v2.9"
 	// DefaultKluctlVersion is the kluctl version of shoots that do not choose one.
-	DefaultKluctlVersion = "v2.28.2"
+	DefaultKluctlVersion = "v2.28"
 )
 
 // +genclient
@@ -45,10 +47,12 @@ const (
 type ControllerConfiguration struct {
 	metav1.TypeMeta `json:",inline"`
 
-	// DefaultFluxVersion is the Flux version of shoots that do not choose one. Defaults to v2.9.5.
+	// DefaultFluxVersion is the Flux version of shoots that do not choose one: a release (v2.9.5) or
+	// a minor (v2.9, v2.9.x), which selects the newest embedded patch of that minor. Defaults to v2.9.
 	// +optional
 	DefaultFluxVersion *string `json:"defaultFluxVersion,omitempty"`
-	// DefaultKluctlVersion is the kluctl version of shoots that do not choose one. Defaults to v2.28.2.
+	// DefaultKluctlVersion is the kluctl version of shoots that do not choose one, a release or a
+	// minor like DefaultFluxVersion. Defaults to v2.28.
 	// +optional
 	DefaultKluctlVersion *string `json:"defaultKluctlVersion,omitempty"`
 	// SSHKey configures generated deploy keys.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	fluxhelper "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxvalidation "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 )
@@ -33,12 +34,8 @@ var (
 func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.ErrorList {
 	allErrs := field.ErrorList{}
 
-	if cfg.DefaultFluxVersion == "" {
-		allErrs = append(allErrs, field.Required(field.NewPath("defaultFluxVersion"), "must not be empty"))
-	}
-	if cfg.DefaultKluctlVersion == "" {
-		allErrs = append(allErrs, field.Required(field.NewPath("defaultKluctlVersion"), "must not be empty"))
-	}
+	allErrs = append(allErrs, validateVersionSelector(cfg.DefaultFluxVersion, field.NewPath("defaultFluxVersion"))...)
+	allErrs = append(allErrs, validateVersionSelector(cfg.DefaultKluctlVersion, field.NewPath("defaultKluctlVersion"))...)
 
 	sshKeyPath := field.NewPath("sshKey")
 	if !slices.Contains(keyAlgorithms, string(cfg.SSHKey.Algorithm)) {
@@ -91,4 +88,17 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 		allErrs = append(allErrs, fluxvalidation.ValidatePositiveDuration(&hc.SyncPeriod, field.NewPath("healthCheckConfig", "syncPeriod"))...)
 	}
 	return allErrs
+}
+
+// validateVersionSelector checks the form of a default version. Whether it selects an embedded
+// release is checked where the configuration is resolved, against the releases of the running
+// binary, so that the error names the release list the shoots see.
+func validateVersionSelector(version string, fldPath *field.Path) field.ErrorList {
+	if version == "" {
+		return field.ErrorList{field.Required(fldPath, "must not be empty")}
+	}
+	if _, ok := fluxhelper.CanonicalVersionSelector(version); !ok {
+		return field.ErrorList{field.Invalid(fldPath, version, "must be a release (e.g. v2.9.5) or a minor (e.g. v2.9 or v2.9.x), whose newest embedded patch is selected")}
+	}
+	return nil
 }

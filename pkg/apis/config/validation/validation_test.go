@@ -54,6 +54,27 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 		))
 	})
 
+	DescribeTable("accepts a release or a minor as default version",
+		func(flux, kluctl string) {
+			cfg.DefaultFluxVersion = flux
+			cfg.DefaultKluctlVersion = kluctl
+			Expect(validate()).To(BeEmpty())
+		},
+		Entry("releases", "v2.9.5", "v2.28.2"),
+		Entry("releases without v", "2.9.5", "2.28.2"),
+		Entry("minors", "v2.9", "v2.28"),
+		Entry("minors with x", "2.9.x", "v2.28.x"),
+	)
+
+	It("rejects default versions that are no release or minor", func() {
+		cfg.DefaultFluxVersion = "v2"
+		cfg.DefaultKluctlVersion = "latest"
+		Expect(validate()).To(ConsistOf(
+			`defaultFluxVersion: Invalid value: "v2": must be a release (e.g. v2.9.5) or a minor (e.g. v2.9 or v2.9.x), whose newest embedded patch is selected`,
+			`defaultKluctlVersion: Invalid value: "latest": must be a release (e.g. v2.9.5) or a minor (e.g. v2.9 or v2.9.x), whose newest embedded patch is selected`,
+		))
+	})
+
 	It("rejects unknown key algorithms and scopes", func() {
 		cfg.SSHKey = config.SSHKeyConfig{Algorithm: "rsa", Scope: "seed"}
 		Expect(validate()).To(ConsistOf(

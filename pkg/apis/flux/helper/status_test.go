@@ -30,6 +30,23 @@ var _ = Describe("provider status", func() {
 		Expect(out.Warnings).To(ConsistOf("w"))
 	})
 
+	It("writes the images as a map from component to image", func() {
+		in := &v1alpha1.FluxStatus{FluxVersion: "v2.9.5", Images: map[string]string{"source-controller": "ghcr.io/fluxcd/source-controller:v1.9.5"}}
+		raw, err := helper.EncodeStatus(in)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw.Raw)).To(ContainSubstring(`"images":{"source-controller":"ghcr.io/fluxcd/source-controller:v1.9.5"}`))
+
+		out, err := helper.DecodeStatus(raw)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out.FluxVersion).To(Equal("v2.9.5"))
+		Expect(out.Images).To(Equal(in.Images))
+
+		// A status of an earlier release has no images.
+		out, err = helper.DecodeStatus(&runtime.RawExtension{Raw: []byte(`{"apiVersion":"shoot-flux.extensions.gardener.cloud/v1alpha1","kind":"FluxStatus","fluxVersion":"v2.9.5"}`)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out.Images).To(BeNil())
+	})
+
 	It("returns nil for an Extension without status", func() {
 		Expect(helper.DecodeStatus(nil)).To(BeNil())
 		Expect(helper.DecodeStatus(&runtime.RawExtension{})).To(BeNil())

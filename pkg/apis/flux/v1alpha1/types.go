@@ -78,8 +78,9 @@ type FluxConfig struct {
 
 // Flux configures the Flux controllers.
 type Flux struct {
-	// Version is the Flux release, e.g. v2.9.5; a missing leading "v" is added. Defaults to the
-	// operator's defaultFluxVersion.
+	// Version selects the Flux release: a release, e.g. v2.9.5, or a minor, e.g. v2.9 or v2.9.x,
+	// which selects the newest patch release of that minor the extension embeds. The leading "v"
+	// may be left out. Defaults to the operator's defaultFluxVersion.
 	// +optional
 	Version *string `json:"version,omitempty"`
 	// Components are the Flux controllers to install. Defaults to [source-controller], plus
@@ -96,8 +97,8 @@ type Kluctl struct {
 	// Enabled installs the kluctl controller. Defaults to true.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
-	// Version is the kluctl release, e.g. v2.28.2; a missing leading "v" is added. Defaults to the
-	// operator's defaultKluctlVersion.
+	// Version selects the kluctl release like flux.version: a release, e.g. v2.28.2, or a minor,
+	// e.g. v2.28. Defaults to the operator's defaultKluctlVersion.
 	// +optional
 	Version *string `json:"version,omitempty"`
 	// Namespace is the namespace of the kluctl controller. Defaults to kluctl-system.
@@ -244,12 +245,18 @@ type AdditionalSecretResource struct {
 type FluxStatus struct {
 	metav1.TypeMeta `json:",inline"`
 
-	// FluxVersion is the installed Flux version.
+	// FluxVersion is the installed Flux release, the one flux.version selected (a minor selects
+	// its newest embedded patch).
 	// +optional
 	FluxVersion string `json:"fluxVersion,omitempty"`
-	// KluctlVersion is the installed kluctl version; empty when kluctl is disabled.
+	// KluctlVersion is the installed kluctl release; empty when kluctl is disabled.
 	// +optional
 	KluctlVersion string `json:"kluctlVersion,omitempty"`
+	// Images are the container images of the installed controllers, keyed by component:
+	// source-controller, kustomize-controller, helm-controller, notification-controller and
+	// kluctl-controller, as far as installed.
+	// +optional
+	Images map[string]string `json:"images,omitempty"`
 	// Repository is the bootstrapped repository URL.
 	// +optional
 	Repository string `json:"repository,omitempty"`

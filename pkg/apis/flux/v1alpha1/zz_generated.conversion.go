@@ -463,6 +463,7 @@ func Convert_flux_FluxConfig_To_v1alpha1_FluxConfig(in *flux.FluxConfig, out *Fl
 func autoConvert_v1alpha1_FluxStatus_To_flux_FluxStatus(in *FluxStatus, out *flux.FluxStatus, s conversion.Scope) error {
 	out.FluxVersion = in.FluxVersion
 	out.KluctlVersion = in.KluctlVersion
+	out.Images = *(*map[string]string)(unsafe.Pointer(&in.Images))
 	out.Repository = in.Repository
 	out.Ref = in.Ref
 	out.BootstrapMode = in.BootstrapMode
@@ -484,6 +485,7 @@ func Convert_v1alpha1_FluxStatus_To_flux_FluxStatus(in *FluxStatus, out *flux.Fl
 func autoConvert_flux_FluxStatus_To_v1alpha1_FluxStatus(in *flux.FluxStatus, out *FluxStatus, s conversion.Scope) error {
 	out.FluxVersion = in.FluxVersion
 	out.KluctlVersion = in.KluctlVersion
+	out.Images = *(*map[string]string)(unsafe.Pointer(&in.Images))
 	out.Repository = in.Repository
 	out.Ref = in.Ref
 	out.BootstrapMode = in.BootstrapMode

@@ -25,8 +25,9 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
-// SupportedVersions are the Flux and kluctl versions the extension has manifests for, each with a
-// leading "v". A version outside the list is rejected, so an empty list rejects every version.
+// SupportedVersions are the Flux and kluctl releases the extension has manifests for, each with a
+// leading "v". A version that selects none of them (see helper.ResolveVersion) is rejected, so an
+// empty list rejects every version.
 type SupportedVersions struct {
 	Flux   []string
 	Kluctl []string
@@ -137,13 +138,14 @@ func validateFluxBootstrap(f *flux.FluxBootstrap, fldPath *field.Path) field.Err
 	return allErrs
 }
 
-// ValidateVersion checks that version is one of the supported versions.
+// ValidateVersion checks that version selects one of the supported releases: it is one of them or
+// the minor of one (see helper.ResolveVersion). The error lists every selector that would.
 func ValidateVersion(version string, supported []string, fldPath *field.Path) field.ErrorList {
 	if version == "" {
 		return field.ErrorList{field.Required(fldPath, "must not be empty")}
 	}
-	if !slices.Contains(supported, version) {
-		return field.ErrorList{field.NotSupported(fldPath, version, supported)}
+	if _, err := helper.ResolveVersion(version, supported); err != nil {
+		return field.ErrorList{field.NotSupported(fldPath, version, helper.VersionSelectors(supported))}
 	}
 	return nil
 }

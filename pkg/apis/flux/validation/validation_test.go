@@ -77,8 +77,30 @@ var _ = Describe("ValidateFluxConfig", func() {
 	Describe("versions", func() {
 		It("rejects an unsupported Flux version and lists the supported ones", func() {
 			cfg.Flux.Version = "v0.29.5"
-			Expect(validate()).To(ConsistOf(`flux.version: Unsupported value: "v0.29.5": supported values: "v2.9.5", "v2.8.0"`))
+			Expect(validate()).To(ConsistOf(`flux.version: Unsupported value: "v0.29.5": supported values: "v2.8", "v2.8.0", "v2.9", "v2.9.5"`))
 		})
+
+		DescribeTable("accepts releases and minors with embedded releases",
+			func(version string) {
+				cfg.Flux.Version = version
+				Expect(validate()).To(BeEmpty())
+			},
+			Entry("release", "v2.8.0"),
+			Entry("release without v", "2.9.5"),
+			Entry("minor", "v2.9"),
+			Entry("minor with x without v", "2.8.x"),
+		)
+
+		DescribeTable("rejects selectors without embedded release",
+			func(version string) {
+				cfg.Flux.Version = version
+				Expect(validate()).To(ConsistOf(`flux.version: Unsupported value: "` + version + `": supported values: "v2.8", "v2.8.0", "v2.9", "v2.9.5"`))
+			},
+			Entry("other patch", "v2.9.4"),
+			Entry("other minor", "v2.7"),
+			Entry("major", "v2"),
+			Entry("no version", "latest"),
+		)
 
 		It("rejects an empty Flux version", func() {
 			cfg.Flux.Version = ""
@@ -87,7 +109,7 @@ var _ = Describe("ValidateFluxConfig", func() {
 
 		It("rejects an unsupported kluctl version", func() {
 			cfg.Kluctl.Version = "v2.20.0"
-			Expect(validate()).To(ConsistOf(`kluctl.version: Unsupported value: "v2.20.0": supported values: "v2.28.2"`))
+			Expect(validate()).To(ConsistOf(`kluctl.version: Unsupported value: "v2.20.0": supported values: "v2.28", "v2.28.2"`))
 		})
 
 		It("rejects every version if no versions are supported", func() {
