@@ -5,9 +5,10 @@
 # Usage: hack/build-flux-controller.sh <component>, e.g. source-controller, kustomize-controller,
 # helm-controller.
 #
-# The version is the one the embedded manifests of the default Flux release pin (the image tag in
-# pkg/manifests/flux/<DefaultFluxVersion>/<component>.yaml), so the tests run the controller the
-# extension delivers. <COMPONENT>_VERSION (e.g. KUSTOMIZE_CONTROLLER_VERSION=v1.9.4) overrides it.
+# The version is the one the embedded manifests of a Flux release pin (the image tag in
+# pkg/manifests/flux/<release>/<component>.yaml), so the tests run the controller the extension
+# delivers. The release is FLUX_VERSION, by default the newest embedded one.
+# <COMPONENT>_VERSION (e.g. KUSTOMIZE_CONTROLLER_VERSION=v1.9.4) overrides the controller version.
 #
 # Release binaries and images live on GitHub/ghcr.io, which this project cannot reach, and
 # `go install` refuses the modules because their go.mod replaces ./api with a local path. So we
@@ -35,8 +36,8 @@ refused_replacements=(
   "github.com/fluxcd/pkg/artifact v0.18.3 => github.com/fluxcd/pkg/artifact v0.18.1"
 )
 
-flux_version=$(sed -n 's/^\tDefaultFluxVersion = "\(v[^"]*\)"$/\1/p' "$REPO_ROOT/pkg/manifests/versions.go")
-[[ -n "$flux_version" ]] || { log "cannot read DefaultFluxVersion from pkg/manifests/versions.go"; exit 1; }
+flux_version=${FLUX_VERSION:-$(find "$REPO_ROOT/pkg/manifests/flux" -mindepth 1 -maxdepth 1 -type d -name 'v*' -printf '%f\n' | sort -V | tail -n 1)}
+[[ -n "$flux_version" ]] || { log "no embedded Flux release under pkg/manifests/flux"; exit 1; }
 manifest="$REPO_ROOT/pkg/manifests/flux/$flux_version/$component.yaml"
 [[ -f "$manifest" ]] || { log "Flux $flux_version has no component $component ($manifest)"; exit 1; }
 pinned=$(sed -n "s#^ *image: [^ ]*/$component:\(v[^ ]*\)\$#\1#p" "$manifest")
