@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	. "github.com/onsi/ginkgo/v2"
@@ -22,6 +23,7 @@ import (
 
 	admissionchart "github.com/shoot-flux/gardener-extension-shoot-flux/charts/gardener-extension-shoot-flux-admission"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/cmd/gardener-extension-shoot-flux-admission/app"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -234,7 +236,7 @@ var _ = Describe("Admission behind a real API server", Ordered, func() {
 
 		It("quotes a legacy value as the user wrote it", func(ctx SpecContext) {
 			cm := fluxConfigMap(projectNamespace, map[string]string{"fluxVersion": "0.29.5", "repositoryBranch": "main"})
-			expectDenied(k8s.Create(ctx, cm), configMapWebhook, `ConfigMap `+projectNamespace+`/flux-config: fluxVersion: Unsupported value: "0.29.5": supported values: "`+fluxVersion()+`"`)
+			expectDenied(k8s.Create(ctx, cm), configMapWebhook, `ConfigMap `+projectNamespace+`/flux-config: fluxVersion: Unsupported value: "0.29.5": supported values: "`+strings.Join(helper.VersionSelectors(manifests.FluxVersions()), `", "`)+`"`)
 		})
 
 		It("admits a valid flux-config and checks changes of it", func(ctx SpecContext) {
