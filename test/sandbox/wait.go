@@ -125,7 +125,9 @@ func (h *ShootHandle) WaitError(ctx context.Context, timeout time.Duration) (*ga
 		case gardencorev1beta1.LastOperationStateProcessing:
 			started = true
 		case gardencorev1beta1.LastOperationStateError, gardencorev1beta1.LastOperationStateFailed:
-			if started && ex.Status.LastError != nil {
+			// A retry of an earlier failed reconcile can start after the checkpoint and still read
+			// the Extension from before the change; its error is for an older generation.
+			if started && ex.Status.LastError != nil && ex.Status.ObservedGeneration == ex.Generation {
 				result = ex.Status.LastError
 				return true, nil
 			}
