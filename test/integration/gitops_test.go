@@ -157,6 +157,7 @@ var _ = Describe("GitOps with the delivered Flux controllers running", func() {
 
 		By("waiting for the health check to report what the controllers reported")
 		expectBootstrapReady(ctx, h, gardencorev1beta1.ConditionTrue, "")
+		expectLastAppliedRevision(ctx, h, "main@sha1:"+gitCommit)
 
 		By("adding helm-controller")
 		before := h.Controllers()

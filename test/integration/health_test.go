@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -26,10 +27,22 @@ var _ = Describe("Health check", func() {
 			"errors":  []any{},
 		})
 		expectBootstrapReady(ctx, h, gardencorev1beta1.ConditionFalse, "(last deployed commit "+commit+") is not ready (PrepareFailed): failed to clone the repository")
+		// The shoot still runs what kluctl deployed last, and the providerStatus says so.
+		expectLastAppliedRevision(ctx, h, commit)
 
 		By("reporting success")
 		setKluctlReady(ctx, h, "True", "ReconciliationSucceeded", "deployed")
 		expectBootstrapReady(ctx, h, gardencorev1beta1.ConditionTrue, "")
+
+		By("a reconcile of the Extension keeps the recorded revision")
+		Expect(h.UpdateProviderConfig(ctx, []byte(`{"apiVersion":"shoot-flux.extensions.gardener.cloud/v1alpha1","kind":"FluxConfig","source":{"path":"deploy"}}`))).To(Succeed())
+		_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		ex, err := h.Extension(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		status, err := helper.DecodeStatus(ex.Status.ProviderStatus)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.LastAppliedRevision).To(Equal(commit))
 	})
 })
 
@@ -57,6 +70,19 @@ func setKluctlStatus(ctx SpecContext, h *sandbox.ShootHandle, status, reason, me
 		"observedGeneration": kd.GetGeneration(),
 	}}, "status", "conditions")).To(Succeed())
 	Expect(h.Shoot.Client.Status().Update(ctx, kd)).To(Succeed())
+}
+
+// expectLastAppliedRevision waits until the providerStatus records revision as the last one the
+// bootstrap applied.
+func expectLastAppliedRevision(ctx SpecContext, h *sandbox.ShootHandle, revision string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		ex, err := h.Extension(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		status, err := helper.DecodeStatus(ex.Status.ProviderStatus)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(status.LastAppliedRevision).To(Equal(revision))
+	}).WithTimeout(healthTimeout).Should(Succeed())
 }
 
 func expectBootstrapReady(ctx SpecContext, h *sandbox.ShootHandle, status gardencorev1beta1.ConditionStatus, message string) {

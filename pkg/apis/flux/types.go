@@ -200,6 +200,9 @@ type FluxStatus struct {
 	PublicKey string
 	// Fingerprint is the SHA256 fingerprint of the deploy key.
 	Fingerprint string
+	// LastAppliedRevision is the revision of the repository the bootstrap last applied in the
+	// shoot, as its controller reports it.
+	LastAppliedRevision string
 	// DeployKeySecret is the garden Secret that holds the deploy key.
 	DeployKeySecret string
 	// DeployKey is the name of the deploy key in DeployKeySecret; its public key is in the data

@@ -97,6 +97,11 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if in.values != nil {
 		// The shoot owner sees in the shoot what the providerStatus tells, now complete.
 		in.values.Status = status
+		// The shoot runs the revision the health check recorded until its controller applies
+		// another one; the status patch below would otherwise drop it.
+		if previous != nil {
+			status.LastAppliedRevision = previous.LastAppliedRevision
+		}
 	}
 
 	values := controllers.Values{

@@ -25,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -537,6 +538,28 @@ var _ = Describe("Actuator", func() {
 			rec.reset()
 			Expect(reconcile()).To(Succeed())
 			Expect(rec.reset()).To(BeEmpty())
+		})
+
+		It("keeps the revision the health check recorded while the bootstrap stays, and drops it with the bootstrap", func() {
+			const applied = "main@sha1:0123456789abcdef0123456789abcdef01234567"
+			cm := legacyConfigMap(map[string]string{"repositoryUrl": "ssh://git@git.example.com/org/repo"})
+			build([]client.Object{cm})
+			Expect(reconcile()).To(Succeed())
+			Expect(seed.Status().Patch(ctx, ex, client.RawPatch(types.MergePatchType,
+				[]byte(`{"status":{"providerStatus":{"lastAppliedRevision":"`+applied+`"}}}`)))).To(Succeed())
+
+			By("a reconcile that changes other fields of the status")
+			cm.Data["repositoryBranch"] = "release"
+			Expect(garden.Update(ctx, cm)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+			Expect(providerStatus(ex).Ref).To(Equal("branch:release"))
+			Expect(providerStatus(ex).LastAppliedRevision).To(Equal(applied))
+
+			By("removing the source, and with it the bootstrap")
+			Expect(garden.Delete(ctx, cm)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+			Expect(providerStatus(ex).Repository).To(BeEmpty())
+			Expect(providerStatus(ex).LastAppliedRevision).To(BeEmpty())
 		})
 
 		It("does not wait for a hibernated shoot", func() {

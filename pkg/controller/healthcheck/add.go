@@ -12,6 +12,7 @@ package healthcheck
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	extensionsconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
@@ -47,6 +48,10 @@ func AddToManager(_ context.Context, mgr manager.Manager) error {
 
 // AddToManagerWithOptions adds the health check controller with the given options.
 func AddToManagerWithOptions(mgr manager.Manager, opts healthcheck.DefaultAddArgs) error {
+	reporter := NewRevisionReporter(mgr.GetClient(), mgr.GetLogger().WithName("revision-reporter"), RevisionReportDelay)
+	if err := mgr.Add(reporter); err != nil {
+		return fmt.Errorf("failed adding the revision reporter: %w", err)
+	}
 	return healthcheck.DefaultRegistration(
 		constants.ExtensionType,
 		extensionsv1alpha1.SchemeGroupVersion.WithKind(extensionsv1alpha1.ExtensionResource),
@@ -57,7 +62,7 @@ func AddToManagerWithOptions(mgr manager.Manager, opts healthcheck.DefaultAddArg
 		nil,
 		[]healthcheck.ConditionTypeToHealthCheck{{
 			ConditionType: ConditionTypeBootstrapReady,
-			HealthCheck:   CheckBootstrap(),
+			HealthCheck:   CheckBootstrap(reporter),
 		}},
 		nil,
 	)

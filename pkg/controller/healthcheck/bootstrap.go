@@ -17,6 +17,7 @@ import (
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
@@ -30,9 +31,10 @@ const ConditionTypeBootstrapReady = "BootstrapReady"
 // BootstrapChecker reports the state of the bootstrap objects in the shoot: the KluctlDeployment
 // in kluctl mode, the GitRepository and Kustomization in flux mode.
 type BootstrapChecker struct {
-	logger logr.Logger
-	seed   client.Client
-	shoot  client.Client
+	logger   logr.Logger
+	seed     client.Client
+	shoot    client.Client
+	reporter *RevisionReporter
 }
 
 var (
@@ -41,9 +43,10 @@ var (
 	_ healthcheck.TargetClient = (*BootstrapChecker)(nil)
 )
 
-// CheckBootstrap returns a health check of the bootstrap objects.
-func CheckBootstrap() *BootstrapChecker {
-	return &BootstrapChecker{logger: logf.Log.WithName("healthcheck-bootstrap")}
+// CheckBootstrap returns a health check of the bootstrap objects that hands a newly applied
+// revision to reporter.
+func CheckBootstrap(reporter *RevisionReporter) *BootstrapChecker {
+	return &BootstrapChecker{logger: logf.Log.WithName("healthcheck-bootstrap"), reporter: reporter}
 }
 
 // InjectSourceClient implements healthcheck.SourceClient.
@@ -59,40 +62,56 @@ func (b *BootstrapChecker) SetLoggerSuffix(provider, extension string) {
 
 // Check implements healthcheck.HealthCheck.
 func (b *BootstrapChecker) Check(ctx context.Context, request types.NamespacedName) (*healthcheck.SingleCheckResult, error) {
-	return CheckBootstrapState(ctx, b.seed, b.shoot, request)
+	result, newRevision, err := CheckBootstrapState(ctx, b.seed, b.shoot, request)
+	if err == nil && newRevision != "" && b.reporter != nil {
+		b.reporter.Report(request, newRevision)
+	}
+	return result, err
 }
 
 // CheckBootstrapState evaluates the bootstrap objects of the Extension named by request.
-func CheckBootstrapState(ctx context.Context, seed, shoot client.Client, request types.NamespacedName) (*healthcheck.SingleCheckResult, error) {
+// newRevision is the revision the bootstrap last applied if the providerStatus does not record it
+// yet, empty otherwise.
+func CheckBootstrapState(ctx context.Context, seed, shoot client.Client, request types.NamespacedName) (result *healthcheck.SingleCheckResult, newRevision string, err error) {
 	ex := &extensionsv1alpha1.Extension{}
 	if err := seed.Get(ctx, request, ex); err != nil {
-		return nil, fmt.Errorf("failed reading extension: %w", err)
+		return nil, "", fmt.Errorf("failed reading extension: %w", err)
 	}
-	mode := bootstrapMode(ex)
-
-	kinds := bootstrap.ObjectKinds(fluxapi.BootstrapMode(mode))
+	status := bootstrapStatus(ex)
+	if status == nil {
+		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue, Detail: "no bootstrap configured"}, "", nil
+	}
+	kinds := bootstrap.ObjectKinds(fluxapi.BootstrapMode(status.BootstrapMode))
 	if len(kinds) == 0 {
-		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue, Detail: "no bootstrap configured"}, nil
+		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue, Detail: "no bootstrap configured"}, "", nil
 	}
-	return checkObjects(ctx, shoot, kinds...)
+	result, applied, err := checkObjects(ctx, shoot, kinds...)
+	if err != nil || applied == status.LastAppliedRevision {
+		return result, "", err
+	}
+	return result, applied, nil
 }
 
-// bootstrapMode reads the mode the last successful reconcile deployed; no source means no
-// bootstrap.
-func bootstrapMode(ex *extensionsv1alpha1.Extension) string {
+// bootstrapStatus returns the providerStatus of the last successful reconcile if it deployed a
+// bootstrap: one with a source. An unreadable status counts as none; the next reconcile replaces it.
+func bootstrapStatus(ex *extensionsv1alpha1.Extension) *fluxv1alpha1.FluxStatus {
 	status, err := helper.DecodeStatus(ex.Status.ProviderStatus)
 	if err != nil || status == nil || status.Repository == "" {
-		return ""
+		return nil
 	}
-	return status.BootstrapMode
+	return status
 }
 
-func checkObjects(ctx context.Context, shoot client.Client, gvks ...schema.GroupVersionKind) (*healthcheck.SingleCheckResult, error) {
+// checkObjects returns the readiness of the first object of gvks that is not ready, and the
+// revision that the last of them, the one that deploys, reports as applied.
+func checkObjects(ctx context.Context, shoot client.Client, gvks ...schema.GroupVersionKind) (*healthcheck.SingleCheckResult, string, error) {
+	var result *healthcheck.SingleCheckResult
+	applied := ""
 	for _, gvk := range gvks {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := shoot.List(ctx, list, client.MatchingLabels{constants.LabelManagedBy: constants.ExtensionName}); err != nil {
-			return nil, fmt.Errorf("failed listing %s in the shoot: %w", gvk.Kind, err)
+			return nil, "", fmt.Errorf("failed listing %s in the shoot: %w", gvk.Kind, err)
 		}
 		kind := gvk.Kind
 		idx := -1
@@ -102,13 +121,19 @@ func checkObjects(ctx context.Context, shoot client.Client, gvks ...schema.Group
 			}
 		}
 		if idx < 0 {
-			return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: fmt.Sprintf("%s %s not found in the shoot", kind, constants.BootstrapName)}, nil
+			return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: fmt.Sprintf("%s %s not found in the shoot", kind, constants.BootstrapName)}, "", nil
 		}
-		if result := readiness(kind, &list.Items[idx]); result.Status != gardencorev1beta1.ConditionTrue {
-			return result, nil
+		if rev := appliedRevision(kind, &list.Items[idx]); rev != "" {
+			applied = rev
+		}
+		if r := readiness(kind, &list.Items[idx]); r.Status != gardencorev1beta1.ConditionTrue && result == nil {
+			result = r
 		}
 	}
-	return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue}, nil
+	if result == nil {
+		result = &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue}
+	}
+	return result, applied, nil
 }
 
 // maxDetail bounds the condition detail: a message names the cause, not every failing object.
@@ -157,27 +182,40 @@ func readiness(kind string, obj *unstructured.Unstructured) *healthcheck.SingleC
 // commit of its last deployment, Flux the revision a Kustomization applied or a GitRepository
 // fetched; empty while there is none. It tells the shoot owner which state of the repository the
 // shoot still runs while the bootstrap is not ready. Only unsuccessful conditions carry it: the
-// health check library writes a fixed message for a healthy one, and the check does not write the
-// Extension's providerStatus, because the library replaces the whole Extension status with an
-// Update after the checks (which would fail on the conflict of every such write) and the
-// reconcile that owns the providerStatus does not read the shoot.
+// health check library writes a fixed message for a healthy one. The applied revision also goes
+// to the providerStatus, through the RevisionReporter.
 func revision(kind string, obj *unstructured.Unstructured) string {
-	var label string
-	var path []string
-	switch kind {
-	case bootstrap.KluctlDeploymentGVK.Kind:
-		label, path = "last deployed commit", []string{"status", "lastDeployResult", "gitInfo", "commit"}
-	case bootstrap.KustomizationGVK.Kind:
-		label, path = "last applied revision", []string{"status", "lastAppliedRevision"}
-	case bootstrap.GitRepositoryGVK.Kind:
-		label, path = "last fetched revision", []string{"status", "artifact", "revision"}
-	default:
-		return ""
-	}
-	if rev, _, _ := unstructured.NestedString(obj.Object, path...); rev != "" {
+	label, path := revisionField(kind)
+	if rev, _, _ := unstructured.NestedString(obj.Object, path...); rev != "" && path != nil {
 		return label + " " + rev
 	}
 	return ""
+}
+
+// appliedRevision is the revision an object that deploys (KluctlDeployment, Kustomization)
+// reports as applied; empty for a source or while there is none.
+func appliedRevision(kind string, obj *unstructured.Unstructured) string {
+	if kind == bootstrap.GitRepositoryGVK.Kind {
+		return ""
+	}
+	_, path := revisionField(kind)
+	if path == nil {
+		return ""
+	}
+	rev, _, _ := unstructured.NestedString(obj.Object, path...)
+	return rev
+}
+
+func revisionField(kind string) (label string, path []string) {
+	switch kind {
+	case bootstrap.KluctlDeploymentGVK.Kind:
+		return "last deployed commit", []string{"status", "lastDeployResult", "gitInfo", "commit"}
+	case bootstrap.KustomizationGVK.Kind:
+		return "last applied revision", []string{"status", "lastAppliedRevision"}
+	case bootstrap.GitRepositoryGVK.Kind:
+		return "last fetched revision", []string{"status", "artifact", "revision"}
+	}
+	return "", nil
 }
 
 // deployErrors reads status.lastDeployResult.errors as kluctl writes it: a list of

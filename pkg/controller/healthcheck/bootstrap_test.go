@@ -62,9 +62,17 @@ var _ = Describe("Bootstrap health check", func() {
 	check := func(ex *extensionsv1alpha1.Extension, shootObjs ...client.Object) (gardencorev1beta1.ConditionStatus, string) {
 		seed := fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).WithObjects(ex).Build()
 		shoot := fake.NewClientBuilder().WithObjects(shootObjs...).Build()
-		result, err := CheckBootstrapState(ctx, seed, shoot, request)
+		result, _, err := CheckBootstrapState(ctx, seed, shoot, request)
 		Expect(err).NotTo(HaveOccurred())
 		return result.Status, result.Detail
+	}
+
+	newRevision := func(ex *extensionsv1alpha1.Extension, shootObjs ...client.Object) string {
+		seed := fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).WithObjects(ex).Build()
+		shoot := fake.NewClientBuilder().WithObjects(shootObjs...).Build()
+		_, rev, err := CheckBootstrapState(ctx, seed, shoot, request)
+		Expect(err).NotTo(HaveOccurred())
+		return rev
 	}
 
 	kluctlStatus := &fluxv1alpha1.FluxStatus{Repository: "ssh://git@example.com/repo", BootstrapMode: "kluctl"}
@@ -194,5 +202,47 @@ var _ = Describe("Bootstrap health check", func() {
 
 		ks = bootstrapObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", ready("True", "ReconciliationSucceeded", ""))
 		Expect(check(extension(fluxStatus), repo, ks)).To(Equal(gardencorev1beta1.ConditionTrue))
+	})
+
+	Describe("the applied revision", func() {
+		const (
+			commit  = "0123456789abcdef0123456789abcdef01234567"
+			applied = "main@sha1:" + commit
+		)
+
+		kluctlDeployed := func(conditions ...map[string]any) *unstructured.Unstructured {
+			obj := bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system", conditions...)
+			Expect(unstructured.SetNestedField(obj.Object, commit, "status", "lastDeployResult", "gitInfo", "commit")).To(Succeed())
+			return obj
+		}
+		fluxApplied := func() (*unstructured.Unstructured, *unstructured.Unstructured) {
+			repo := bootstrapObject("source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", ready("False", "GitOperationFailed", "authentication required"))
+			Expect(unstructured.SetNestedField(repo.Object, "main@sha1:1111111111111111111111111111111111111111", "status", "artifact", "revision")).To(Succeed())
+			ks := bootstrapObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", ready("True", "ReconciliationSucceeded", ""))
+			Expect(unstructured.SetNestedField(ks.Object, applied, "status", "lastAppliedRevision")).To(Succeed())
+			return repo, ks
+		}
+
+		It("is the commit of kluctl's last deployment, also while the bootstrap is not ready", func() {
+			Expect(newRevision(extension(kluctlStatus), kluctlDeployed(ready("True", "Success", "")))).To(Equal(commit))
+			Expect(newRevision(extension(kluctlStatus), kluctlDeployed(ready("False", "PrepareFailed", "x")))).To(Equal(commit))
+		})
+
+		It("is what the Kustomization applied, not what the GitRepository fetched", func() {
+			repo, ks := fluxApplied()
+			Expect(newRevision(extension(fluxStatus), repo, ks)).To(Equal(applied))
+		})
+
+		It("is not reported again once the providerStatus records it", func() {
+			recorded := fluxStatus.DeepCopy()
+			recorded.LastAppliedRevision = applied
+			repo, ks := fluxApplied()
+			Expect(newRevision(extension(recorded), repo, ks)).To(BeEmpty())
+		})
+
+		It("is not reported before the controller reports one, nor without a bootstrap", func() {
+			Expect(newRevision(extension(kluctlStatus), bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system"))).To(BeEmpty())
+			Expect(newRevision(extension(&fluxv1alpha1.FluxStatus{BootstrapMode: "kluctl"}), kluctlDeployed())).To(BeEmpty())
+		})
 	})
 })

@@ -272,6 +272,12 @@ type FluxStatus struct {
 	// Fingerprint is the SHA256 fingerprint of the deploy key.
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// LastAppliedRevision is the revision of the repository the bootstrap last applied in the
+	// shoot, as its controller reports it: the commit of kluctl's last deployment, the
+	// lastAppliedRevision of the Flux Kustomization (e.g. main@sha1:<commit>). The health check
+	// updates it within a sync period of the controller's report.
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
 	// DeployKeySecret is the garden Secret that holds the deploy key.
 	// +optional
 	DeployKeySecret string `json:"deployKeySecret,omitempty"`

@@ -469,6 +469,7 @@ func autoConvert_v1alpha1_FluxStatus_To_flux_FluxStatus(in *FluxStatus, out *flu
 	out.BootstrapMode = in.BootstrapMode
 	out.PublicKey = in.PublicKey
 	out.Fingerprint = in.Fingerprint
+	out.LastAppliedRevision = in.LastAppliedRevision
 	out.DeployKeySecret = in.DeployKeySecret
 	out.DeployKey = in.DeployKey
 	out.ProjectConfigHash = in.ProjectConfigHash
@@ -491,6 +492,7 @@ func autoConvert_flux_FluxStatus_To_v1alpha1_FluxStatus(in *flux.FluxStatus, out
 	out.BootstrapMode = in.BootstrapMode
 	out.PublicKey = in.PublicKey
 	out.Fingerprint = in.Fingerprint
+	out.LastAppliedRevision = in.LastAppliedRevision
 	out.DeployKeySecret = in.DeployKeySecret
 	out.DeployKey = in.DeployKey
 	out.ProjectConfigHash = in.ProjectConfigHash
