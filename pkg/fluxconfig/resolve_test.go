@@ -562,6 +562,12 @@ bootstrap:
 			Expect(err).To(MatchError("Extension providerConfig: spec.providerConfig: must be a FluxConfig object"))
 		})
 
+		It("rejects the providerConfig of the later 23technologies extension, naming its API group", func() {
+			_, err := resolve(nil, raw(`{"apiVersion":"flux.extensions.gardener.cloud/v1alpha1","kind":"FluxConfig","flux":{"version":"v2.0.0"},`+
+				`"source":{"template":{"spec":{"url":"https://github.com/example/fleet"}}},"kustomization":{"template":{"spec":{"path":"clusters/dev"}}}}`))
+			Expect(err).To(MatchError(`Extension providerConfig: spec.providerConfig: apiVersion and kind must be shoot-flux.extensions.gardener.cloud/v1alpha1 FluxConfig or be omitted, got flux.extensions.gardener.cloud/v1alpha1 FluxConfig`))
+		})
+
 		It("rejects another kind", func() {
 			_, err := resolve(nil, raw(`{"apiVersion":"v1","kind":"ConfigMap"}`))
 			Expect(err).To(MatchError(`Extension providerConfig: spec.providerConfig: apiVersion and kind must be shoot-flux.extensions.gardener.cloud/v1alpha1 FluxConfig or be omitted, got v1 ConfigMap`))

@@ -138,8 +138,17 @@ var (
 	// A segment starting with a capital is a Go identifier: `bootstrap.ShootInfoFromCluster`.
 	dottedPath = regexp.MustCompile(`^[a-z][A-Za-z0-9]*(\.[a-z][A-Za-z0-9]*)*(\.\*)?$`)
 	// fileSuffixes end names that are files, not paths: `config.yaml`, `identity.pub`.
-	fileSuffixes = []string{".yaml", ".yml", ".json", ".md", ".go", ".sh", ".pub", ".asc", ".agekey", ".kubeconfig", ".tgz"}
+	// API groups and host names end like domains: `flux.extensions.gardener.cloud`.
+	fileSuffixes = []string{".yaml", ".yml", ".json", ".md", ".go", ".sh", ".pub", ".asc", ".agekey", ".kubeconfig", ".tgz", ".cloud", ".io", ".com"}
 )
+
+// foreignPaths are fields of other APIs that share a first segment with this repository's, by the
+// section allowed to name them: the migration notes quote the later 23technologies FluxConfig.
+var foreignPaths = map[string]map[string]bool{
+	"Migrating from the 23technologies extension": {
+		"source.template": true, "source.template.spec.url": true, "flux.registry": true,
+	},
+}
 
 // unresolvedPaths returns the dotted paths of the docs that start like a path of one of the
 // namespaces but exist in none of them, with where they are.
@@ -151,7 +160,7 @@ func unresolvedPaths(docs []document) []string {
 		for _, s := range d.codeSpans() {
 			// `a.b, c.d` lists several.
 			for _, ref := range strings.Split(s.text, ", ") {
-				if !dottedPath.MatchString(ref) || !strings.Contains(ref, ".") || hasAnySuffix(ref, fileSuffixes) {
+				if !dottedPath.MatchString(ref) || !strings.Contains(ref, ".") || hasAnySuffix(ref, fileSuffixes) || foreignPaths[s.line.section][ref] {
 					continue
 				}
 				path := strings.Split(ref, ".")
