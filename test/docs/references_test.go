@@ -201,7 +201,6 @@ func binaryFlags() map[string]*pflag.FlagSet {
 // sandbox runs); a flag of this repository's binaries is never named there.
 var foreignFlagSections = map[string]bool{
 	"Flux controllers in the sandbox's shoots": true,
-	"Adding a Flux or kluctl release":          true,
 }
 
 var longFlag = regexp.MustCompile(`(?:^|\s)--([a-z][a-z0-9-]*)`)
