@@ -54,17 +54,22 @@ func fluxDefaults() (fluxconfig.Defaults, validation.SupportedVersions) {
 		validation.SupportedVersions{Flux: manifests.FluxVersions(), Kluctl: manifests.KluctlVersions()}
 }
 
+// operatorExtension builds the kustomize overlay example/extension: the one operator Extension.
+func operatorExtension() (*unstructured.Unstructured, *operatorv1alpha1.Extension) {
+	GinkgoHelper()
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot, "example", "extension"))
+	Expect(err).NotTo(HaveOccurred())
+	out, err := resMap.AsYaml()
+	Expect(err).NotTo(HaveOccurred())
+	objs, err := decodeObjects(out)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(objs).To(HaveLen(1))
+	return objs[0], typed[operatorv1alpha1.Extension](objs[0])
+}
+
 var _ = Describe("examples", func() {
 	It("operator Extension (kustomize overlay) passes gardener-operator's validation and the CRD", func(ctx SpecContext) {
-		resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot, "example", "extension"))
-		Expect(err).NotTo(HaveOccurred())
-		out, err := resMap.AsYaml()
-		Expect(err).NotTo(HaveOccurred())
-		objs, err := decodeObjects(out)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(objs).To(HaveLen(1))
-
-		ext := typed[operatorv1alpha1.Extension](objs[0])
+		obj, ext := operatorExtension()
 		Expect(noFieldErrors(operatorvalidation.ValidateExtension(ext))).To(Succeed())
 		Expect(ext.Spec.Resources).To(ConsistOf(gardencorev1beta1.ControllerResource{Kind: extensionsv1alpha1.ExtensionResource, Type: constants.ExtensionType}))
 		Expect(ext.Spec.Deployment.ExtensionDeployment.InjectGardenKubeconfig).To(HaveValue(BeTrue()))
@@ -74,17 +79,11 @@ var _ = Describe("examples", func() {
 		Expect(ext.Annotations).To(HaveKeyWithValue(v1beta1constants.AnnotationPodSecurityEnforce, registration.Annotations[v1beta1constants.AnnotationPodSecurityEnforce]),
 			"gardener-operator copies the annotation into its ControllerRegistration: both ways to register must set the same")
 
-		Expect(dryRunApply(ctx, objs[0])).To(Succeed())
+		Expect(dryRunApply(ctx, obj)).To(Succeed())
 	})
 
 	It("operator Extension runs the image of the chart's release: the chart's default", func() {
-		resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot, "example", "extension"))
-		Expect(err).NotTo(HaveOccurred())
-		out, err := resMap.AsYaml()
-		Expect(err).NotTo(HaveOccurred())
-		objs, err := decodeObjects(out)
-		Expect(err).NotTo(HaveOccurred())
-		ext := typed[operatorv1alpha1.Extension](objs[0])
+		_, ext := operatorExtension()
 
 		// gardener-operator hands the Extension's values to gardenlet, which adds its own.
 		values := map[string]any{}

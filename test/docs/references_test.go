@@ -87,6 +87,18 @@ func typeTree(t reflect.Type) keyTree {
 		return keyTree{}
 	}
 	tree := keyTree{}
+	eachJSONField(t, func(name string, ft reflect.Type) {
+		tree[name] = typeTree(ft)
+	})
+	return tree
+}
+
+// eachJSONField calls fn with the JSON name and type of every field of the struct type t, the
+// fields of inlined structs included.
+func eachJSONField(t reflect.Type, fn func(name string, ft reflect.Type)) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -94,17 +106,14 @@ func typeTree(t reflect.Type) keyTree {
 			continue
 		}
 		if f.Anonymous || strings.Contains(opts, "inline") {
-			for k, v := range typeTree(f.Type) {
-				tree[k] = v
-			}
+			eachJSONField(f.Type, fn)
 			continue
 		}
 		if name == "" {
 			name = f.Name
 		}
-		tree[name] = typeTree(f.Type)
+		fn(name, f.Type)
 	}
-	return tree
 }
 
 // namespaces are the places a dotted path in the docs can name: the values of every chart (the

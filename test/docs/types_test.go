@@ -54,20 +54,10 @@ func fieldTypes(t reflect.Type, prefix string, out map[string]string) {
 	if t.Kind() != reflect.Struct || t == durationType || t == rawExtensionType {
 		return
 	}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if f.Anonymous || strings.Contains(opts, "inline") {
-			fieldTypes(f.Type, prefix, out)
-			continue
-		}
-		path := prefix + name
-		out[path] = docType(f.Type)
-		fieldTypes(f.Type, path+".", out)
-	}
+	eachJSONField(t, func(name string, ft reflect.Type) {
+		out[prefix+name] = docType(ft)
+		fieldTypes(ft, prefix+name+".", out)
+	})
 }
 
 // valueTypes lists the doc type of every path of a values file, from its defaults.
