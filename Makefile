@@ -4,8 +4,17 @@ REPO_ROOT      := $(shell pwd)
 VERSION        := $(shell cat VERSION)
 EXTENSION_NAME := gardener-extension-shoot-flux
 ADMISSION_NAME := $(EXTENSION_NAME)-admission
-REGISTRY       ?= europe-docker.pkg.dev/gardener-project/public/extensions
-IMAGE_TAG      ?= $(VERSION)
+# VERSION is the only place the release is written: the image tags, the charts' version and
+# appVersion (hack/update-chart-versions.sh) and the OCI refs of the examples derive from it.
+# Images go to $(REGISTRY)/extensions, charts to $(REGISTRY)/charts/extensions (see
+# docs/development.md#publishing); the charts' default image repository is this default.
+REGISTRY       ?= europe-docker.pkg.dev/gardener-project/public
+DEFAULT_REGISTRY := europe-docker.pkg.dev/gardener-project/public
+IMAGE_REPOSITORY := $(REGISTRY)/extensions
+CHART_REPOSITORY := $(REGISTRY)/charts/extensions
+CHART_BUILD      := $(REPO_ROOT)/bin/charts
+DOCKER ?= docker
+HELM   ?= helm
 
 # gardener's gozstd ships a prebuilt library that fails to link with cgo: everything is built
 # and tested without cgo (and therefore without -race).
@@ -52,8 +61,34 @@ install:
 
 .PHONY: docker-images
 docker-images:
-	docker build --build-arg EFFECTIVE_VERSION=$(VERSION) -t $(REGISTRY)/$(EXTENSION_NAME):$(IMAGE_TAG) --target $(EXTENSION_NAME) .
-	docker build --build-arg EFFECTIVE_VERSION=$(VERSION) -t $(REGISTRY)/$(ADMISSION_NAME):$(IMAGE_TAG) --target $(ADMISSION_NAME) .
+	$(DOCKER) build --build-arg EFFECTIVE_VERSION=$(VERSION) -t $(IMAGE_REPOSITORY)/$(EXTENSION_NAME):$(VERSION) --target $(EXTENSION_NAME) .
+	$(DOCKER) build --build-arg EFFECTIVE_VERSION=$(VERSION) -t $(IMAGE_REPOSITORY)/$(ADMISSION_NAME):$(VERSION) --target $(ADMISSION_NAME) .
+
+.PHONY: docker-push
+docker-push: docker-images
+	$(DOCKER) push $(IMAGE_REPOSITORY)/$(EXTENSION_NAME):$(VERSION)
+	$(DOCKER) push $(IMAGE_REPOSITORY)/$(ADMISSION_NAME):$(VERSION)
+
+# chart-push packages the chart in directory $(1), published as $(2), and pushes it to
+# $(CHART_REPOSITORY)/$(2):$(VERSION). A copy is packaged so that the default image repository of
+# the published chart is the one the images were pushed to.
+define chart-push
+	rm -rf $(CHART_BUILD)/$(2) && mkdir -p $(CHART_BUILD) && cp -R $(1) $(CHART_BUILD)/$(2)
+	find $(CHART_BUILD)/$(2) -name values.yaml -exec sed -i 's|repository: $(DEFAULT_REGISTRY)/extensions/|repository: $(IMAGE_REPOSITORY)/|' {} +
+	$(HELM) package $(CHART_BUILD)/$(2) --version $(VERSION) --app-version $(VERSION) --destination $(CHART_BUILD)
+	$(HELM) push $(CHART_BUILD)/$(2)-$(VERSION).tgz oci://$(CHART_REPOSITORY)
+endef
+
+.PHONY: chart-push
+chart-push:
+	$(call chart-push,charts/$(EXTENSION_NAME),$(EXTENSION_NAME))
+	$(call chart-push,charts/$(ADMISSION_NAME)/charts/application,$(ADMISSION_NAME)-application)
+	$(call chart-push,charts/$(ADMISSION_NAME)/charts/runtime,$(ADMISSION_NAME)-runtime)
+	$(call chart-push,charts/$(ADMISSION_NAME),$(ADMISSION_NAME))
+
+# push publishes both images and all charts of VERSION to REGISTRY (docker and helm logged in).
+.PHONY: push
+push: docker-push chart-push
 
 .PHONY: vendor
 vendor:

@@ -4,6 +4,7 @@ package charts
 
 import "embed"
 
+//go:generate ../hack/update-chart-versions.sh
 //go:generate ../hack/generate-controller-registration.sh
 
 const (

@@ -12,7 +12,9 @@ import (
 
 // merge applies the fields src sets onto dst: scalars and lists replace, sections merge recursively,
 // source.ref and bootstrap.kluctl.decryption replace as a whole, bootstrap.kluctl.args is applied as
-// a JSON merge patch (RFC 7386). src is not modified and shares no memory with dst afterwards.
+// a JSON merge patch (RFC 7386). Two fields stand for more than themselves: source.url drops the
+// lower layers' source.knownHosts, and source.path their bootstrap.flux.path. src is not modified
+// and shares no memory with dst afterwards.
 func merge(dst, src *v1alpha1.FluxConfig) error {
 	src = src.DeepCopy()
 
@@ -50,8 +52,18 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 		}
 		override(&d.Path, s.Path)
 		override(&d.Type, s.Type)
+		// Host keys belong to the host of the layer's repository. Inherited by a layer that points
+		// to another URL, they would replace the host key scan and fail only inside the shoot.
+		if s.URL != nil && s.KnownHosts == nil {
+			d.KnownHosts = nil
+		}
 		override(&d.KnownHosts, s.KnownHosts)
 		override(&d.SecretResourceName, s.SecretResourceName)
+		// bootstrap.flux.path defaults to source.path: a path this layer sets must not be hidden by
+		// a lower layer's bootstrap.flux.path. One of this layer's own beats it (merged below).
+		if s.Path != nil && dst.Bootstrap != nil && dst.Bootstrap.Flux != nil {
+			dst.Bootstrap.Flux.Path = nil
+		}
 	}
 
 	if s := src.Bootstrap; s != nil {

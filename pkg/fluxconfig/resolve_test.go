@@ -390,6 +390,72 @@ bootstrap:
 			Expect(cfg).To(Equal(want))
 		})
 
+		Describe("source.knownHosts belongs to the URL of its layer", func() {
+			const projectHosts = "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+			projectConfigMap := func() *corev1.ConfigMap {
+				cm := configMap(legacyData())
+				cm.Data["config.yaml"] = "source:\n  knownHosts: " + projectHosts + "\n"
+				return cm
+			}
+
+			It("applies the project's knownHosts to the project's repository", func() {
+				cfg, err := resolve(projectConfigMap(), raw(`{"source":{"path":"clusters/dev"}}`))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(cfg.Source.KnownHosts).To(Equal(projectHosts))
+			})
+
+			It("drops the project's knownHosts for a shoot that sets its own URL", func() {
+				cfg, err := resolve(projectConfigMap(), raw(`{"source":{"url":"ssh://git@git.example.com/team/fleet"}}`))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(cfg.Source.URL).To(Equal("ssh://git@git.example.com/team/fleet"))
+				Expect(cfg.Source.KnownHosts).To(BeEmpty())
+			})
+
+			It("keeps the knownHosts a shoot sets with its URL", func() {
+				const shootHosts = "git.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+				cfg, err := resolve(projectConfigMap(), raw(`{"source":{"url":"ssh://git@git.example.com/team/fleet","knownHosts":"`+shootHosts+`"}}`))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(cfg.Source.KnownHosts).To(Equal(shootHosts))
+			})
+		})
+
+		Describe("the Flux path: a shoot's value beats the project's, whichever field sets it", func() {
+			projectConfigMap := func(configYAML string) *corev1.ConfigMap {
+				cm := configMap(legacyData())
+				cm.Data["config.yaml"] = "bootstrap:\n  mode: flux\n" + configYAML
+				return cm
+			}
+			flux := `{"flux":{"components":["source-controller","kustomize-controller"]}`
+
+			It("applies the shoot's source.path over the project's bootstrap.flux.path", func() {
+				cfg, err := resolve(projectConfigMap("  flux:\n    path: clusters/all\n"), raw(flux+`,"source":{"path":"clusters/dev"}}`))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(cfg.Source.Path).To(Equal("clusters/dev"))
+				Expect(cfg.Bootstrap.Flux.Path).To(Equal("clusters/dev"))
+			})
+
+			It("applies the shoot's bootstrap.flux.path over the project's source.path", func() {
+				cm := projectConfigMap("")
+				cm.Data["config.yaml"] += "source:\n  path: clusters/all\n"
+				cfg, err := resolve(cm, raw(flux+`,"bootstrap":{"flux":{"path":"clusters/dev/apps"}}}`))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(cfg.Bootstrap.Flux.Path).To(Equal("clusters/dev/apps"))
+			})
+
+			It("keeps the project's bootstrap.flux.path for a shoot that sets no path", func() {
+				cfg, err := resolve(projectConfigMap("  flux:\n    path: clusters/all\n"), raw(flux+`}`))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(cfg.Bootstrap.Flux.Path).To(Equal("clusters/all"))
+			})
+
+			It("prefers bootstrap.flux.path over source.path of the same layer", func() {
+				cfg, err := resolve(projectConfigMap(""), raw(flux+`,"source":{"path":"clusters/dev"},"bootstrap":{"flux":{"path":"clusters/dev/apps"}}}`))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(cfg.Source.Path).To(Equal("clusters/dev"))
+				Expect(cfg.Bootstrap.Flux.Path).To(Equal("clusters/dev/apps"))
+			})
+		})
+
 		It("supplies the source of a shoot in a project without ConfigMap", func() {
 			Expect(resolve(nil, raw(`{"source":{"url":"ssh://git@github.com/owner/repo"}}`))).To(Equal(legacyResult()))
 		})
@@ -494,6 +560,12 @@ bootstrap:
 		It("rejects JSON that is not an object", func() {
 			_, err := resolve(nil, raw(`["source"]`))
 			Expect(err).To(MatchError("Extension providerConfig: spec.providerConfig: must be a FluxConfig object"))
+		})
+
+		It("rejects the providerConfig of the later 23technologies extension, naming its API group", func() {
+			_, err := resolve(nil, raw(`{"apiVersion":"flux.extensions.gardener.cloud/v1alpha1","kind":"FluxConfig","flux":{"version":"v2.0.0"},`+
+				`"source":{"template":{"spec":{"url":"https://github.com/example/fleet"}}},"kustomization":{"template":{"spec":{"path":"clusters/dev"}}}}`))
+			Expect(err).To(MatchError(`Extension providerConfig: spec.providerConfig: apiVersion and kind must be shoot-flux.extensions.gardener.cloud/v1alpha1 FluxConfig or be omitted, got flux.extensions.gardener.cloud/v1alpha1 FluxConfig`))
 		})
 
 		It("rejects another kind", func() {

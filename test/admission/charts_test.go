@@ -3,7 +3,9 @@ package admission_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/gardener/gardener/pkg/chartrenderer"
@@ -277,7 +279,9 @@ var _ = Describe("Admission charts", func() {
 			Expect(pod.ServiceAccountName).To(Equal(find(objs, "ServiceAccount").GetName()))
 			Expect(pod.Containers).To(HaveLen(1))
 			container := pod.Containers[0]
-			Expect(container.Image).To(Equal("europe-docker.pkg.dev/gardener-project/public/extensions/gardener-extension-shoot-flux-admission:latest"))
+			version, err := os.ReadFile(filepath.Join("..", "..", "VERSION"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(container.Image).To(Equal("europe-docker.pkg.dev/gardener-project/public/extensions/gardener-extension-shoot-flux-admission:" + strings.TrimSpace(string(version))))
 
 			cmd := app.NewAdmissionCommand()
 			Expect(cmd.ParseFlags(container.Args)).To(Succeed())

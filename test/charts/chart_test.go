@@ -40,9 +40,16 @@ import (
 const (
 	namespace      = "extension-shoot-flux-x7k2p"
 	deploymentName = charts.ExtensionChartName
-	// defaultImage is the image the chart deploys without an image override.
-	defaultImage = "europe-docker.pkg.dev/gardener-project/public/extensions/gardener-extension-shoot-flux:latest"
+	// defaultImageRepository is the image repository the chart deploys without an image override.
+	defaultImageRepository = "europe-docker.pkg.dev/gardener-project/public/extensions/gardener-extension-shoot-flux"
 )
+
+// defaultImage is the image the chart deploys without an image override: the release of the
+// VERSION file, never a moving tag.
+func defaultImage() string {
+	GinkgoHelper()
+	return defaultImageRepository + ":" + strings.TrimSpace(string(readRepoFile("VERSION")))
+}
 
 // customValues sets every value that changes what the chart renders.
 func customValues() map[string]any {
@@ -168,7 +175,7 @@ var _ = Describe("extension chart", func() {
 
 		It("runs the controller with the flags of its options and gardenlet's version", func() {
 			c := containerOf(objs)
-			Expect(c.Image).To(Equal(defaultImage))
+			Expect(c.Image).To(Equal(defaultImage()))
 			Expect(c.ImagePullPolicy).To(Equal(corev1.PullIfNotPresent))
 			Expect(c.Args).To(Equal([]string{
 				"--config=/etc/shoot-flux/config.yaml",

@@ -2,6 +2,7 @@ package charts_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,6 +18,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
@@ -51,24 +54,70 @@ func fluxDefaults() (fluxconfig.Defaults, validation.SupportedVersions) {
 		validation.SupportedVersions{Flux: manifests.FluxVersions(), Kluctl: manifests.KluctlVersions()}
 }
 
+// operatorExtension builds the kustomize overlay example/extension: the one operator Extension.
+func operatorExtension() (*unstructured.Unstructured, *operatorv1alpha1.Extension) {
+	GinkgoHelper()
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot, "example", "extension"))
+	Expect(err).NotTo(HaveOccurred())
+	out, err := resMap.AsYaml()
+	Expect(err).NotTo(HaveOccurred())
+	objs, err := decodeObjects(out)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(objs).To(HaveLen(1))
+	return objs[0], typed[operatorv1alpha1.Extension](objs[0])
+}
+
 var _ = Describe("examples", func() {
 	It("operator Extension (kustomize overlay) passes gardener-operator's validation and the CRD", func(ctx SpecContext) {
-		resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot, "example", "extension"))
-		Expect(err).NotTo(HaveOccurred())
-		out, err := resMap.AsYaml()
-		Expect(err).NotTo(HaveOccurred())
-		objs, err := decodeObjects(out)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(objs).To(HaveLen(1))
-
-		ext := typed[operatorv1alpha1.Extension](objs[0])
+		obj, ext := operatorExtension()
 		Expect(noFieldErrors(operatorvalidation.ValidateExtension(ext))).To(Succeed())
 		Expect(ext.Spec.Resources).To(ConsistOf(gardencorev1beta1.ControllerResource{Kind: extensionsv1alpha1.ExtensionResource, Type: constants.ExtensionType}))
 		Expect(ext.Spec.Deployment.ExtensionDeployment.InjectGardenKubeconfig).To(HaveValue(BeTrue()))
 		version := strings.TrimSpace(string(readRepoFile("VERSION")))
 		Expect(*ext.Spec.Deployment.ExtensionDeployment.Helm.OCIRepository.Ref).To(HaveSuffix(":"+version), "example/extension/base is stale: run `go generate ./example`")
+		_, registration := decodeRegistration()
+		Expect(ext.Annotations).To(HaveKeyWithValue(v1beta1constants.AnnotationPodSecurityEnforce, registration.Annotations[v1beta1constants.AnnotationPodSecurityEnforce]),
+			"gardener-operator copies the annotation into its ControllerRegistration: both ways to register must set the same")
 
-		Expect(dryRunApply(ctx, objs[0])).To(Succeed())
+		Expect(dryRunApply(ctx, obj)).To(Succeed())
+	})
+
+	It("operator Extension runs the image of the chart's release: the chart's default", func() {
+		_, ext := operatorExtension()
+
+		// gardener-operator hands the Extension's values to gardenlet, which adds its own.
+		values := map[string]any{}
+		if v := ext.Spec.Deployment.ExtensionDeployment.Values; v != nil {
+			Expect(json.Unmarshal(v.Raw, &values)).To(Succeed())
+		}
+		d := typed[appsv1.Deployment](find(mustRender(namespace, merge(values, gardenletValues())), "Deployment", deploymentName))
+		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(defaultImage()))
+	})
+
+	It("every chart's version and appVersion are the VERSION file (hack/update-chart-versions.sh)", func() {
+		version := strings.TrimSpace(string(readRepoFile("VERSION")))
+		charts, err := filepath.Glob(filepath.Join(repoRoot, "charts", "*", "Chart.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		subcharts, err := filepath.Glob(filepath.Join(repoRoot, "charts", "*", "charts", "*", "Chart.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(charts) + len(subcharts)).To(BeNumerically(">=", 4))
+		for _, path := range append(charts, subcharts...) {
+			data, err := os.ReadFile(path)
+			Expect(err).NotTo(HaveOccurred())
+			var meta struct {
+				Version      string `json:"version"`
+				AppVersion   string `json:"appVersion"`
+				Dependencies []struct {
+					Version string `json:"version"`
+				} `json:"dependencies"`
+			}
+			Expect(yaml.Unmarshal(data, &meta)).To(Succeed())
+			Expect(meta.Version).To(Equal(version), "%s is stale: run `go generate ./charts`", path)
+			Expect(meta.AppVersion).To(Equal(version), "%s is stale: run `go generate ./charts`", path)
+			for _, dep := range meta.Dependencies {
+				Expect(dep.Version).To(Equal(version), "%s is stale: run `go generate ./charts`", path)
+			}
+		}
 	})
 
 	It("Shoot: the providerConfig is a valid FluxConfig whose credentials are among the Shoot's resources", func() {

@@ -1,0 +1,214 @@
+package docs_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+)
+
+var (
+	durationType   = reflect.TypeFor[metav1.Duration]()
+	goDurationType = reflect.TypeFor[time.Duration]()
+)
+
+// docType is the name the docs give a Go field's type.
+func docType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == durationType, t == goDurationType:
+		return "duration"
+	case t == rawExtensionType, t.Kind() == reflect.Struct:
+		return "object"
+	case t.Kind() == reflect.String:
+		return "string"
+	case t.Kind() == reflect.Bool:
+		return "boolean"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		return "integer"
+	case t.Kind() == reflect.Slice:
+		return "[]" + docType(t.Elem())
+	case t.Kind() == reflect.Map:
+		return "map[string]" + docType(t.Elem())
+	}
+	return t.String()
+}
+
+// fieldTypes lists the doc type of every JSON path of a Go API type.
+func fieldTypes(t reflect.Type, prefix string, out map[string]string) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || t == durationType || t == rawExtensionType {
+		return
+	}
+	eachJSONField(t, func(name string, ft reflect.Type) {
+		out[prefix+name] = docType(ft)
+		fieldTypes(ft, prefix+name+".", out)
+	})
+}
+
+// valueTypes lists the doc type of every path of a values file, from its defaults.
+func valueTypes(v any, prefix string, out map[string]string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, sub := range v {
+			out[prefix+k] = yamlType(sub)
+			valueTypes(sub, prefix+k+".", out)
+		}
+	}
+}
+
+func yamlType(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "[]"
+	case bool:
+		return "boolean"
+	case float64, int64:
+		return "integer"
+	}
+	return "string"
+}
+
+// typeMatches tells whether a documented type names the derived one: exactly, with a remark in
+// parentheses ("string (quantity)") or as one of alternatives ("object or string"); a list
+// documented with its element type matches an empty default list.
+func typeMatches(documented, derived string) bool {
+	for _, alt := range strings.Split(documented, " or ") {
+		alt, _, _ = strings.Cut(alt, " (")
+		if alt == derived || (derived == "[]" && strings.HasPrefix(alt, "[]")) {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldTable is a table of docs whose rows name fields or values in the first column.
+type fieldTable struct {
+	doc     document
+	header  line
+	columns []string
+	rows    []line
+}
+
+func cellsOf(l string) []string {
+	cells := strings.Split(strings.Trim(strings.TrimSpace(l), "|"), " | ")
+	for i := range cells {
+		cells[i] = strings.TrimSpace(cells[i])
+	}
+	return cells
+}
+
+// fieldTables returns the tables whose first column is a Field or a Value.
+func fieldTables(docs []document) []fieldTable {
+	var tables []fieldTable
+	for _, d := range docs {
+		var current *fieldTable
+		for _, l := range d.lines {
+			if !strings.HasPrefix(l.text, "|") {
+				current = nil
+				continue
+			}
+			if current == nil {
+				cells := cellsOf(l.text)
+				if cells[0] == "Field" || cells[0] == "Value" {
+					tables = append(tables, fieldTable{doc: d, header: l, columns: cells})
+					current = &tables[len(tables)-1]
+				}
+				continue
+			}
+			if !strings.HasPrefix(l.text, "|---") {
+				current.rows = append(current.rows, l)
+			}
+		}
+	}
+	return tables
+}
+
+// typeProblems checks that every field table has a Type column and that each row's type is the
+// type of the field or value it names: a value of the extension chart, or a field of the APIs
+// whose path ends with the name (tables of a section name fields relative to it).
+func typeProblems(docs []document) []string {
+	GinkgoHelper()
+	fields := map[string]string{}
+	fieldTypes(reflect.TypeFor[fluxv1alpha1.FluxConfig](), "", fields)
+	fieldTypes(reflect.TypeFor[configv1alpha1.ControllerConfiguration](), "", fields)
+	data, err := os.ReadFile(filepath.Join(repoRoot, "charts/gardener-extension-shoot-flux/values.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	var defaults map[string]any
+	Expect(yaml.Unmarshal(data, &defaults)).To(Succeed())
+	values := map[string]string{}
+	valueTypes(defaults, "", values)
+
+	var problems []string
+	for _, t := range fieldTables(docs) {
+		if len(t.columns) < 2 || t.columns[1] != "Type" {
+			problems = append(problems, t.doc.where(t.header.number)+": no Type column")
+			continue
+		}
+		for _, row := range t.rows {
+			cells := cellsOf(row.text)
+			documented := cells[1]
+			for _, m := range inlineCode.FindAllStringSubmatch(cells[0], -1) {
+				name := strings.TrimSuffix(m[1], ".*")
+				derived := map[string]bool{}
+				if t.columns[0] == "Value" {
+					if v, ok := values[name]; ok {
+						derived[v] = true
+					}
+				} else {
+					for path, typ := range fields {
+						if path == name || strings.HasSuffix(path, "."+name) {
+							derived[typ] = true
+						}
+					}
+				}
+				if len(derived) == 0 {
+					problems = append(problems, t.doc.where(row.number)+": `"+name+"` names no "+strings.ToLower(t.columns[0]))
+					continue
+				}
+				for typ := range derived {
+					if !typeMatches(documented, typ) {
+						problems = append(problems, t.doc.where(row.number)+": `"+name+"` is "+typ+", documented as "+documented)
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+var _ = Describe("field tables in the docs", func() {
+	It("have a Type column with the type of each field and value", func() {
+		tables := fieldTables(documents())
+		Expect(len(tables)).To(BeNumerically(">=", 8))
+		Expect(typeProblems(documents())).To(BeEmpty())
+	})
+
+	It("fail on a missing Type column and on a wrong type", func() {
+		docs := []document{parseDocument("docs/x.md", "| Field | Default | Meaning |\n|---|---|---|\n| `source.url` | none | x |\n\n"+
+			"| Field | Type | Default |\n|---|---|---|\n| `prune` | string | x |\n| `interval` | duration | x |\n\n"+
+			"| Value | Type | Default |\n|---|---|---|\n| `replicaCount` | boolean | 1 |\n| `image.tag` | string | x |\n")}
+		Expect(typeProblems(docs)).To(ConsistOf(
+			"docs/x.md:1: no Type column",
+			"docs/x.md:7: `prune` is boolean, documented as string",
+			"docs/x.md:12: `replicaCount` is integer, documented as boolean",
+		))
+	})
+})
