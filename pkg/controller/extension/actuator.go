@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
@@ -107,10 +108,9 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return fmt.Errorf("failed determining the controller images: %w", err)
 	}
 	hibernated := isHibernated(cluster)
-	ctrls := a.controllers(ex.Namespace, values)
 	// The bootstrap objects need the CRDs and namespaces of the controllers.
-	if err := deployAndWait(ctx, ctrls, hibernated); err != nil {
-		return fmt.Errorf("failed deploying the controllers: %w", err)
+	if err := a.reconcileControllers(ctx, log, ex.Namespace, cfg, values, hibernated, status); err != nil {
+		return err
 	}
 
 	if in.values == nil {
@@ -122,6 +122,64 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	}
 
 	return a.updateStatus(ctx, ex, status)
+}
+
+// reconcileControllers deploys the controllers ManagedResource according to flux.management. In
+// mode handover it is deployed and applied once, then handed over: the resource manager ignores it
+// from then on, so that the user's repository can manage the controllers. Mode continuous takes a
+// handed-over ManagedResource back, and the resource manager reverts the user's changes.
+func (a *actuator) reconcileControllers(ctx context.Context, log logr.Logger, namespace string, cfg *fluxapi.FluxConfig, values controllers.Values, hibernated bool, status *fluxv1alpha1.FluxStatus) error {
+	status.Management = string(cfg.Flux.Management)
+	ctrls := a.controllers(namespace, values)
+	handover, err := ctrls.HandedOver(ctx)
+	if err != nil {
+		return err
+	}
+
+	if cfg.Flux.Management == fluxapi.ManagementHandover && handover != nil {
+		status.HandedOverAt = &handover.At
+		status.HandedOverVersion = handover.Version
+		if handover.Version == cfg.Flux.Version {
+			return nil
+		}
+		status.Warnings = append(status.Warnings, fmt.Sprintf(
+			"flux.version selects %s, but the controllers were handed over with %s (flux.management handover): the extension does not change them; set flux.management to continuous to roll it out",
+			cfg.Flux.Version, handover.Version))
+		// The status tells what the shoot runs, as far as the extension installed it; the downgrade
+		// check compares with it before a takeover rolls the selection out.
+		status.FluxVersion = handover.Version
+		installed := values.Flux
+		installed.Version = handover.Version
+		if images, err := manifests.Images(installed, values.Kluctl); err == nil {
+			status.Images = images
+		} else {
+			log.Info("Reporting the images of the selected release instead of the handed-over one", "reason", err.Error())
+		}
+		return nil
+	}
+
+	if handover != nil {
+		log.Info("Taking the controllers over again", "handedOverVersion", handover.Version)
+		if err := ctrls.TakeOver(ctx); err != nil {
+			return fmt.Errorf("failed taking the controllers over: %w", err)
+		}
+	}
+	if err := deployAndWait(ctx, ctrls, hibernated); err != nil {
+		return fmt.Errorf("failed deploying the controllers: %w", err)
+	}
+	// A hibernated shoot's resource manager has not applied them yet: the handover waits for a
+	// reconcile after the wake-up.
+	if cfg.Flux.Management != fluxapi.ManagementHandover || hibernated {
+		return nil
+	}
+	h := managedresource.Handover{At: metav1.Now().Rfc3339Copy(), Version: cfg.Flux.Version}
+	log.Info("Handing the controllers over", "version", h.Version)
+	if err := ctrls.HandOver(ctx, h); err != nil {
+		return fmt.Errorf("failed handing the controllers over: %w", err)
+	}
+	status.HandedOverAt = &h.At
+	status.HandedOverVersion = h.Version
+	return nil
 }
 
 // Delete disables the extension for the shoot without taking anything from the user's workloads
@@ -148,7 +206,7 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 		if err := boot.DestroyKeepingObjects(ctx); err != nil {
 			return fmt.Errorf("failed removing the bootstrap objects: %w", err)
 		}
-		if err := a.controllers(ex.Namespace, controllers.Values{}).Destroy(ctx); err != nil {
+		if err := a.destroyControllers(ctx, log, ex.Namespace, false); err != nil {
 			return fmt.Errorf("failed removing the controllers: %w", err)
 		}
 		return a.forgetShootKeys(ctx, log, cluster)
@@ -162,14 +220,32 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 	if left {
 		log.Info("Left the bootstrap objects in the shoot: their controller did not remove its finalizers", "grace", grace)
 	}
-	ctrls := a.controllers(ex.Namespace, controllers.Values{})
-	if err := ctrls.Destroy(ctx); err != nil {
-		return fmt.Errorf("failed removing the controllers: %w", err)
-	}
-	if err := ctrls.WaitCleanup(ctx); err != nil {
+	if err := a.destroyControllers(ctx, log, ex.Namespace, true); err != nil {
 		return fmt.Errorf("failed removing the controllers: %w", err)
 	}
 	return a.forgetShootKeys(ctx, log, cluster)
+}
+
+// destroyControllers deletes the controllers ManagedResource. Handed-over controllers belong to the
+// user, whose repository may manage them: they stay in the shoot.
+func (a *actuator) destroyControllers(ctx context.Context, log logr.Logger, namespace string, wait bool) error {
+	ctrls := a.controllers(namespace, controllers.Values{})
+	handover, err := ctrls.HandedOver(ctx)
+	if err != nil {
+		return err
+	}
+	destroy := ctrls.Destroy
+	if handover != nil {
+		log.Info("Leaving the handed-over controllers in the shoot", "handedOverVersion", handover.Version)
+		destroy = ctrls.DestroyKeepingObjects
+	}
+	if err := destroy(ctx); err != nil {
+		return err
+	}
+	if !wait {
+		return nil
+	}
+	return ctrls.WaitCleanup(ctx)
 }
 
 // forgetShootKeys removes shoot-scoped deploy keys once the Shoot itself is deleted; disabling the
