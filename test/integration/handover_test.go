@@ -91,6 +91,16 @@ var _ = Describe("Letting Flux manage itself (flux.management handover) with the
 		Consistently(func(g Gomega) { g.Expect(userEnv(g, ctx, h)).To(Equal("handover")) }).WithTimeout(keptFor).Should(Succeed())
 		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
 
+		By("migrating the control plane: the handover moves with it")
+		Expect(h.Migrate(ctx, reconcileTimeout)).To(Succeed(), logs)
+		Expect(h.Restore(ctx)).To(Succeed())
+		_, err = h.WaitRestored(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred(), logs)
+		restored, err := h.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(restored.HandedOverAt.Equal(status.HandedOverAt)).To(BeTrue(), "handed over at %v, restored %v", status.HandedOverAt, restored.HandedOverAt)
+		Consistently(func(g Gomega) { g.Expect(userEnv(g, ctx, h)).To(Equal("handover")) }).WithTimeout(keptFor).Should(Succeed())
+
 		By("rotating the deploy key: the credentials still reach the shoot")
 		oldSecret, err := credentials(ctx, h, fluxNamespace)
 		Expect(err).NotTo(HaveOccurred())

@@ -211,14 +211,24 @@ var _ component.DeployWaiter = (*ManagedResource)(nil)
 
 // Deploy writes the Secret and the ManagedResource.
 func (m *ManagedResource) Deploy(ctx context.Context) error {
+	return m.deploy(ctx, nil)
+}
+
+// DeployHandedOver writes the Secret and the ManagedResource handed over from its creation on, so
+// that the resource manager never applies it: the objects in the shoot stay as they are.
+func (m *ManagedResource) DeployHandedOver(ctx context.Context, h Handover) error {
+	return m.deploy(ctx, handoverAnnotations(h))
+}
+
+func (m *ManagedResource) deploy(ctx context.Context, annotations map[string]string) error {
 	data, err := m.Data()
 	if err != nil {
 		return err
 	}
-	// The same unique name CreateForShoot gives the Secret; Wait looks for it. The name is a hash
-	// of the data, and the rest of the spec is the same for every write, so a ManagedResource
-	// that references it already has the content: CreateForShoot leaves it unchanged.
-	secretName, _ := managedresources.NewSecret(m.Client, m.Namespace, m.Name, data, true)
+	// The Secret's unique name is a hash of the data, and the rest of the spec is the same for
+	// every write, so a ManagedResource that references it already has the content: the write
+	// leaves it unchanged. Wait looks for the name.
+	secretName, secret := managedresources.NewSecret(m.Client, m.Namespace, m.Name, data, true)
 	m.written = Write{SecretName: secretName, At: time.Now(), TakenOver: m.takenOver}
 	existing := &resourcesv1alpha1.ManagedResource{}
 	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, existing); err != nil {
@@ -228,7 +238,14 @@ func (m *ManagedResource) Deploy(ctx context.Context) error {
 	} else if slices.ContainsFunc(existing.Spec.SecretRefs, func(ref corev1.LocalObjectReference) bool { return ref.Name == secretName }) {
 		m.written.UnchangedGeneration = existing.Generation
 	}
-	return managedresources.CreateForShoot(ctx, m.Client, m.Namespace, m.Name, constants.Origin, false, data)
+	if err := secret.Reconcile(ctx); err != nil {
+		return fmt.Errorf("failed writing the Secret of managed resource %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	mr := managedresources.NewForShoot(m.Client, m.Namespace, m.Name, constants.Origin, false).WithSecretRef(secretName).WithAnnotations(annotations)
+	if err := mr.Reconcile(ctx); err != nil {
+		return fmt.Errorf("failed writing managed resource %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	return nil
 }
 
 // Destroy deletes the ManagedResource and its Secrets; the resource manager deletes its objects.
@@ -292,11 +309,19 @@ func (m *ManagedResource) HandedOver(ctx context.Context) (*Handover, error) {
 // updates, re-creates nor deletes its objects (their owner is the shoot's owner now), and records
 // the handover for HandedOver.
 func (m *ManagedResource) HandOver(ctx context.Context, h Handover) error {
-	return m.patchAnnotations(ctx, map[string]any{
+	annotations := map[string]any{}
+	for k, v := range handoverAnnotations(h) {
+		annotations[k] = v
+	}
+	return m.patchAnnotations(ctx, annotations)
+}
+
+func handoverAnnotations(h Handover) map[string]string {
+	return map[string]string{
 		resourcesv1alpha1.Ignore:              "true",
 		constants.AnnotationHandedOverAt:      h.At.UTC().Format(time.RFC3339),
 		constants.AnnotationHandedOverVersion: h.Version,
-	})
+	}
 }
 
 // TakeOver ends a handover: the resource manager applies the ManagedResource again and reverts

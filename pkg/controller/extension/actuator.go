@@ -14,7 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
@@ -109,7 +109,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	}
 	hibernated := isHibernated(cluster)
 	// The bootstrap objects need the CRDs and namespaces of the controllers.
-	if err := a.reconcileControllers(ctx, log, ex.Namespace, cfg, values, hibernated, status); err != nil {
+	if err := a.reconcileControllers(ctx, log, ex, cfg, values, hibernated, status); err != nil {
 		return err
 	}
 
@@ -122,64 +122,6 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	}
 
 	return a.updateStatus(ctx, ex, status)
-}
-
-// reconcileControllers deploys the controllers ManagedResource according to flux.management. In
-// mode handover it is deployed and applied once, then handed over: the resource manager ignores it
-// from then on, so that the user's repository can manage the controllers. Mode continuous takes a
-// handed-over ManagedResource back, and the resource manager reverts the user's changes.
-func (a *actuator) reconcileControllers(ctx context.Context, log logr.Logger, namespace string, cfg *fluxapi.FluxConfig, values controllers.Values, hibernated bool, status *fluxv1alpha1.FluxStatus) error {
-	status.Management = string(cfg.Flux.Management)
-	ctrls := a.controllers(namespace, values)
-	handover, err := ctrls.HandedOver(ctx)
-	if err != nil {
-		return err
-	}
-
-	if cfg.Flux.Management == fluxapi.ManagementHandover && handover != nil {
-		status.HandedOverAt = &handover.At
-		status.HandedOverVersion = handover.Version
-		if handover.Version == cfg.Flux.Version {
-			return nil
-		}
-		status.Warnings = append(status.Warnings, fmt.Sprintf(
-			"flux.version selects %s, but the controllers were handed over with %s (flux.management handover): the extension does not change them; set flux.management to continuous to roll it out",
-			cfg.Flux.Version, handover.Version))
-		// The status tells what the shoot runs, as far as the extension installed it; the downgrade
-		// check compares with it before a takeover rolls the selection out.
-		status.FluxVersion = handover.Version
-		installed := values.Flux
-		installed.Version = handover.Version
-		if images, err := manifests.Images(installed, values.Kluctl); err == nil {
-			status.Images = images
-		} else {
-			log.Info("Reporting the images of the selected release instead of the handed-over one", "reason", err.Error())
-		}
-		return nil
-	}
-
-	if handover != nil {
-		log.Info("Taking the controllers over again", "handedOverVersion", handover.Version)
-		if err := ctrls.TakeOver(ctx); err != nil {
-			return fmt.Errorf("failed taking the controllers over: %w", err)
-		}
-	}
-	if err := deployAndWait(ctx, ctrls, hibernated); err != nil {
-		return fmt.Errorf("failed deploying the controllers: %w", err)
-	}
-	// A hibernated shoot's resource manager has not applied them yet: the handover waits for a
-	// reconcile after the wake-up.
-	if cfg.Flux.Management != fluxapi.ManagementHandover || hibernated {
-		return nil
-	}
-	h := managedresource.Handover{At: metav1.Now().Rfc3339Copy(), Version: cfg.Flux.Version}
-	log.Info("Handing the controllers over", "version", h.Version)
-	if err := ctrls.HandOver(ctx, h); err != nil {
-		return fmt.Errorf("failed handing the controllers over: %w", err)
-	}
-	status.HandedOverAt = &h.At
-	status.HandedOverVersion = h.Version
-	return nil
 }
 
 // Delete disables the extension for the shoot without taking anything from the user's workloads
@@ -224,28 +166,6 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 		return fmt.Errorf("failed removing the controllers: %w", err)
 	}
 	return a.forgetShootKeys(ctx, log, cluster)
-}
-
-// destroyControllers deletes the controllers ManagedResource. Handed-over controllers belong to the
-// user, whose repository may manage them: they stay in the shoot.
-func (a *actuator) destroyControllers(ctx context.Context, log logr.Logger, namespace string, wait bool) error {
-	ctrls := a.controllers(namespace, controllers.Values{})
-	handover, err := ctrls.HandedOver(ctx)
-	if err != nil {
-		return err
-	}
-	destroy := ctrls.Destroy
-	if handover != nil {
-		log.Info("Leaving the handed-over controllers in the shoot", "handedOverVersion", handover.Version)
-		destroy = ctrls.DestroyKeepingObjects
-	}
-	if err := destroy(ctx); err != nil {
-		return err
-	}
-	if !wait {
-		return nil
-	}
-	return ctrls.WaitCleanup(ctx)
 }
 
 // forgetShootKeys removes shoot-scoped deploy keys once the Shoot itself is deleted; disabling the
@@ -357,16 +277,28 @@ func (a *actuator) updateStatus(ctx context.Context, ex *extensionsv1alpha1.Exte
 	if err != nil {
 		return err
 	}
+	state, err := stateOf(status)
+	if err != nil {
+		return err
+	}
 	// Resyncs of unchanged shoots must not write.
-	if ex.Status.ProviderStatus != nil && jsonEqual(ex.Status.ProviderStatus.Raw, raw.Raw) {
+	if ex.Status.ProviderStatus != nil && jsonEqual(ex.Status.ProviderStatus.Raw, raw.Raw) && rawEqual(ex.Status.State, state) {
 		return nil
 	}
 	patch := client.MergeFrom(ex.DeepCopy())
 	ex.Status.ProviderStatus = raw
+	ex.Status.State = state
 	if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
 		return fmt.Errorf("failed updating provider status: %w", err)
 	}
 	return nil
+}
+
+func rawEqual(a, b *runtime.RawExtension) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return jsonEqual(a.Raw, b.Raw)
 }
 
 func jsonEqual(a, b []byte) bool {

@@ -865,6 +865,35 @@ var _ = Describe("Actuator", func() {
 			Expect(mr.Spec.KeepObjects).To(Equal(ptr.To(true)))
 		})
 
+		It("keeps the handover across a control plane migration without applying the controllers again", func() {
+			build(nil)
+			setProviderConfig(`{"flux":{"management":"handover"}}`)
+			Expect(reconcile()).To(Succeed())
+			handedOver := providerStatus(ex).HandedOverAt
+			Expect(ex.Status.State).NotTo(BeNil(), "gardener moves the state with the shoot")
+
+			Expect(act.Migrate(ctx, logr.Discard(), ex)).To(Succeed())
+			// On the new seed the Extension has the state, not the providerStatus.
+			ex.Status.ProviderStatus = nil
+			Expect(seed.Status().Update(ctx, ex)).To(Succeed())
+			rec.reset()
+			Expect(act.Restore(ctx, logr.Discard(), ex)).To(Succeed())
+			writes := rec.reset()
+			Expect(writes).To(ContainElement("create *v1alpha1.ManagedResource "+constants.ManagedResourceControllers), "created ignored")
+			Expect(writes).NotTo(ContainElement("patch *v1alpha1.ManagedResource "+constants.ManagedResourceControllers), "ignored from its creation on, not after the resource manager applied it")
+			mr := controllersMR()
+			Expect(mr.Annotations).To(And(
+				HaveKeyWithValue(resourcesv1alpha1.Ignore, "true"),
+				HaveKeyWithValue(constants.AnnotationHandedOverAt, handedOver.UTC().Format(time.RFC3339)),
+			))
+			Expect(providerStatus(ex).HandedOverAt.Equal(handedOver)).To(BeTrue())
+
+			By("forgetting the state when the extension takes the controllers back")
+			setProviderConfig(`{"flux":{"management":"continuous"}}`)
+			Expect(reconcile()).To(Succeed())
+			Expect(ex.Status.State).To(BeNil())
+		})
+
 		It("rejects an unknown mode naming the field", func() {
 			build(nil)
 			setProviderConfig(`{"flux":{"management":"manual"}}`)
