@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,7 +38,7 @@ const (
 var _ = Describe("Letting Flux manage itself (flux.management handover) with the delivered controllers running", func() {
 	It("reverts drift while it owns the controllers, leaves handed-over ones to the user, and takes them back", func(ctx SpecContext) {
 		project := "handover"
-		projectNamespace := newProject(ctx, project)
+		newProject(ctx, project)
 		config := func(management string) []byte {
 			GinkgoHelper()
 			cfg := map[string]any{}
@@ -104,13 +103,7 @@ var _ = Describe("Letting Flux manage itself (flux.management handover) with the
 		By("rotating the deploy key: the credentials still reach the shoot")
 		oldSecret, err := credentials(ctx, h, fluxNamespace)
 		Expect(err).NotTo(HaveOccurred())
-		key, _ := deployKeys(ctx, projectNamespace)
-		patch := client.MergeFrom(key.DeepCopy())
-		metav1.SetMetaDataAnnotation(&key.ObjectMeta, constants.AnnotationRotate, status.DeployKey)
-		Expect(sb.Garden.Client.Patch(ctx, key, patch)).To(Succeed())
-		Expect(h.TriggerReconcile(ctx)).To(Succeed())
-		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
-		Expect(err).NotTo(HaveOccurred(), logs)
+		rotateDeployKey(ctx, h, status.DeployKey)
 		rotated, err := h.ProviderStatus(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rotated.Fingerprint).NotTo(Equal(status.Fingerprint))
