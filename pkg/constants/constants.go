@@ -43,6 +43,12 @@ const (
 	// AnnotationRotate on the deploy key Secret asks the extension for new key pairs: "true" for
 	// all of them, or a comma-separated list of key names.
 	AnnotationRotate = "shoot-flux.extensions.gardener.cloud/rotate"
+	// AnnotationHandedOverAt on the controllers ManagedResource records when the extension handed the
+	// controllers over to the user (flux.management handover) and stopped managing them; together with
+	// gardener-resource-manager's ignore annotation it marks the handover, RFC 3339.
+	AnnotationHandedOverAt = "shoot-flux.extensions.gardener.cloud/handed-over-at"
+	// AnnotationHandedOverVersion on the controllers ManagedResource records the release handed over.
+	AnnotationHandedOverVersion = "shoot-flux.extensions.gardener.cloud/handed-over-version"
 	// LabelManagedBy marks garden objects written by this extension.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// DeployKeysSecretName is the one Secret per garden project namespace that holds the project's

@@ -28,6 +28,7 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 			d.Components = s.Components
 		}
 		override(&d.Namespace, s.Namespace)
+		override(&d.Management, s.Management)
 	}
 
 	if s := src.Kluctl; s != nil {

@@ -39,7 +39,7 @@ func raw(s string) *runtime.RawExtension {
 // controllersOnly is the effective configuration without any layer besides the defaults.
 func controllersOnly() *flux.FluxConfig {
 	return &flux.FluxConfig{
-		Flux:   flux.Flux{Version: "v2.9.5", Components: []string{flux.ComponentSourceController}, Namespace: "flux-system"},
+		Flux:   flux.Flux{Version: "v2.9.5", Components: []string{flux.ComponentSourceController}, Namespace: "flux-system", Management: flux.ManagementContinuous},
 		Kluctl: flux.Kluctl{Enabled: true, Version: "v2.28.2", Namespace: "kluctl-system"},
 		Bootstrap: flux.Bootstrap{
 			Mode:      flux.BootstrapModeNone,
@@ -212,6 +212,7 @@ flux:
   version: v2.8.0
   components: [source-controller, kustomize-controller, helm-controller]
   namespace: gitops
+  management: handover
 kluctl:
   version: "2.27.0"
   namespace: kluctl
@@ -247,7 +248,7 @@ additionalSecretResources:
 `}), nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(cfg).To(Equal(&flux.FluxConfig{
-				Flux:   flux.Flux{Version: "v2.8.0", Components: []string{"source-controller", "kustomize-controller", "helm-controller"}, Namespace: "gitops"},
+				Flux:   flux.Flux{Version: "v2.8.0", Components: []string{"source-controller", "kustomize-controller", "helm-controller"}, Namespace: "gitops", Management: flux.ManagementHandover},
 				Kluctl: flux.Kluctl{Enabled: true, Version: "v2.27.0", Namespace: "kluctl"},
 				Source: &flux.Source{
 					URL:                "git@gitlab.example.com:group/repo.git",
@@ -574,8 +575,9 @@ bootstrap:
 		})
 
 		It("names the field of invalid values", func() {
-			_, err := resolve(nil, raw(`{"kluctl":{"version":"v2.20.0"},"bootstrap":{"mode":"helm","kluctl":{"args":"env=prod"}},"source":{"url":"http://github.com/o/r"}}`))
+			_, err := resolve(nil, raw(`{"flux":{"management":"once"},"kluctl":{"version":"v2.20.0"},"bootstrap":{"mode":"helm","kluctl":{"args":"env=prod"}},"source":{"url":"http://github.com/o/r"}}`))
 			Expect(problems(err)).To(ConsistOf(
+				`Extension providerConfig: flux.management: Unsupported value: "once": supported values: "continuous", "handover"`,
 				`Extension providerConfig: kluctl.version: Unsupported value: "v2.20.0": supported values: "v2.27", "v2.27.0", "v2.28", "v2.28.2"`,
 				`Extension providerConfig: bootstrap.mode: Unsupported value: "helm": supported values: "kluctl", "flux", "none"`,
 				`Extension providerConfig: bootstrap.kluctl.args: Invalid value: "\"env=prod\"": must be a JSON object, not a JSON string`,

@@ -26,6 +26,9 @@ func validateLayer(cfg *v1alpha1.FluxConfig, supported validation.SupportedVersi
 		if f.Namespace != nil {
 			allErrs = append(allErrs, validation.ValidateNamespace(*f.Namespace, fldPath.Child("namespace"))...)
 		}
+		if f.Management != nil {
+			allErrs = append(allErrs, validation.ValidateManagementMode(flux.ManagementMode(*f.Management), fldPath.Child("management"))...)
+		}
 	}
 
 	if k := cfg.Kluctl; k != nil {

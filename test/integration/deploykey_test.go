@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
@@ -173,14 +172,7 @@ var _ = Describe("Deploy keys", func() {
 		oldSecret, err := credentials(ctx, h, kluctlNamespace)
 		Expect(err).NotTo(HaveOccurred())
 
-		key, _ := deployKeys(ctx, projectNamespace)
-		patch := client.MergeFrom(key.DeepCopy())
-		metav1.SetMetaDataAnnotation(&key.ObjectMeta, constants.AnnotationRotate, before.DeployKey)
-		Expect(sb.Garden.Client.Patch(ctx, key, patch)).To(Succeed())
-
-		Expect(h.TriggerReconcile(ctx)).To(Succeed())
-		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
-		Expect(err).NotTo(HaveOccurred())
+		rotateDeployKey(ctx, h, before.DeployKey)
 
 		after, err := h.ProviderStatus(ctx)
 		Expect(err).NotTo(HaveOccurred())

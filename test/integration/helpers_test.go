@@ -187,6 +187,19 @@ func deployKeys(ctx context.Context, projectNamespace string) (*corev1.Secret, [
 	return secret, pairs
 }
 
+// rotateDeployKey asks the extension for a new key pair of the shoot's deploy key and waits for
+// the reconcile.
+func rotateDeployKey(ctx context.Context, h *sandbox.ShootHandle, name string) {
+	GinkgoHelper()
+	key, _ := deployKeys(ctx, h.ProjectNamespace)
+	patch := client.MergeFrom(key.DeepCopy())
+	metav1.SetMetaDataAnnotation(&key.ObjectMeta, constants.AnnotationRotate, name)
+	Expect(sb.Garden.Client.Patch(ctx, key, patch)).To(Succeed())
+	Expect(h.TriggerReconcile(ctx)).To(Succeed())
+	_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+	Expect(err).NotTo(HaveOccurred())
+}
+
 // mrSnapshot is what must not change about a ManagedResource while the extension rejects a bad
 // configuration: its spec with the Secret references (the Secret names carry a hash of the data)
 // and its generation.

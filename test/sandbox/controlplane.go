@@ -77,7 +77,7 @@ func (h *ShootHandle) startResourceManager(ctx context.Context) error {
 		name:            h.SeedNamespace,
 		namespace:       h.SeedNamespace,
 		concurrentSyncs: ResourceManagerConcurrentSyncs,
-		syncPeriod:      ResourceManagerSyncPeriod,
+		syncPeriod:      h.syncPeriod,
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,6 +95,10 @@ type ShootSpec struct {
 	RunControllers bool
 	// Domain is the shoot's DNS domain (spec.dns.domain); empty means none.
 	Domain string
+	// ResourceManagerSyncPeriod is how often the shoot's gardener-resource-manager re-applies a
+	// ManagedResource; zero means ResourceManagerSyncPeriod. Scenarios about drift set it short, so
+	// that "not reverted within a few periods" is a bound of seconds.
+	ResourceManagerSyncPeriod time.Duration
 }
 
 // ShootHandle is a shoot of the sandbox: its seed namespace, Cluster and Extension, and its own
@@ -115,6 +120,8 @@ type ShootHandle struct {
 	created time.Time
 	// shared is set for a light shoot (ShootSpec.SharedControlPlane).
 	shared *sharedControlPlane
+	// syncPeriod is the resource manager's sync period (ShootSpec.ResourceManagerSyncPeriod).
+	syncPeriod time.Duration
 
 	mu                sync.Mutex
 	resourceManager   *runner
@@ -143,6 +150,7 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 		SeedNamespace:    SeedNamespace(spec.Project, spec.Name),
 		sandbox:          s,
 		created:          time.Now(),
+		syncPeriod:       cmp.Or(spec.ResourceManagerSyncPeriod, ResourceManagerSyncPeriod),
 	}
 	h.log = s.log.WithValues("shoot", h.SeedNamespace)
 

@@ -83,6 +83,9 @@ var _ = Describe("ConfigMap validator", func() {
 			Entry("config.yaml with an invalid field",
 				map[string]string{"config.yaml": "bootstrap:\n  mode: helm\n"},
 				`config.yaml: bootstrap.mode: Unsupported value: "helm"`),
+			Entry("config.yaml with an unknown management mode",
+				map[string]string{"config.yaml": "flux:\n  management: Handover\n"},
+				`ConfigMap garden-dev/flux-config: config.yaml: flux.management: Unsupported value: "Handover": supported values: "continuous", "handover"`),
 		)
 
 		It("rejects binaryData", func() {

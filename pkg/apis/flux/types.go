@@ -36,6 +36,18 @@ const (
 	BootstrapModeNone BootstrapMode = "none"
 )
 
+// ManagementMode tells who owns the Flux controllers once they are installed.
+type ManagementMode string
+
+const (
+	// ManagementContinuous keeps the controllers owned by the extension: drift is reverted and
+	// version changes roll out.
+	ManagementContinuous ManagementMode = "continuous"
+	// ManagementHandover installs the controllers once and hands them over to the user, whose
+	// repository then manages Flux itself.
+	ManagementHandover ManagementMode = "handover"
+)
+
 // RepositoryType tells whether the repository needs credentials.
 type RepositoryType string
 
@@ -73,6 +85,8 @@ type Flux struct {
 	Components []string
 	// Namespace is the namespace of the Flux controllers.
 	Namespace string
+	// Management tells whether the extension keeps owning the controllers after installing them.
+	Management ManagementMode
 }
 
 // Kluctl configures the kluctl controller.
@@ -190,6 +204,12 @@ type FluxStatus struct {
 	KluctlVersion string
 	// Images are the container images of the installed controllers, keyed by component.
 	Images map[string]string
+	// Management is the effective flux.management.
+	Management string
+	// HandedOverAt is when the controllers were handed over; nil while the extension owns them.
+	HandedOverAt *metav1.Time
+	// HandedOverVersion is the Flux release that was handed over.
+	HandedOverVersion string
 	// Repository is the bootstrapped repository URL.
 	Repository string
 	// Ref is the bootstrapped revision.

@@ -149,6 +149,10 @@ func (in *FluxStatus) DeepCopyInto(out *FluxStatus) {
 			(*out)[key] = val
 		}
 	}
+	if in.HandedOverAt != nil {
+		in, out := &in.HandedOverAt, &out.HandedOverAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Warnings != nil {
 		in, out := &in.Warnings, &out.Warnings
 		*out = make([]string, len(*in))

@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,18 +19,23 @@ import (
 func statusConfigMap(namespace string, status *fluxv1alpha1.FluxStatus) *corev1.ConfigMap {
 	data := map[string]string{}
 	for key, value := range map[string]string{
-		"bootstrapMode": status.BootstrapMode,
-		"fluxVersion":   status.FluxVersion,
-		"kluctlVersion": status.KluctlVersion,
-		"repository":    status.Repository,
-		"ref":           status.Ref,
-		"publicKey":     status.PublicKey,
-		"fingerprint":   status.Fingerprint,
-		"warnings":      strings.Join(status.Warnings, "\n"),
+		"bootstrapMode":     status.BootstrapMode,
+		"fluxVersion":       status.FluxVersion,
+		"management":        status.Management,
+		"handedOverVersion": status.HandedOverVersion,
+		"kluctlVersion":     status.KluctlVersion,
+		"repository":        status.Repository,
+		"ref":               status.Ref,
+		"publicKey":         status.PublicKey,
+		"fingerprint":       status.Fingerprint,
+		"warnings":          strings.Join(status.Warnings, "\n"),
 	} {
 		if value != "" {
 			data[key] = value
 		}
+	}
+	if status.HandedOverAt != nil {
+		data["handedOverAt"] = status.HandedOverAt.UTC().Format(time.RFC3339)
 	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: constants.StatusConfigMapName, Namespace: namespace, Labels: labels()},

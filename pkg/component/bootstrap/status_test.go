@@ -2,10 +2,12 @@ package bootstrap_test
 
 import (
 	"strings"
+	"time"
 
 	testutils "github.com/gardener/gardener/pkg/utils/test"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
@@ -46,6 +48,20 @@ var _ = Describe("Status ConfigMap", func() {
 		Expect(objs["ConfigMap/flux-system/shoot-flux-status"]["data"]).To(Equal(map[string]any{
 			"bootstrapMode": "kluctl", "fluxVersion": "v2.9.5", "repository": "ssh://git@git.example.com/org/repo", "ref": "tag:v1.0.0",
 		}))
+	})
+
+	It("tells that the controllers were handed over, and since when", func() {
+		s := status()
+		s.Management = "handover"
+		s.HandedOverVersion = "v2.7.5"
+		at := metav1.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("CET", 3600))
+		s.HandedOverAt = &at
+		objs := objects(Values{Config: config(fluxapi.BootstrapModeFlux), URL: "https://git.example.com/org/repo", Status: s})
+		Expect(objs["ConfigMap/flux-system/shoot-flux-status"]["data"]).To(And(
+			HaveKeyWithValue("management", "handover"),
+			HaveKeyWithValue("handedOverVersion", "v2.7.5"),
+			HaveKeyWithValue("handedOverAt", "2026-01-02T02:04:05Z"),
+		))
 	})
 
 	It("never holds the private key that the credentials Secret delivers", func() {

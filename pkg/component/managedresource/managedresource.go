@@ -5,6 +5,7 @@ package managedresource
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,8 +18,10 @@ import (
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	yamlserializer "k8s.io/apimachinery/pkg/runtime/serializer/yaml"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,6 +73,10 @@ type Write struct {
 	// UnchangedGeneration is the generation of the ManagedResource when it referenced SecretName
 	// already before the write, which then changed nothing; 0 otherwise.
 	UnchangedGeneration int64
+	// TakenOver is set when the write ended a handover. While ignored, the resource manager keeps
+	// the generation it observed last and reports ResourcesApplied with reason
+	// ManagedResourceIgnored, which looks applied although nothing was applied since.
+	TakenOver bool
 }
 
 // WaitUntilApplied waits until gardener-resource-manager has applied the current generation of the
@@ -96,6 +103,10 @@ func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name
 		if err := health.CheckManagedResourceApplied(mr); err != nil {
 			lastErr = err
 			return false, nil //nolint:nilerr // not applied yet: the poll goes on, lastErr tells why
+		}
+		if written.TakenOver && appliedReason(mr) == resourcesv1alpha1.ConditionManagedResourceIgnored {
+			lastErr = errors.New("gardener-resource-manager has not applied the ManagedResource since it was ignored")
+			return false, nil
 		}
 		return true, nil
 	})
@@ -158,6 +169,15 @@ func WaitUntilDeleted(ctx context.Context, reader client.Reader, namespace, name
 	return nil
 }
 
+func appliedReason(mr *resourcesv1alpha1.ManagedResource) string {
+	for _, c := range mr.Status.Conditions {
+		if c.Type == resourcesv1alpha1.ResourcesApplied {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
 func deletionMessage(mr *resourcesv1alpha1.ManagedResource) string {
 	for _, c := range mr.Status.Conditions {
 		if c.Type == resourcesv1alpha1.ResourcesApplied && c.Message != "" {
@@ -183,21 +203,33 @@ type ManagedResource struct {
 
 	// written is what the last Deploy wrote.
 	written Write
+	// takenOver is set by TakeOver for the next Deploy.
+	takenOver bool
 }
 
 var _ component.DeployWaiter = (*ManagedResource)(nil)
 
 // Deploy writes the Secret and the ManagedResource.
 func (m *ManagedResource) Deploy(ctx context.Context) error {
+	return m.deploy(ctx, nil)
+}
+
+// DeployHandedOver writes the Secret and the ManagedResource handed over from its creation on, so
+// that the resource manager never applies it: the objects in the shoot stay as they are.
+func (m *ManagedResource) DeployHandedOver(ctx context.Context, h Handover) error {
+	return m.deploy(ctx, handoverAnnotations(h))
+}
+
+func (m *ManagedResource) deploy(ctx context.Context, annotations map[string]string) error {
 	data, err := m.Data()
 	if err != nil {
 		return err
 	}
-	// The same unique name CreateForShoot gives the Secret; Wait looks for it. The name is a hash
-	// of the data, and the rest of the spec is the same for every write, so a ManagedResource
-	// that references it already has the content: CreateForShoot leaves it unchanged.
-	secretName, _ := managedresources.NewSecret(m.Client, m.Namespace, m.Name, data, true)
-	m.written = Write{SecretName: secretName, At: time.Now()}
+	// The Secret's unique name is a hash of the data, and the rest of the spec is the same for
+	// every write, so a ManagedResource that references it already has the content: the write
+	// leaves it unchanged. Wait looks for the name.
+	secretName, secret := managedresources.NewSecret(m.Client, m.Namespace, m.Name, data, true)
+	m.written = Write{SecretName: secretName, At: time.Now(), TakenOver: m.takenOver}
 	existing := &resourcesv1alpha1.ManagedResource{}
 	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, existing); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -206,7 +238,14 @@ func (m *ManagedResource) Deploy(ctx context.Context) error {
 	} else if slices.ContainsFunc(existing.Spec.SecretRefs, func(ref corev1.LocalObjectReference) bool { return ref.Name == secretName }) {
 		m.written.UnchangedGeneration = existing.Generation
 	}
-	return managedresources.CreateForShoot(ctx, m.Client, m.Namespace, m.Name, constants.Origin, false, data)
+	if err := secret.Reconcile(ctx); err != nil {
+		return fmt.Errorf("failed writing the Secret of managed resource %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	mr := managedresources.NewForShoot(m.Client, m.Namespace, m.Name, constants.Origin, false).WithSecretRef(secretName).WithAnnotations(annotations)
+	if err := mr.Reconcile(ctx); err != nil {
+		return fmt.Errorf("failed writing managed resource %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	return nil
 }
 
 // Destroy deletes the ManagedResource and its Secrets; the resource manager deletes its objects.
@@ -231,6 +270,82 @@ func (m *ManagedResource) DestroyKeepingObjects(ctx context.Context) error {
 func (m *ManagedResource) keepObjects(ctx context.Context) error {
 	if err := managedresources.SetKeepObjects(ctx, m.Client, m.Namespace, m.Name, true); err != nil {
 		return fmt.Errorf("failed keeping the objects of managed resource %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	return nil
+}
+
+// Handover records that the objects of a ManagedResource were handed over to the shoot's owner.
+type Handover struct {
+	// At is when the handover happened.
+	At metav1.Time
+	// Version is the release that was handed over.
+	Version string
+}
+
+// HandedOver returns the handover of the ManagedResource, nil if it has none or does not exist. It
+// reads through Reader. Only a handover recorded by HandOver counts: an operator who pauses the
+// ManagedResource with the resource manager's ignore annotation alone does not hand it over.
+func (m *ManagedResource) HandedOver(ctx context.Context) (*Handover, error) {
+	mr := &resourcesv1alpha1.ManagedResource{}
+	if err := m.Reader.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, mr); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("failed reading managed resource %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	at, ok := mr.Annotations[constants.AnnotationHandedOverAt]
+	if !ok {
+		return nil, nil
+	}
+	h := &Handover{Version: mr.Annotations[constants.AnnotationHandedOverVersion]}
+	// A time that does not parse (edited by hand) still marks the handover.
+	if t, err := time.Parse(time.RFC3339, at); err == nil {
+		h.At = metav1.NewTime(t)
+	}
+	return h, nil
+}
+
+// HandOver tells the resource manager to ignore the ManagedResource from now on: it neither
+// updates, re-creates nor deletes its objects (their owner is the shoot's owner now), and records
+// the handover for HandedOver.
+func (m *ManagedResource) HandOver(ctx context.Context, h Handover) error {
+	annotations := map[string]any{}
+	for k, v := range handoverAnnotations(h) {
+		annotations[k] = v
+	}
+	return m.patchAnnotations(ctx, annotations)
+}
+
+func handoverAnnotations(h Handover) map[string]string {
+	return map[string]string{
+		resourcesv1alpha1.Ignore:              "true",
+		constants.AnnotationHandedOverAt:      h.At.UTC().Format(time.RFC3339),
+		constants.AnnotationHandedOverVersion: h.Version,
+	}
+}
+
+// TakeOver ends a handover: the resource manager applies the ManagedResource again and reverts
+// what was changed in the shoot. The next Wait waits for that apply.
+func (m *ManagedResource) TakeOver(ctx context.Context) error {
+	if err := m.patchAnnotations(ctx, map[string]any{
+		resourcesv1alpha1.Ignore:              nil,
+		constants.AnnotationHandedOverAt:      nil,
+		constants.AnnotationHandedOverVersion: nil,
+	}); err != nil {
+		return err
+	}
+	m.takenOver = true
+	return nil
+}
+
+func (m *ManagedResource) patchAnnotations(ctx context.Context, annotations map[string]any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	if err != nil {
+		return err
+	}
+	mr := &resourcesv1alpha1.ManagedResource{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+	if err := m.Client.Patch(ctx, mr, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("failed annotating managed resource %s/%s: %w", m.Namespace, m.Name, err)
 	}
 	return nil
 }

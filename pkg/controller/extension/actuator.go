@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
@@ -112,10 +113,9 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return fmt.Errorf("failed determining the controller images: %w", err)
 	}
 	hibernated := isHibernated(cluster)
-	ctrls := a.controllers(ex.Namespace, values)
 	// The bootstrap objects need the CRDs and namespaces of the controllers.
-	if err := deployAndWait(ctx, ctrls, hibernated); err != nil {
-		return fmt.Errorf("failed deploying the controllers: %w", err)
+	if err := a.reconcileControllers(ctx, log, ex, cfg, values, hibernated, status); err != nil {
+		return err
 	}
 
 	if in.values == nil {
@@ -153,7 +153,7 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 		if err := boot.DestroyKeepingObjects(ctx); err != nil {
 			return fmt.Errorf("failed removing the bootstrap objects: %w", err)
 		}
-		if err := a.controllers(ex.Namespace, controllers.Values{}).Destroy(ctx); err != nil {
+		if err := a.destroyControllers(ctx, log, ex.Namespace, false); err != nil {
 			return fmt.Errorf("failed removing the controllers: %w", err)
 		}
 		return a.forgetShootKeys(ctx, log, cluster)
@@ -167,11 +167,7 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 	if left {
 		log.Info("Left the bootstrap objects in the shoot: their controller did not remove its finalizers", "grace", grace)
 	}
-	ctrls := a.controllers(ex.Namespace, controllers.Values{})
-	if err := ctrls.Destroy(ctx); err != nil {
-		return fmt.Errorf("failed removing the controllers: %w", err)
-	}
-	if err := ctrls.WaitCleanup(ctx); err != nil {
+	if err := a.destroyControllers(ctx, log, ex.Namespace, true); err != nil {
 		return fmt.Errorf("failed removing the controllers: %w", err)
 	}
 	return a.forgetShootKeys(ctx, log, cluster)
@@ -286,16 +282,28 @@ func (a *actuator) updateStatus(ctx context.Context, ex *extensionsv1alpha1.Exte
 	if err != nil {
 		return err
 	}
+	state, err := stateOf(status)
+	if err != nil {
+		return err
+	}
 	// Resyncs of unchanged shoots must not write.
-	if ex.Status.ProviderStatus != nil && jsonEqual(ex.Status.ProviderStatus.Raw, raw.Raw) {
+	if ex.Status.ProviderStatus != nil && jsonEqual(ex.Status.ProviderStatus.Raw, raw.Raw) && rawEqual(ex.Status.State, state) {
 		return nil
 	}
 	patch := client.MergeFrom(ex.DeepCopy())
 	ex.Status.ProviderStatus = raw
+	ex.Status.State = state
 	if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
 		return fmt.Errorf("failed updating provider status: %w", err)
 	}
 	return nil
+}
+
+func rawEqual(a, b *runtime.RawExtension) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return jsonEqual(a.Raw, b.Raw)
 }
 
 func jsonEqual(a, b []byte) bool {

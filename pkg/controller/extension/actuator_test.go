@@ -81,11 +81,16 @@ func (r *recorder) reset() []string {
 
 func (r *recorder) apply(ctx context.Context, c client.WithWatch, obj client.Object) error {
 	mr, ok := obj.(*resourcesv1alpha1.ManagedResource)
-	if !ok || r.noApply {
+	if !ok || r.noApply || mr.DeletionTimestamp != nil {
 		return nil
 	}
+	if mr.Annotations[resourcesv1alpha1.Ignore] == "true" {
+		// Like gardener-resource-manager: nothing applied, the last observed generation stays.
+		mr.Status.Conditions = []gardencorev1beta1.Condition{{Type: resourcesv1alpha1.ResourcesApplied, Status: gardencorev1beta1.ConditionTrue, Reason: resourcesv1alpha1.ConditionManagedResourceIgnored}}
+		return c.Update(ctx, mr)
+	}
 	mr.Status.ObservedGeneration = mr.Generation
-	mr.Status.Conditions = []gardencorev1beta1.Condition{{Type: resourcesv1alpha1.ResourcesApplied, Status: gardencorev1beta1.ConditionTrue}}
+	mr.Status.Conditions = []gardencorev1beta1.Condition{{Type: resourcesv1alpha1.ResourcesApplied, Status: gardencorev1beta1.ConditionTrue, Reason: resourcesv1alpha1.ConditionApplySucceeded}}
 	return c.Update(ctx, mr)
 }
 
@@ -120,7 +125,10 @@ func newSeedClient(rec *recorder, objs ...client.Object) client.Client {
 				if err := rec.record("patch", obj); err != nil {
 					return err
 				}
-				return c.Patch(ctx, obj, patch, opts...)
+				if err := c.Patch(ctx, obj, patch, opts...); err != nil {
+					return err
+				}
+				return rec.apply(ctx, c, obj)
 			},
 			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 				if err := rec.record("delete", obj); err != nil {
@@ -344,7 +352,7 @@ var _ = Describe("Actuator", func() {
 			Expect(statusCM).NotTo(BeNil())
 			Expect(statusCM.Namespace).To(Equal("kluctl-system"))
 			Expect(statusCM.Data).To(Equal(map[string]string{
-				"bootstrapMode": "kluctl", "fluxVersion": status.FluxVersion, "kluctlVersion": status.KluctlVersion,
+				"bootstrapMode": "kluctl", "fluxVersion": status.FluxVersion, "kluctlVersion": status.KluctlVersion, "management": "continuous",
 				"repository": "ssh://git@git.example.com/org/repo", "ref": "branch:main",
 				"publicKey": status.PublicKey, "fingerprint": fingerprint,
 			}))
@@ -761,6 +769,158 @@ var _ = Describe("Actuator", func() {
 			Expect(act.Delete(ctx, logr.Discard(), ex)).To(Succeed())
 			Expect(keys()).NotTo(HaveKey(identityKey))
 			Expect(keys()).To(HaveKey(constants.SecretKeyKnownHosts), "host keys stay for the project's other shoots")
+		})
+	})
+
+	Describe("flux.management", func() {
+		controllersMR := func() *resourcesv1alpha1.ManagedResource {
+			mr := &resourcesv1alpha1.ManagedResource{}
+			ExpectWithOffset(1, seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceControllers}, mr)).To(Succeed())
+			return mr
+		}
+		setProviderConfig := func(s string) {
+			ExpectWithOffset(1, seed.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+			ex.Spec.ProviderConfig = providerConfig(s)
+			ExpectWithOffset(1, seed.Update(ctx, ex)).To(Succeed())
+		}
+		newest := func() string { return manifests.FluxVersions()[len(manifests.FluxVersions())-1] }
+
+		It("owns the controllers by default", func() {
+			build(nil)
+			Expect(reconcile()).To(Succeed())
+			Expect(controllersMR().Annotations).NotTo(HaveKey(resourcesv1alpha1.Ignore))
+			status := providerStatus(ex)
+			Expect(status.Management).To(Equal("continuous"))
+			Expect(status.HandedOverAt).To(BeNil())
+		})
+
+		It("hands the controllers over once applied and changes them no more", func() {
+			oldest := manifests.FluxVersions()[0]
+			build(nil)
+			setProviderConfig(`{"flux":{"management":"handover","version":"` + oldest + `"}}`)
+			Expect(reconcile()).To(Succeed())
+			mr := controllersMR()
+			Expect(mr.Annotations).To(And(
+				HaveKeyWithValue(resourcesv1alpha1.Ignore, "true"),
+				HaveKeyWithValue(constants.AnnotationHandedOverVersion, oldest),
+				HaveKey(constants.AnnotationHandedOverAt),
+			))
+			status := providerStatus(ex)
+			Expect(status.Management).To(Equal("handover"))
+			Expect(status.HandedOverVersion).To(Equal(oldest))
+			Expect(status.HandedOverAt).NotTo(BeNil())
+			Expect(status.HandedOverAt.Time).To(BeTemporally("~", time.Now(), 5*time.Second))
+			Expect(status.Warnings).To(BeEmpty())
+			oldImages := status.Images
+
+			By("selecting another release")
+			setProviderConfig(`{"flux":{"management":"handover","version":"` + newest() + `"}}`)
+			rec.reset()
+			Expect(reconcile()).To(Succeed())
+			Expect(controllersMR().Spec).To(Equal(mr.Spec), "the handed-over ManagedResource keeps its content")
+			for _, w := range rec.reset() {
+				Expect(w).NotTo(HaveSuffix(constants.ManagedResourceControllers))
+			}
+			status = providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal(oldest), "the shoot still runs the handed-over release")
+			Expect(status.Images).To(Equal(oldImages))
+			Expect(status.HandedOverVersion).To(Equal(oldest))
+			Expect(status.Warnings).To(ConsistOf(ContainSubstring("flux.version selects " + newest() + ", but the controllers were handed over with " + oldest)))
+		})
+
+		It("hands a hibernated shoot's controllers over only after they were applied", func() {
+			theShoot.Spec.Hibernation = &gardencorev1beta1.Hibernation{Enabled: ptr.To(true)}
+			rec.noApply = true
+			build(nil)
+			setProviderConfig(`{"flux":{"management":"handover"}}`)
+			Expect(reconcile()).To(Succeed())
+			Expect(controllersMR().Annotations).NotTo(HaveKey(resourcesv1alpha1.Ignore))
+			Expect(providerStatus(ex).HandedOverAt).To(BeNil())
+		})
+
+		It("takes handed-over controllers over again in mode continuous and waits for the resource manager to apply them", func() {
+			build(nil)
+			setProviderConfig(`{"flux":{"management":"handover"}}`)
+			Expect(reconcile()).To(Succeed())
+
+			By("waiting in vain while the resource manager does not apply")
+			cfg.Timeouts.ManagedResourceApplied = metav1.Duration{Duration: 50 * time.Millisecond}
+			act = NewActuator(seed, garden, cfg).(*actuator)
+			rec.noApply = true
+			setProviderConfig(`{"flux":{"management":"continuous"}}`)
+			Expect(reconcile()).To(MatchError(ContainSubstring("has not applied the ManagedResource since it was ignored")))
+			Expect(controllersMR().Annotations).NotTo(Or(HaveKey(resourcesv1alpha1.Ignore), HaveKey(constants.AnnotationHandedOverAt), HaveKey(constants.AnnotationHandedOverVersion)))
+
+			By("succeeding once it applies")
+			rec.noApply = false
+			Expect(seed.Update(ctx, controllersMR())).To(Succeed())
+			Expect(rec.apply(ctx, seed.(client.WithWatch), controllersMR())).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+			status := providerStatus(ex)
+			Expect(status.Management).To(Equal("continuous"))
+			Expect(status.HandedOverAt).To(BeNil())
+			Expect(status.HandedOverVersion).To(BeEmpty())
+		})
+
+		It("leaves a ManagedResource alone that an operator paused", func() {
+			build(nil)
+			Expect(reconcile()).To(Succeed())
+			mr := controllersMR()
+			metav1.SetMetaDataAnnotation(&mr.ObjectMeta, resourcesv1alpha1.Ignore, "true")
+			Expect(seed.Update(ctx, mr)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+			Expect(controllersMR().Annotations).To(HaveKeyWithValue(resourcesv1alpha1.Ignore, "true"))
+		})
+
+		It("leaves handed-over controllers in the shoot when the extension is disabled", func() {
+			build(nil)
+			setProviderConfig(`{"flux":{"management":"handover"}}`)
+			Expect(reconcile()).To(Succeed())
+			mr := controllersMR()
+			mr.Finalizers = []string{"resources.gardener.cloud/gardener-resource-manager"}
+			Expect(seed.Update(ctx, mr)).To(Succeed())
+			cfg.Timeouts.Deletion = metav1.Duration{Duration: 50 * time.Millisecond}
+			act = NewActuator(seed, garden, cfg).(*actuator)
+
+			Expect(act.Delete(ctx, logr.Discard(), ex)).To(MatchError(ContainSubstring(constants.ManagedResourceControllers + " was not deleted")))
+			mr = controllersMR()
+			Expect(mr.DeletionTimestamp).NotTo(BeNil())
+			Expect(mr.Spec.KeepObjects).To(Equal(ptr.To(true)))
+		})
+
+		It("keeps the handover across a control plane migration without applying the controllers again", func() {
+			build(nil)
+			setProviderConfig(`{"flux":{"management":"handover"}}`)
+			Expect(reconcile()).To(Succeed())
+			handedOver := providerStatus(ex).HandedOverAt
+			Expect(ex.Status.State).NotTo(BeNil(), "gardener moves the state with the shoot")
+
+			Expect(act.Migrate(ctx, logr.Discard(), ex)).To(Succeed())
+			// On the new seed the Extension has the state, not the providerStatus.
+			ex.Status.ProviderStatus = nil
+			Expect(seed.Status().Update(ctx, ex)).To(Succeed())
+			rec.reset()
+			Expect(act.Restore(ctx, logr.Discard(), ex)).To(Succeed())
+			writes := rec.reset()
+			Expect(writes).To(ContainElement("create *v1alpha1.ManagedResource "+constants.ManagedResourceControllers), "created ignored")
+			Expect(writes).NotTo(ContainElement("patch *v1alpha1.ManagedResource "+constants.ManagedResourceControllers), "ignored from its creation on, not after the resource manager applied it")
+			mr := controllersMR()
+			Expect(mr.Annotations).To(And(
+				HaveKeyWithValue(resourcesv1alpha1.Ignore, "true"),
+				HaveKeyWithValue(constants.AnnotationHandedOverAt, handedOver.UTC().Format(time.RFC3339)),
+			))
+			Expect(providerStatus(ex).HandedOverAt.Equal(handedOver)).To(BeTrue())
+
+			By("forgetting the state when the extension takes the controllers back")
+			setProviderConfig(`{"flux":{"management":"continuous"}}`)
+			Expect(reconcile()).To(Succeed())
+			Expect(ex.Status.State).To(BeNil())
+		})
+
+		It("rejects an unknown mode naming the field", func() {
+			build(nil)
+			setProviderConfig(`{"flux":{"management":"manual"}}`)
+			Expect(reconcile()).To(MatchError(ContainSubstring(`flux.management: Unsupported value: "manual": supported values: "continuous", "handover"`)))
 		})
 	})
 

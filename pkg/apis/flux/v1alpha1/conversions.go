@@ -131,6 +131,18 @@ func Convert_flux_BootstrapMode_To_Pointer_v1alpha1_BootstrapMode(in *flux.Boots
 	return nil
 }
 
+// Convert_Pointer_v1alpha1_ManagementMode_To_flux_ManagementMode converts an optional management mode.
+func Convert_Pointer_v1alpha1_ManagementMode_To_flux_ManagementMode(in **ManagementMode, out *flux.ManagementMode, _ conversion.Scope) error {
+	*out = flux.ManagementMode(deref(*in))
+	return nil
+}
+
+// Convert_flux_ManagementMode_To_Pointer_v1alpha1_ManagementMode converts a management mode.
+func Convert_flux_ManagementMode_To_Pointer_v1alpha1_ManagementMode(in *flux.ManagementMode, out **ManagementMode, _ conversion.Scope) error {
+	*out = nonEmpty(ManagementMode(*in))
+	return nil
+}
+
 func deref[T ~string](p *T) T {
 	if p == nil {
 		return ""

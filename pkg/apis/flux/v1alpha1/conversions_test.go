@@ -24,7 +24,7 @@ var _ = Describe("Conversion", func() {
 
 	internal := func() *flux.FluxConfig {
 		return &flux.FluxConfig{
-			Flux:   flux.Flux{Version: "v2.9.5", Components: []string{flux.ComponentSourceController, flux.ComponentKustomizeController}, Namespace: "flux-system"},
+			Flux:   flux.Flux{Version: "v2.9.5", Components: []string{flux.ComponentSourceController, flux.ComponentKustomizeController}, Namespace: "flux-system", Management: flux.ManagementHandover},
 			Kluctl: flux.Kluctl{Enabled: true, Version: "v2.28.2", Namespace: "kluctl-system"},
 			Source: &flux.Source{
 				URL:                "ssh://git@host/r",

@@ -74,6 +74,9 @@ func SetDefaults_Flux(obj *Flux) {
 	if obj.Namespace == nil {
 		obj.Namespace = ptr.To(DefaultFluxNamespace)
 	}
+	if obj.Management == nil {
+		obj.Management = ptr.To(ManagementContinuous)
+	}
 }
 
 // SetDefaults_Kluctl sets the defaults of the kluctl controller.

@@ -26,7 +26,7 @@ var _ = Describe("Defaults", func() {
 		scheme.Default(obj)
 
 		Expect(obj).To(Equal(&FluxConfig{
-			Flux:   &Flux{Components: []string{ComponentSourceController}, Namespace: ptr.To("flux-system")},
+			Flux:   &Flux{Components: []string{ComponentSourceController}, Namespace: ptr.To("flux-system"), Management: ptr.To(ManagementContinuous)},
 			Kluctl: &Kluctl{Enabled: ptr.To(true), Namespace: ptr.To("kluctl-system")},
 			Bootstrap: &Bootstrap{
 				Mode: ptr.To(BootstrapModeKluctl),
@@ -106,7 +106,7 @@ var _ = Describe("Defaults", func() {
 
 	It("keeps explicit values", func() {
 		obj := &FluxConfig{
-			Flux:   &Flux{Namespace: ptr.To("f")},
+			Flux:   &Flux{Namespace: ptr.To("f"), Management: ptr.To(ManagementHandover)},
 			Kluctl: &Kluctl{Enabled: ptr.To(false), Namespace: ptr.To("k")},
 			Bootstrap: &Bootstrap{
 				Mode:      ptr.To(BootstrapModeNone),

@@ -39,6 +39,18 @@ const (
 	BootstrapModeNone BootstrapMode = "none"
 )
 
+// ManagementMode tells who owns the Flux controllers once they are installed.
+type ManagementMode string
+
+const (
+	// ManagementContinuous keeps the controllers owned by the extension: drift is reverted and
+	// version changes roll out.
+	ManagementContinuous ManagementMode = "continuous"
+	// ManagementHandover installs the controllers once and hands them over to the user, whose
+	// repository then manages Flux itself.
+	ManagementHandover ManagementMode = "handover"
+)
+
 // RepositoryType tells whether the repository needs credentials.
 type RepositoryType string
 
@@ -90,6 +102,14 @@ type Flux struct {
 	// Namespace is the namespace of the Flux controllers. Defaults to flux-system.
 	// +optional
 	Namespace *string `json:"namespace,omitempty"`
+	// Management is continuous or handover. In mode continuous the extension owns the controllers:
+	// changes made in the shoot are reverted and version changes roll out. In mode handover the
+	// extension installs the controllers once and leaves them to the user's repository from then on
+	// (Flux manages itself): it neither reverts changes nor upgrades nor deletes them; the bootstrap
+	// objects and credentials are still delivered. Switching back to continuous takes the controllers
+	// over again. Defaults to continuous.
+	// +optional
+	Management *ManagementMode `json:"management,omitempty"`
 }
 
 // Kluctl configures the kluctl controller.
@@ -257,6 +277,18 @@ type FluxStatus struct {
 	// kluctl-controller, as far as installed.
 	// +optional
 	Images map[string]string `json:"images,omitempty"`
+	// Management is the effective flux.management: continuous or handover.
+	// +optional
+	Management string `json:"management,omitempty"`
+	// HandedOverAt is when the extension handed the controllers over and stopped managing them;
+	// unset while it manages them (management continuous).
+	// +optional
+	HandedOverAt *metav1.Time `json:"handedOverAt,omitempty"`
+	// HandedOverVersion is the Flux release the extension installed before handing the controllers
+	// over. In management handover, fluxVersion and images tell what the configuration selects,
+	// which the extension does not roll out.
+	// +optional
+	HandedOverVersion string `json:"handedOverVersion,omitempty"`
 	// Repository is the bootstrapped repository URL.
 	// +optional
 	Repository string `json:"repository,omitempty"`

@@ -163,6 +163,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddConversionFunc((**ManagementMode)(nil), (*flux.ManagementMode)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_Pointer_v1alpha1_ManagementMode_To_flux_ManagementMode(a.(**ManagementMode), b.(*flux.ManagementMode), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((**RepositoryType)(nil), (*flux.RepositoryType)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_Pointer_v1alpha1_RepositoryType_To_flux_RepositoryType(a.(**RepositoryType), b.(*flux.RepositoryType), scope)
 	}); err != nil {
@@ -205,6 +210,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddConversionFunc((*flux.Kluctl)(nil), (**Kluctl)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_flux_Kluctl_To_Pointer_v1alpha1_Kluctl(a.(*flux.Kluctl), b.(**Kluctl), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*flux.ManagementMode)(nil), (**ManagementMode)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_flux_ManagementMode_To_Pointer_v1alpha1_ManagementMode(a.(*flux.ManagementMode), b.(**ManagementMode), scope)
 	}); err != nil {
 		return err
 	}
@@ -318,6 +328,9 @@ func autoConvert_v1alpha1_Flux_To_flux_Flux(in *Flux, out *flux.Flux, s conversi
 	if err := v1.Convert_Pointer_string_To_string(&in.Namespace, &out.Namespace, s); err != nil {
 		return err
 	}
+	if err := Convert_Pointer_v1alpha1_ManagementMode_To_flux_ManagementMode(&in.Management, &out.Management, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -332,6 +345,9 @@ func autoConvert_flux_Flux_To_v1alpha1_Flux(in *flux.Flux, out *Flux, s conversi
 	}
 	out.Components = *(*[]string)(unsafe.Pointer(&in.Components))
 	if err := v1.Convert_string_To_Pointer_string(&in.Namespace, &out.Namespace, s); err != nil {
+		return err
+	}
+	if err := Convert_flux_ManagementMode_To_Pointer_v1alpha1_ManagementMode(&in.Management, &out.Management, s); err != nil {
 		return err
 	}
 	return nil
@@ -464,6 +480,9 @@ func autoConvert_v1alpha1_FluxStatus_To_flux_FluxStatus(in *FluxStatus, out *flu
 	out.FluxVersion = in.FluxVersion
 	out.KluctlVersion = in.KluctlVersion
 	out.Images = *(*map[string]string)(unsafe.Pointer(&in.Images))
+	out.Management = in.Management
+	out.HandedOverAt = (*v1.Time)(unsafe.Pointer(in.HandedOverAt))
+	out.HandedOverVersion = in.HandedOverVersion
 	out.Repository = in.Repository
 	out.Ref = in.Ref
 	out.BootstrapMode = in.BootstrapMode
@@ -487,6 +506,9 @@ func autoConvert_flux_FluxStatus_To_v1alpha1_FluxStatus(in *flux.FluxStatus, out
 	out.FluxVersion = in.FluxVersion
 	out.KluctlVersion = in.KluctlVersion
 	out.Images = *(*map[string]string)(unsafe.Pointer(&in.Images))
+	out.Management = in.Management
+	out.HandedOverAt = (*v1.Time)(unsafe.Pointer(in.HandedOverAt))
+	out.HandedOverVersion = in.HandedOverVersion
 	out.Repository = in.Repository
 	out.Ref = in.Ref
 	out.BootstrapMode = in.BootstrapMode

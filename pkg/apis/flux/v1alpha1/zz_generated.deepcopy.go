@@ -108,6 +108,11 @@ func (in *Flux) DeepCopyInto(out *Flux) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.Management != nil {
+		in, out := &in.Management, &out.Management
+		*out = new(ManagementMode)
+		**out = **in
+	}
 	return
 }
 
@@ -219,6 +224,10 @@ func (in *FluxStatus) DeepCopyInto(out *FluxStatus) {
 		for key, val := range *in {
 			(*out)[key] = val
 		}
+	}
+	if in.HandedOverAt != nil {
+		in, out := &in.HandedOverAt, &out.HandedOverAt
+		*out = (*in).DeepCopy()
 	}
 	if in.Warnings != nil {
 		in, out := &in.Warnings, &out.Warnings

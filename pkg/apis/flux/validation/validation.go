@@ -36,6 +36,7 @@ type SupportedVersions struct {
 var (
 	commitRegexp = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
+	managementModes = []string{string(flux.ManagementContinuous), string(flux.ManagementHandover)}
 	bootstrapModes  = []string{string(flux.BootstrapModeKluctl), string(flux.BootstrapModeFlux), string(flux.BootstrapModeNone)}
 	repositoryTypes = []string{string(flux.RepositoryTypePublic), string(flux.RepositoryTypePrivate)}
 )
@@ -49,6 +50,7 @@ func ValidateFluxConfig(cfg *flux.FluxConfig, supported SupportedVersions, fldPa
 	allErrs = append(allErrs, ValidateVersion(cfg.Flux.Version, supported.Flux, fluxPath.Child("version"))...)
 	allErrs = append(allErrs, ValidateComponents(cfg.Flux.Components, fluxPath.Child("components"))...)
 	allErrs = append(allErrs, ValidateNamespace(cfg.Flux.Namespace, fluxPath.Child("namespace"))...)
+	allErrs = append(allErrs, ValidateManagementMode(cfg.Flux.Management, fluxPath.Child("management"))...)
 
 	kluctlPath := fldPath.Child("kluctl")
 	if cfg.Kluctl.Enabled {
@@ -270,6 +272,14 @@ func ValidateRepositoryPath(path string, fldPath *field.Path) field.ErrorList {
 func ValidateRepositoryType(t flux.RepositoryType, fldPath *field.Path) field.ErrorList {
 	if !slices.Contains(repositoryTypes, string(t)) {
 		return field.ErrorList{field.NotSupported(fldPath, t, repositoryTypes)}
+	}
+	return nil
+}
+
+// ValidateManagementMode checks that mode is continuous or handover.
+func ValidateManagementMode(mode flux.ManagementMode, fldPath *field.Path) field.ErrorList {
+	if !slices.Contains(managementModes, string(mode)) {
+		return field.ErrorList{field.NotSupported(fldPath, mode, managementModes)}
 	}
 	return nil
 }

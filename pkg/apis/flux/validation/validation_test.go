@@ -37,7 +37,7 @@ var _ = Describe("ValidateFluxConfig", func() {
 	BeforeEach(func() {
 		supported = SupportedVersions{Flux: []string{"v2.9.5", "v2.8.0"}, Kluctl: []string{"v2.28.2"}}
 		cfg = &flux.FluxConfig{
-			Flux:   flux.Flux{Version: "v2.9.5", Components: []string{flux.ComponentSourceController}, Namespace: "flux-system"},
+			Flux:   flux.Flux{Version: "v2.9.5", Components: []string{flux.ComponentSourceController}, Namespace: "flux-system", Management: flux.ManagementContinuous},
 			Kluctl: flux.Kluctl{Enabled: true, Version: "v2.28.2", Namespace: "kluctl-system"},
 			Source: &flux.Source{
 				URL:  "ssh://git@github.com/o/r",
