@@ -10,6 +10,7 @@ require (
 	github.com/gardener/gardener v1.149.3
 	github.com/gardener/gardener/pkg/apis v1.149.3
 	github.com/go-logr/logr v1.4.3
+	github.com/google/go-containerregistry v0.21.7
 	github.com/google/pprof v0.0.0-20260604005048-7023385849c0
 	github.com/kluctl/kluctl/v2 v2.28.2
 	github.com/onsi/ginkgo/v2 v2.34.0

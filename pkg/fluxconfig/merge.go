@@ -11,7 +11,8 @@ import (
 )
 
 // merge applies the fields src sets onto dst: scalars and lists replace, sections merge recursively,
-// source.ref and bootstrap.kluctl.decryption replace as a whole, bootstrap.kluctl.args is applied as
+// source.ref, source.oci.ref and bootstrap.kluctl.decryption replace as a whole, source.oci replaces
+// the git fields of source and source.url replaces source.oci, bootstrap.kluctl.args is applied as
 // a JSON merge patch (RFC 7386). src is not modified and shares no memory with dst afterwards.
 func merge(dst, src *v1alpha1.FluxConfig) error {
 	src = src.DeepCopy()
@@ -41,6 +42,18 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 	if s := src.Source; s != nil {
 		if dst.Source == nil {
 			dst.Source = &v1alpha1.Source{}
+		}
+		// A layer chooses the kind of source: an OCI artifact replaces a git repository of lower
+		// layers and the other way round; the same layer setting both is a validation error.
+		if s.OCI != nil {
+			*dst.Source = v1alpha1.Source{OCI: dst.Source.OCI}
+			if dst.Source.OCI == nil {
+				dst.Source.OCI = &v1alpha1.OCISource{}
+			}
+			mergeOCISource(dst.Source.OCI, s.OCI)
+		}
+		if s.URL != nil {
+			dst.Source.OCI = nil
 		}
 		d := dst.Source
 		override(&d.URL, s.URL)
@@ -84,6 +97,16 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 		dst.AdditionalSecretResources = src.AdditionalSecretResources
 	}
 	return nil
+}
+
+func mergeOCISource(d, s *v1alpha1.OCISource) {
+	override(&d.URL, s.URL)
+	// A tag from one layer and a digest from another would be ambiguous, like git refs.
+	if ociRefIsSet(s.Ref) {
+		d.Ref = s.Ref
+	}
+	override(&d.Path, s.Path)
+	override(&d.SecretResourceName, s.SecretResourceName)
 }
 
 func mergeKluctlBootstrap(d, s *v1alpha1.KluctlBootstrap) error {

@@ -68,23 +68,23 @@ func CheckBootstrapState(ctx context.Context, seed, shoot client.Client, request
 	if err := seed.Get(ctx, request, ex); err != nil {
 		return nil, fmt.Errorf("failed reading extension: %w", err)
 	}
-	mode := bootstrapMode(ex)
+	mode, oci := bootstrapMode(ex)
 
-	kinds := bootstrap.ObjectKinds(fluxapi.BootstrapMode(mode))
+	kinds := bootstrap.ObjectKinds(fluxapi.BootstrapMode(mode), oci)
 	if len(kinds) == 0 {
 		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue, Detail: "no bootstrap configured"}, nil
 	}
 	return checkObjects(ctx, shoot, kinds...)
 }
 
-// bootstrapMode reads the mode the last successful reconcile deployed; no source means no
-// bootstrap.
-func bootstrapMode(ex *extensionsv1alpha1.Extension) string {
+// bootstrapMode reads the mode the last successful reconcile deployed and whether its source is an
+// OCI artifact; no source means no bootstrap.
+func bootstrapMode(ex *extensionsv1alpha1.Extension) (string, bool) {
 	status, err := helper.DecodeStatus(ex.Status.ProviderStatus)
 	if err != nil || status == nil || status.Repository == "" {
-		return ""
+		return "", false
 	}
-	return status.BootstrapMode
+	return status.BootstrapMode, strings.HasPrefix(status.Repository, helper.OCIScheme)
 }
 
 func checkObjects(ctx context.Context, shoot client.Client, gvks ...schema.GroupVersionKind) (*healthcheck.SingleCheckResult, error) {
@@ -154,9 +154,9 @@ func readiness(kind string, obj *unstructured.Unstructured) *healthcheck.SingleC
 }
 
 // revision names the revision the object last deployed, as its controller reports it: kluctl the
-// commit of its last deployment, Flux the revision a Kustomization applied or a GitRepository
-// fetched; empty while there is none. It tells the shoot owner which state of the repository the
-// shoot still runs while the bootstrap is not ready. Only unsuccessful conditions carry it: the
+// commit of its last deployment, Flux the revision a Kustomization applied or a GitRepository or
+// OCIRepository fetched; empty while there is none. It tells the shoot owner which state of the
+// repository the shoot still runs while the bootstrap is not ready. Only unsuccessful conditions carry it: the
 // health check library writes a fixed message for a healthy one, and the check does not write the
 // Extension's providerStatus, because the library replaces the whole Extension status with an
 // Update after the checks (which would fail on the conflict of every such write) and the
@@ -169,7 +169,7 @@ func revision(kind string, obj *unstructured.Unstructured) string {
 		label, path = "last deployed commit", []string{"status", "lastDeployResult", "gitInfo", "commit"}
 	case bootstrap.KustomizationGVK.Kind:
 		label, path = "last applied revision", []string{"status", "lastAppliedRevision"}
-	case bootstrap.GitRepositoryGVK.Kind:
+	case bootstrap.GitRepositoryGVK.Kind, bootstrap.OCIRepositoryGVK.Kind:
 		label, path = "last fetched revision", []string{"status", "artifact", "revision"}
 	default:
 		return ""
