@@ -310,7 +310,7 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 
 	return map[string]any{
 		strings.ToLower(sourceKind) + "__" + namespace + "__" + constants.BootstrapName + ".yaml": sourceObj,
-		"kustomization__" + namespace + "__" + constants.BootstrapName + ".yaml": ks,
+		"kustomization__" + namespace + "__" + constants.BootstrapName + ".yaml":                  ks,
 	}, nil
 }
 
