@@ -50,7 +50,7 @@ var _ = Describe("Server", func() {
 		Expect(err).NotTo(HaveOccurred())
 		rc, err := layers[0].Compressed()
 		Expect(err).NotTo(HaveOccurred())
-		defer rc.Close()
+		DeferCleanup(rc.Close)
 		gz, err := gzip.NewReader(rc)
 		Expect(err).NotTo(HaveOccurred())
 		tr := tar.NewReader(gz)
