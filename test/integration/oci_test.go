@@ -174,11 +174,7 @@ var _ = Describe("OCI source in bootstrap mode kluctl", Ordered, func() {
 	// checks that the last good deployment stays as it is.
 	expectRejected := func(ctx SpecContext, field string) {
 		GinkgoHelper()
-		lastErr, err := h.WaitError(ctx, errorTimeout)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(lastErr.Description).To(ContainSubstring(field))
-		Expect(lastErr.Codes).To(ContainElement(gardencorev1beta1.ErrorConfigurationProblem))
-		Consistently(func() map[string]mrSnapshot { return snapshotManagedResources(ctx, h) }).Should(Equal(good))
+		expectConfigurationRejected(ctx, h, good, field)
 		expectGoodDeployment(ctx)
 	}
 

@@ -4,17 +4,12 @@
 package ociregistry
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"path"
-	"slices"
 	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -25,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/archive"
 )
 
 const (
@@ -101,14 +98,15 @@ func (s *Server) Close() error {
 	return s.server.Close()
 }
 
-// Push pushes files (path to content) as a Flux artifact with the tag into the repository and
+// Push pushes files (path to content) at the root of the archive, as "flux push artifact" archives
+// a directory, as a Flux artifact with the tag into the repository and
 // returns the manifest digest.
 func (s *Server) Push(repository, tag string, files map[string]string) (string, error) {
 	ref, err := name.NewTag(s.Host() + "/" + repository + ":" + tag)
 	if err != nil {
 		return "", err
 	}
-	content, err := tarGz(files)
+	content, err := archive.TarGz(files)
 	if err != nil {
 		return "", err
 	}
@@ -125,28 +123,4 @@ func (s *Server) Push(repository, tag string, files map[string]string) (string, 
 		return "", err
 	}
 	return digest.String(), nil
-}
-
-// tarGz archives files at the root of the archive, as "flux push artifact" archives a directory.
-func tarGz(files map[string]string) ([]byte, error) {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, n := range names {
-		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write([]byte(files[n])); err != nil {
-			return nil, err
-		}
-	}
-	if err := errors.Join(tw.Close(), gz.Close()); err != nil {
-		return nil, fmt.Errorf("failed archiving the artifact: %w", err)
-	}
-	return buf.Bytes(), nil
 }
