@@ -39,6 +39,8 @@ const (
 	SecretKeyUsername = "username"
 	// SecretKeyPassword is the data key of a basic-auth password or token.
 	SecretKeyPassword = "password"
+	// SecretKeyToken is the data key of an OCI registry bearer token.
+	SecretKeyToken = "token"
 
 	// AnnotationRotate on the deploy key Secret asks the extension for new key pairs: "true" for
 	// all of them, or a comma-separated list of key names.
@@ -62,6 +64,8 @@ const (
 
 	// GitCredentialsSecretName is the name of the git credentials Secret in the shoot.
 	GitCredentialsSecretName = "shoot-flux-git-credentials"
+	// OCICredentialsSecretName is the name of the OCI registry credentials Secret in the shoot.
+	OCICredentialsSecretName = "shoot-flux-oci-credentials"
 	// DecryptionSecretName is the name of the SOPS key Secret in the shoot.
 	DecryptionSecretName = "shoot-flux-sops"
 	// BootstrapName is the name of the bootstrap KluctlDeployment or GitRepository/Kustomization in the shoot.
@@ -78,4 +82,4 @@ const (
 
 // ReservedSecretNames are the Secrets the extension itself writes into the shoot, next to the
 // bootstrap object; an additional Secret must not take their names.
-var ReservedSecretNames = []string{GitCredentialsSecretName, DecryptionSecretName}
+var ReservedSecretNames = []string{GitCredentialsSecretName, OCICredentialsSecretName, DecryptionSecretName}

@@ -11,10 +11,11 @@ import (
 )
 
 // merge applies the fields src sets onto dst: scalars and lists replace, sections merge recursively,
-// source.ref and bootstrap.kluctl.decryption replace as a whole, bootstrap.kluctl.args is applied as
-// a JSON merge patch (RFC 7386). Two fields stand for more than themselves: source.url drops the
-// lower layers' source.knownHosts, and source.path their bootstrap.flux.path. src is not modified
-// and shares no memory with dst afterwards.
+// source.ref, source.oci.ref and bootstrap.kluctl.decryption replace as a whole,
+// bootstrap.kluctl.args is applied as a JSON merge patch (RFC 7386). Some fields stand for more than
+// themselves: source.oci replaces the git fields of source, source.url replaces source.oci and drops
+// the lower layers' source.knownHosts, and source.path drops their bootstrap.flux.path. src is not
+// modified and shares no memory with dst afterwards.
 func merge(dst, src *v1alpha1.FluxConfig) error {
 	src = src.DeepCopy()
 
@@ -44,6 +45,18 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 	if s := src.Source; s != nil {
 		if dst.Source == nil {
 			dst.Source = &v1alpha1.Source{}
+		}
+		// A layer chooses the kind of source: an OCI artifact replaces a git repository of lower
+		// layers and the other way round; the same layer setting both is a validation error.
+		if s.OCI != nil {
+			*dst.Source = v1alpha1.Source{OCI: dst.Source.OCI}
+			if dst.Source.OCI == nil {
+				dst.Source.OCI = &v1alpha1.OCISource{}
+			}
+			mergeOCISource(dst.Source.OCI, s.OCI)
+		}
+		if s.URL != nil {
+			dst.Source.OCI = nil
 		}
 		d := dst.Source
 		override(&d.URL, s.URL)
@@ -97,6 +110,16 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 		dst.AdditionalSecretResources = src.AdditionalSecretResources
 	}
 	return nil
+}
+
+func mergeOCISource(d, s *v1alpha1.OCISource) {
+	override(&d.URL, s.URL)
+	// A tag from one layer and a digest from another would be ambiguous, like git refs.
+	if ociRefIsSet(s.Ref) {
+		d.Ref = s.Ref
+	}
+	override(&d.Path, s.Path)
+	override(&d.SecretResourceName, s.SecretResourceName)
 }
 
 func mergeKluctlBootstrap(d, s *v1alpha1.KluctlBootstrap) error {

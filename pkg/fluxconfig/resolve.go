@@ -40,7 +40,7 @@ type Defaults struct {
 
 // Resolve merges the configuration layers (see the package documentation), defaults and validates
 // the result, and resolves the version selectors to the releases they choose among supported (see
-// helper.ResolveVersion). cm and providerConfig may be nil. Without a source URL in any layer, Source is nil and
+// helper.ResolveVersion). cm and providerConfig may be nil. Without a source URL (git or OCI) in any layer, Source is nil and
 // the bootstrap mode is none: only the controllers are installed.
 //
 // Errors about the configuration are *ConfigurationError, which matches ErrInvalidConfig.
@@ -64,7 +64,8 @@ func Resolve(defaults Defaults, supported validation.SupportedVersions, cm *core
 		}
 	}
 
-	if s := merged.Source; s != nil && s.URL == nil {
+	// An OCI source without a URL is left to the validation, which names source.oci.url.
+	if s := merged.Source; s != nil && s.URL == nil && s.OCI == nil {
 		if missingURLProblems(layers, p); p.err() != nil {
 			return nil, p.err()
 		}

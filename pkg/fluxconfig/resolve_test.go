@@ -586,6 +586,76 @@ bootstrap:
 		})
 	})
 
+	Describe("source.oci", func() {
+		const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+		It("defaults tag latest and the path, and uses the path for the Kustomization", func() {
+			cfg, err := resolve(nil, raw(`{"source":{"oci":{"url":"oci://ghcr.io/org/fleet"}},"bootstrap":{"mode":"flux"}}`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Source).To(Equal(&flux.Source{OCI: &flux.OCISource{URL: "oci://ghcr.io/org/fleet", Ref: flux.OCIRef{Tag: "latest"}, Path: "."}}))
+
+			cfg, err = resolve(nil, raw(`{"source":{"oci":{"url":"oci://ghcr.io/org/fleet","path":"clusters/prod"}},"bootstrap":{"mode":"flux"}}`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Bootstrap.Flux.Path).To(Equal("clusters/prod"))
+			Expect(cfg.Flux.Components).To(ConsistOf(flux.ComponentSourceController, flux.ComponentKustomizeController))
+		})
+
+		It("replaces the git source of the project and keeps its own fields from the project ConfigMap", func() {
+			cm := configMap(map[string]string{"config.yaml": `
+source:
+  oci:
+    url: oci://registry.example.com:5000/fleet
+    secretResourceName: registry
+`})
+			cfg, err := resolve(cm, raw(`{"source":{"oci":{"ref":{"digest":"`+digest+`"},"path":"prod"}}}`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Source).To(Equal(&flux.Source{OCI: &flux.OCISource{
+				URL: "oci://registry.example.com:5000/fleet", Ref: flux.OCIRef{Digest: digest}, Path: "prod", SecretResourceName: "registry",
+			}}))
+
+			cfg, err = resolve(configMap(legacyData()), raw(`{"source":{"oci":{"url":"oci://ghcr.io/org/fleet"}}}`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Source).To(Equal(&flux.Source{OCI: &flux.OCISource{URL: "oci://ghcr.io/org/fleet", Ref: flux.OCIRef{Tag: "latest"}, Path: "."}}))
+		})
+
+		It("is replaced by a git URL of a later layer", func() {
+			cm := configMap(map[string]string{"config.yaml": "source:\n  oci:\n    url: oci://ghcr.io/org/fleet\n"})
+			cfg, err := resolve(cm, raw(`{"source":{"url":"https://git.example.com/fleet.git"}}`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Source.OCI).To(BeNil())
+			Expect(cfg.Source.URL).To(Equal("https://git.example.com/fleet.git"))
+		})
+
+		It("names git fields set next to it in one layer", func() {
+			_, err := resolve(nil, raw(`{"source":{"url":"https://git.example.com/fleet.git","knownHosts":"","oci":{"url":"oci://ghcr.io/org/fleet"}}}`))
+			Expect(problems(err)).To(ConsistOf(
+				"Extension providerConfig: source.url: Forbidden: is a git source field and must not be set together with source.oci",
+				"Extension providerConfig: source.knownHosts: Forbidden: is a git source field and must not be set together with source.oci",
+			))
+		})
+
+		It("names git fields a later layer sets on top of it", func() {
+			cm := configMap(map[string]string{"config.yaml": "source:\n  oci:\n    url: oci://ghcr.io/org/fleet\n"})
+			_, err := resolve(cm, raw(`{"source":{"ref":{"branch":"main"}}}`))
+			Expect(err).To(MatchError(ContainSubstring("source.ref: Forbidden: is a git source field and must not be set together with source.oci")))
+		})
+
+		It("needs a URL in some layer", func() {
+			_, err := resolve(nil, raw(`{"source":{"oci":{"ref":{"tag":"v1"}}}}`))
+			Expect(err).To(MatchError(ContainSubstring("source.oci.url: Required value: must not be empty")))
+		})
+
+		It("names the field of invalid values", func() {
+			_, err := resolve(nil, raw(`{"source":{"oci":{"url":"oci://ghcr.io/org/fleet:v1","ref":{"tag":"v1","digest":"`+digest+`"},"path":"/abs","secretResourceName":""}}}`))
+			Expect(problems(err)).To(ConsistOf(
+				`Extension providerConfig: source.oci.url: Invalid value: "oci://ghcr.io/org/fleet:v1": must not contain a tag; set ref.tag`,
+				`Extension providerConfig: source.oci.ref: Invalid value: "{tag=v1, digest=`+digest+`}": exactly one of tag and digest must be set`,
+				`Extension providerConfig: source.oci.path: Invalid value: "/abs": must be relative to the repository root`,
+				`Extension providerConfig: source.oci.secretResourceName: Required value: must name a Shoot spec.resources Secret if set`,
+			))
+		})
+	})
+
 	Describe("errors", func() {
 		It("reports the problems of all layers at once", func() {
 			data := legacyData()

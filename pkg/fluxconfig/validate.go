@@ -90,6 +90,37 @@ func validateSourceLayer(s *v1alpha1.Source, fldPath *field.Path) field.ErrorLis
 	if s.SecretResourceName != nil && *s.SecretResourceName == "" {
 		allErrs = append(allErrs, field.Required(fldPath.Child("secretResourceName"), "must name a Shoot spec.resources Secret if set"))
 	}
+	if s.OCI != nil {
+		var gitFields []string
+		if s.URL != nil {
+			gitFields = append(gitFields, "url")
+		}
+		for _, f := range sourceFields {
+			if f.set(s) {
+				gitFields = append(gitFields, f.name)
+			}
+		}
+		allErrs = append(allErrs, validation.ValidateGitFieldsUnset(gitFields, fldPath)...)
+		allErrs = append(allErrs, validateOCISourceLayer(s.OCI, fldPath.Child("oci"))...)
+	}
+	return allErrs
+}
+
+func validateOCISourceLayer(s *v1alpha1.OCISource, fldPath *field.Path) field.ErrorList {
+	allErrs := field.ErrorList{}
+	if s.URL != nil {
+		allErrs = append(allErrs, validation.ValidateOCIURL(*s.URL, fldPath.Child("url"))...)
+	}
+	if ociRefIsSet(s.Ref) {
+		ref := flux.OCIRef{Tag: ptr.Deref(s.Ref.Tag, ""), Digest: ptr.Deref(s.Ref.Digest, "")}
+		allErrs = append(allErrs, validation.ValidateOCIRef(ref, fldPath.Child("ref"))...)
+	}
+	if s.Path != nil {
+		allErrs = append(allErrs, validation.ValidateRepositoryPath(*s.Path, fldPath.Child("path"))...)
+	}
+	if s.SecretResourceName != nil && *s.SecretResourceName == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("secretResourceName"), "must name a Shoot spec.resources Secret if set"))
+	}
 	return allErrs
 }
 
@@ -129,4 +160,9 @@ func validateBootstrapLayer(b *v1alpha1.Bootstrap, fldPath *field.Path) field.Er
 // refIsSet reports whether a layer chooses a ref; only then does it replace the ref of lower layers.
 func refIsSet(ref *v1alpha1.GitRef) bool {
 	return ref != nil && (ref.Branch != nil || ref.Tag != nil || ref.Commit != nil)
+}
+
+// ociRefIsSet reports whether a layer chooses an OCI ref, like refIsSet.
+func ociRefIsSet(ref *v1alpha1.OCIRef) bool {
+	return ref != nil && (ref.Tag != nil || ref.Digest != nil)
 }

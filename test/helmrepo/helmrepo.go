@@ -4,9 +4,6 @@
 package helmrepo
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,11 +11,12 @@ import (
 	"net"
 	"net/http"
 	"path"
-	"slices"
 	"sync"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/archive"
 )
 
 // Chart is a chart the repository serves.
@@ -31,7 +29,7 @@ type Chart struct {
 	Templates map[string]string
 }
 
-// archiveDate makes archives independent of when the test runs.
+// archiveDate makes the index independent of when the test runs.
 var archiveDate = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Archive returns the chart as the .tgz that `helm package` writes: a directory named after the
@@ -41,33 +39,15 @@ func (c Chart) Archive() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding Chart.yaml of %s: %w", c.Name, err)
 	}
-	files := map[string]string{"Chart.yaml": string(chartYAML), "values.yaml": c.Values}
+	files := map[string]string{path.Join(c.Name, "Chart.yaml"): string(chartYAML), path.Join(c.Name, "values.yaml"): c.Values}
 	for name, content := range c.Templates {
-		files[path.Join("templates", name)] = content
+		files[path.Join(c.Name, "templates", name)] = content
 	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, name := range names {
-		content := []byte(files[name])
-		hdr := &tar.Header{Name: path.Join(c.Name, name), Mode: 0o644, Size: int64(len(content)), ModTime: archiveDate, Typeflag: tar.TypeReg}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, fmt.Errorf("archiving %s: %w", name, err)
-		}
-		if _, err := tw.Write(content); err != nil {
-			return nil, fmt.Errorf("archiving %s: %w", name, err)
-		}
-	}
-	if err := errors.Join(tw.Close(), gz.Close()); err != nil {
+	out, err := archive.TarGz(files)
+	if err != nil {
 		return nil, fmt.Errorf("archiving chart %s: %w", c.Name, err)
 	}
-	return buf.Bytes(), nil
+	return out, nil
 }
 
 // Server is a chart repository on 127.0.0.1.

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -26,14 +25,10 @@ var _ = Describe("Bad configuration", Ordered, Label(labelDeployed), func() {
 	})
 
 	// expectRejected waits for the reconcile to fail with a configuration error naming field, and
-	// checks that the ManagedResources of the last good configuration stay as they are.
+	// checks that the last good deployment stays as it is.
 	expectRejected := func(ctx SpecContext, field string) {
 		GinkgoHelper()
-		lastErr, err := h.WaitError(ctx, errorTimeout)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(lastErr.Description).To(ContainSubstring(field))
-		Expect(lastErr.Codes).To(ContainElement(gardencorev1beta1.ErrorConfigurationProblem))
-		Consistently(func() map[string]mrSnapshot { return snapshotManagedResources(ctx, h) }).Should(Equal(good))
+		expectConfigurationRejected(ctx, h, good, field)
 		kd, err := kluctlDeployment(ctx, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(nestedString(kd, "spec", "source", "git", "path")).To(Equal("clusters/good"))

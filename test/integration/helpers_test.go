@@ -219,6 +219,17 @@ func snapshotManagedResources(ctx context.Context, h *sandbox.ShootHandle) map[s
 	return out
 }
 
+// expectConfigurationRejected waits for the reconcile to fail with a configuration error naming
+// field, and checks that the ManagedResources of the last good configuration stay as they are.
+func expectConfigurationRejected(ctx context.Context, h *sandbox.ShootHandle, good map[string]mrSnapshot, field string) {
+	GinkgoHelper()
+	lastErr, err := h.WaitError(ctx, errorTimeout)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(lastErr.Description).To(ContainSubstring(field))
+	Expect(lastErr.Codes).To(ContainElement(gardencorev1beta1.ErrorConfigurationProblem))
+	Consistently(func() map[string]mrSnapshot { return snapshotManagedResources(ctx, h) }).Should(Equal(good))
+}
+
 // appliedManagedResource succeeds if gardener-resource-manager applied the current generation.
 func appliedManagedResource(ctx context.Context, h *sandbox.ShootHandle, name string) error {
 	mr, err := h.ManagedResource(ctx, name)

@@ -150,6 +150,9 @@ func referenceErrors(raw *runtime.RawExtension, resources []gardencorev1beta1.Na
 	if cfg.Source != nil && cfg.Source.SecretResourceName != nil {
 		check(fldPath.Child("source", "secretResourceName"), *cfg.Source.SecretResourceName)
 	}
+	if cfg.Source != nil && cfg.Source.OCI != nil && cfg.Source.OCI.SecretResourceName != nil {
+		check(fldPath.Child("source", "oci", "secretResourceName"), *cfg.Source.OCI.SecretResourceName)
+	}
 	if b := cfg.Bootstrap; b != nil && b.Kluctl != nil && b.Kluctl.Decryption != nil {
 		check(fldPath.Child("bootstrap", "kluctl", "decryption", "secretResourceName"), b.Kluctl.Decryption.SecretResourceName)
 	}

@@ -163,6 +163,18 @@ var _ = Describe("Shoot validator", func() {
 			Expect(err).To(MatchError(ContainSubstring(`spec.extensions[1].providerConfig.additionalSecretResources[1].name: Invalid value: "shoot-flux-sops"`)))
 		})
 
+		It("checks the registry credentials of an OCI source like the git credentials", func() {
+			config := `{"source": {"oci": {"url": "oci://ghcr.io/org/fleet", "secretResourceName": "registry"}}}`
+			err := validator.Validate(ctx, newShoot(config), nil)
+			Expect(err).To(MatchError(`spec.extensions[1].providerConfig.source.oci.secretResourceName: Invalid value: "registry": must name an entry of spec.resources`))
+			Expect(validator.Validate(ctx, newShoot(config, secretResource("registry")), nil)).To(Succeed())
+		})
+
+		It("rejects git fields next to an OCI source, naming them", func() {
+			err := validator.Validate(ctx, newShoot(`{"source": {"path": "deploy", "oci": {"url": "oci://ghcr.io/org/fleet"}}}`), nil)
+			Expect(err).To(MatchError(`spec.extensions[1].providerConfig.source.path: Forbidden: is a git source field and must not be set together with source.oci`))
+		})
+
 		It("reports an empty secretResourceName once, as a field error", func() {
 			err := validator.Validate(ctx, newShoot(`{"source": {"url": "ssh://git@github.com/owner/repo", "secretResourceName": ""}}`), nil)
 			Expect(err).To(MatchError(`spec.extensions[1].providerConfig.source.secretResourceName: Required value: must name a Shoot spec.resources Secret if set`))

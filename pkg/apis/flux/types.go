@@ -68,7 +68,8 @@ type FluxConfig struct {
 	Flux Flux
 	// Kluctl configures the kluctl controller.
 	Kluctl Kluctl
-	// Source is the git repository to bootstrap from; nil installs the controllers only.
+	// Source is the git repository or OCI artifact to bootstrap from; nil installs the controllers
+	// only.
 	Source *Source
 	// Bootstrap configures the object that applies the repository.
 	Bootstrap Bootstrap
@@ -99,7 +100,7 @@ type Kluctl struct {
 	Namespace string
 }
 
-// Source is a git repository.
+// Source is a git repository, or an OCI artifact when OCI is set; then the git fields are empty.
 type Source struct {
 	// URL is an ssh://, scp-like or https:// git URL.
 	URL string
@@ -115,6 +116,29 @@ type Source struct {
 	// SecretResourceName names a Shoot spec.resources Secret with user credentials; empty means a
 	// generated deploy key for private repositories.
 	SecretResourceName string
+	// OCI is the OCI artifact to bootstrap from instead of a git repository.
+	OCI *OCISource
+}
+
+// OCISource is an OCI artifact in Flux's artifact format.
+type OCISource struct {
+	// URL is oci://registry[:port]/repository, without tag or digest.
+	URL string
+	// Ref is the artifact version to pull.
+	Ref OCIRef
+	// Path is the directory inside the artifact.
+	Path string
+	// SecretResourceName names a Shoot spec.resources Secret with registry credentials; empty means
+	// anonymous pulls.
+	SecretResourceName string
+}
+
+// OCIRef is a tag or a digest; exactly one is set.
+type OCIRef struct {
+	// Tag is an image tag.
+	Tag string
+	// Digest is a manifest digest, algorithm:hex.
+	Digest string
 }
 
 // GitRef is a branch, a tag or a commit; exactly one is set.

@@ -1,12 +1,14 @@
-// Package bootstrap deploys the ManagedResource with the git credentials and the objects that make
-// the shoot's GitOps controller deploy the configured repository: a KluctlDeployment, or a Flux
-// GitRepository with a Kustomization.
+// Package bootstrap deploys the ManagedResource with the source credentials and the objects that
+// make the shoot's GitOps controller deploy the configured repository or OCI artifact: a
+// KluctlDeployment, or a Flux GitRepository or OCIRepository with a Kustomization.
 package bootstrap
 
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -25,11 +27,15 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
-// Credentials are the git credentials delivered to the shoot.
+// Credentials are the git or OCI registry credentials delivered to the shoot.
 type Credentials struct {
-	// Host is the host the credentials apply to, normalised the way kluctl matches it.
+	// Host is the host the credentials apply to, normalised the way kluctl matches it; for an OCI
+	// source the registry with its port.
 	Host string
-	// Data holds identity/known_hosts or username/password.
+	// Repository is the repository inside the registry the credentials apply to; OCI sources only.
+	Repository string
+	// Data holds identity/known_hosts or username/password for git, username/password or token for
+	// OCI.
 	Data map[string][]byte
 }
 
@@ -45,7 +51,7 @@ type Values struct {
 	// Config is the resolved configuration; its Source must be set and its bootstrap mode must not
 	// be none.
 	Config *fluxapi.FluxConfig
-	// URL is the repository URL in the form the GitOps controllers understand.
+	// URL is the repository or OCI artifact URL in the form the GitOps controllers understand.
 	URL string
 	// Credentials are nil for public repositories.
 	Credentials *Credentials
@@ -95,7 +101,11 @@ func Data(v Values) (map[string][]byte, error) {
 	var objects []client.Object
 
 	if v.Credentials != nil {
-		objects = append(objects, secret(constants.GitCredentialsSecretName, namespace, v.Credentials.Data))
+		creds, err := credentialsSecret(v, namespace)
+		if err != nil {
+			return nil, err
+		}
+		objects = append(objects, creds)
 	}
 	if v.Decryption != nil {
 		objects = append(objects, secret(constants.DecryptionSecretName, namespace, v.Decryption))
@@ -150,6 +160,42 @@ func secret(name, namespace string, data map[string][]byte) *corev1.Secret {
 	}
 }
 
+// credentialsSecret is the Secret the bootstrap source pulls with: kluctl reads the keys as they
+// are, Flux's OCIRepository reads registry credentials as an image pull Secret.
+func credentialsSecret(v Values, namespace string) (*corev1.Secret, error) {
+	if v.Config.Source.OCI == nil {
+		return secret(constants.GitCredentialsSecretName, namespace, v.Credentials.Data), nil
+	}
+	if v.Config.Bootstrap.Mode == fluxapi.BootstrapModeKluctl {
+		return secret(constants.OCICredentialsSecretName, namespace, v.Credentials.Data), nil
+	}
+	dockerConfig, err := dockerConfigJSON(v.Credentials)
+	if err != nil {
+		return nil, err
+	}
+	s := secret(constants.OCICredentialsSecretName, namespace, map[string][]byte{corev1.DockerConfigJsonKey: dockerConfig})
+	s.Type = corev1.SecretTypeDockerConfigJson
+	return s, nil
+}
+
+// dockerConfigJSON renders registry credentials in the format of a kubernetes.io/dockerconfigjson
+// Secret; a token is a registry (bearer) token, which is what kluctl makes of it.
+func dockerConfigJSON(c *Credentials) ([]byte, error) {
+	entry := map[string]string{}
+	if token := c.Data[constants.SecretKeyToken]; len(token) > 0 {
+		entry["registrytoken"] = string(token)
+	} else {
+		username, password := string(c.Data[constants.SecretKeyUsername]), string(c.Data[constants.SecretKeyPassword])
+		entry["username"], entry["password"] = username, password
+		entry["auth"] = base64.StdEncoding.EncodeToString([]byte(username + ":" + password))
+	}
+	out, err := json.Marshal(map[string]any{"auths": map[string]any{c.Host: entry}})
+	if err != nil {
+		return nil, fmt.Errorf("failed serializing registry credentials: %w", err)
+	}
+	return out, nil
+}
+
 func labels() map[string]string {
 	return map[string]string{constants.LabelManagedBy: constants.ExtensionName}
 }
@@ -169,11 +215,6 @@ func kluctlObjects(v Values, namespace string) (map[string]any, error) {
 		}
 	}
 	spec := kluctlDeploymentSpec{
-		Source: kluctlSource{Git: kluctlGitSource{
-			URL:  v.URL,
-			Path: cfg.Source.Path,
-			Ref:  ref(cfg.Source.Ref),
-		}},
 		Interval: k.Interval.Duration.String(),
 		Target:   k.Target,
 		Context:  k.Context,
@@ -188,11 +229,23 @@ func kluctlObjects(v Values, namespace string) (map[string]any, error) {
 	if k.Timeout != nil {
 		spec.Timeout = k.Timeout.Duration.String()
 	}
-	if v.Credentials != nil {
-		spec.Credentials = &kluctlCredentials{Git: []kluctlGitCredentials{{
-			Host:      v.Credentials.Host,
-			SecretRef: secretRef{Name: constants.GitCredentialsSecretName},
-		}}}
+	if oci := cfg.Source.OCI; oci != nil {
+		spec.Source.OCI = &kluctlOCISource{URL: v.URL, Path: oci.Path, Ref: &ociRef{Tag: oci.Ref.Tag, Digest: oci.Ref.Digest}}
+		if v.Credentials != nil {
+			spec.Credentials = &kluctlCredentials{OCI: []kluctlOCICredentials{{
+				Registry:   v.Credentials.Host,
+				Repository: v.Credentials.Repository,
+				SecretRef:  secretRef{Name: constants.OCICredentialsSecretName},
+			}}}
+		}
+	} else {
+		spec.Source.Git = &kluctlGitSource{URL: v.URL, Path: cfg.Source.Path, Ref: ref(cfg.Source.Ref)}
+		if v.Credentials != nil {
+			spec.Credentials = &kluctlCredentials{Git: []kluctlGitCredentials{{
+				Host:      v.Credentials.Host,
+				SecretRef: secretRef{Name: constants.GitCredentialsSecretName},
+			}}}
+		}
 	}
 	if v.Decryption != nil {
 		spec.Decryption = &decryption{Provider: "sops", SecretRef: secretRef{Name: constants.DecryptionSecretName}}
@@ -212,43 +265,32 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 	cfg := v.Config
 	f := cfg.Bootstrap.Flux
 
-	repo := &sourcev1.GitRepository{
-		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
-		ObjectMeta: metav1.ObjectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()},
-		Spec: sourcev1.GitRepositorySpec{
-			URL:      v.URL,
-			Interval: f.Interval,
-			Reference: &sourcev1.GitRepositoryRef{
-				Branch: cfg.Source.Ref.Branch,
-				Tag:    cfg.Source.Ref.Tag,
-				Commit: cfg.Source.Ref.Commit,
-			},
-		},
-	}
-	if v.Credentials != nil {
-		repo.Spec.SecretRef = &fluxmeta.LocalObjectReference{Name: constants.GitCredentialsSecretName}
-	}
-	// GitRepository carries a status stanza with a creationTimestamp; drop it so the stored
-	// manifest only holds what we set.
-	repoYAML, err := yaml.Marshal(repo)
+	source, err := fluxSource(v, namespace)
 	if err != nil {
-		return nil, fmt.Errorf("failed serializing GitRepository: %w", err)
+		return nil, err
 	}
-	var repoObj map[string]any
-	if err := yaml.Unmarshal(repoYAML, &repoObj); err != nil {
-		return nil, fmt.Errorf("failed serializing GitRepository: %w", err)
+	// The source carries a status stanza with a creationTimestamp; drop it so the stored manifest
+	// only holds what we set.
+	sourceYAML, err := yaml.Marshal(source)
+	if err != nil {
+		return nil, fmt.Errorf("failed serializing %s: %w", source.GetObjectKind().GroupVersionKind().Kind, err)
 	}
-	delete(repoObj, "status")
-	if meta, ok := repoObj["metadata"].(map[string]any); ok {
+	var sourceObj map[string]any
+	if err := yaml.Unmarshal(sourceYAML, &sourceObj); err != nil {
+		return nil, fmt.Errorf("failed serializing %s: %w", source.GetObjectKind().GroupVersionKind().Kind, err)
+	}
+	delete(sourceObj, "status")
+	if meta, ok := sourceObj["metadata"].(map[string]any); ok {
 		delete(meta, "creationTimestamp")
 	}
+	sourceKind := source.GetObjectKind().GroupVersionKind().Kind
 
 	ks := &kustomization{
 		APIVersion: KustomizationGVK.GroupVersion().String(),
 		Kind:       KustomizationGVK.Kind,
 		Metadata:   objectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()},
 		Spec: kustomizationSpec{
-			SourceRef:       sourceRef{Kind: sourcev1.GitRepositoryKind, Name: constants.BootstrapName},
+			SourceRef:       sourceRef{Kind: sourceKind, Name: constants.BootstrapName},
 			Path:            f.Path,
 			Prune:           f.Prune,
 			Interval:        f.Interval.Duration.String(),
@@ -267,9 +309,48 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 	}
 
 	return map[string]any{
-		"gitrepository__" + namespace + "__" + constants.BootstrapName + ".yaml": repoObj,
-		"kustomization__" + namespace + "__" + constants.BootstrapName + ".yaml": ks,
+		strings.ToLower(sourceKind) + "__" + namespace + "__" + constants.BootstrapName + ".yaml": sourceObj,
+		"kustomization__" + namespace + "__" + constants.BootstrapName + ".yaml":                  ks,
 	}, nil
+}
+
+// fluxSource is the GitRepository or OCIRepository of mode flux.
+func fluxSource(v Values, namespace string) (client.Object, error) {
+	cfg := v.Config
+	meta := metav1.ObjectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()}
+	interval := cfg.Bootstrap.Flux.Interval
+	if oci := cfg.Source.OCI; oci != nil {
+		repo := &sourcev1.OCIRepository{
+			TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.OCIRepositoryKind},
+			ObjectMeta: meta,
+			Spec: sourcev1.OCIRepositorySpec{
+				URL:       v.URL,
+				Interval:  interval,
+				Reference: &sourcev1.OCIRepositoryRef{Tag: oci.Ref.Tag, Digest: oci.Ref.Digest},
+			},
+		}
+		if v.Credentials != nil {
+			repo.Spec.SecretRef = &fluxmeta.LocalObjectReference{Name: constants.OCICredentialsSecretName}
+		}
+		return repo, nil
+	}
+	repo := &sourcev1.GitRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
+		ObjectMeta: meta,
+		Spec: sourcev1.GitRepositorySpec{
+			URL:      v.URL,
+			Interval: interval,
+			Reference: &sourcev1.GitRepositoryRef{
+				Branch: cfg.Source.Ref.Branch,
+				Tag:    cfg.Source.Ref.Tag,
+				Commit: cfg.Source.Ref.Commit,
+			},
+		},
+	}
+	if v.Credentials != nil {
+		repo.Spec.SecretRef = &fluxmeta.LocalObjectReference{Name: constants.GitCredentialsSecretName}
+	}
+	return repo, nil
 }
 
 // DeliveredIdentity returns the SSH private key of the git credentials the bootstrap

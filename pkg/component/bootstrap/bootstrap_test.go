@@ -1,6 +1,7 @@
 package bootstrap_test
 
 import (
+	"encoding/base64"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
@@ -102,6 +104,79 @@ var _ = Describe("Data", func() {
 		Expect(ks).To(HaveKeyWithValue("path", "deploy"))
 		Expect(ks).To(HaveKeyWithValue("prune", true))
 		Expect(objs).NotTo(HaveKey(HavePrefix("KluctlDeployment/")))
+	})
+
+	Describe("an OCI source", func() {
+		const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+		ociConfig := func(mode fluxapi.BootstrapMode) *fluxapi.FluxConfig {
+			cfg := config(mode)
+			cfg.Source = &fluxapi.Source{OCI: &fluxapi.OCISource{URL: "oci://registry.example.com:5000/fleet/apps", Ref: fluxapi.OCIRef{Digest: digest}, Path: "deploy"}}
+			return cfg
+		}
+		basic := &Credentials{Host: "registry.example.com:5000", Repository: "fleet/apps", Data: map[string][]byte{"username": []byte("puller"), "password": []byte("pw")}}
+		token := &Credentials{Host: "registry.example.com:5000", Repository: "fleet/apps", Data: map[string][]byte{"token": []byte("TOKEN")}}
+
+		It("renders the KluctlDeployment with source.oci and credentials.oci", func() {
+			objs := objects(Values{Config: ociConfig(fluxapi.BootstrapModeKluctl), URL: "oci://registry.example.com:5000/fleet/apps", Credentials: token})
+			Expect(objs).NotTo(HaveKey("Secret/kluctl-system/shoot-flux-git-credentials"))
+			creds := objs["Secret/kluctl-system/"+constants.OCICredentialsSecretName]
+			Expect(creds).To(HaveKeyWithValue("type", "Opaque"))
+			Expect(creds).To(HaveKeyWithValue("data", Equal(map[string]any{"token": "VE9LRU4="})))
+			spec := objs["KluctlDeployment/kluctl-system/shoot-flux-bootstrap"]["spec"].(map[string]any)
+			Expect(spec["source"]).To(Equal(map[string]any{"oci": map[string]any{"url": "oci://registry.example.com:5000/fleet/apps", "path": "deploy", "ref": map[string]any{"digest": digest}}}))
+			Expect(spec["credentials"]).To(Equal(map[string]any{"oci": []any{map[string]any{
+				"registry": "registry.example.com:5000", "repository": "fleet/apps", "secretRef": map[string]any{"name": constants.OCICredentialsSecretName},
+			}}}))
+		})
+
+		It("renders an OCIRepository with an image pull Secret and a Kustomization of it in flux mode", func() {
+			cfg := ociConfig(fluxapi.BootstrapModeFlux)
+			cfg.Source.OCI.Ref = fluxapi.OCIRef{Tag: "v1"}
+			objs := objects(Values{Config: cfg, URL: "oci://registry.example.com:5000/fleet/apps", Credentials: basic})
+			Expect(objs).NotTo(HaveKey(HavePrefix("GitRepository/")))
+			repo := objs["OCIRepository/flux-system/shoot-flux-bootstrap"]
+			Expect(repo).NotTo(BeNil())
+			Expect(repo).NotTo(HaveKey("status"))
+			Expect(repo["apiVersion"]).To(Equal("source.toolkit.fluxcd.io/v1"))
+			spec := repo["spec"].(map[string]any)
+			Expect(spec).To(HaveKeyWithValue("url", "oci://registry.example.com:5000/fleet/apps"))
+			Expect(spec["ref"]).To(Equal(map[string]any{"tag": "v1"}))
+			Expect(spec["secretRef"]).To(Equal(map[string]any{"name": constants.OCICredentialsSecretName}))
+			Expect(spec).NotTo(HaveKey("insecure"))
+
+			creds := objs["Secret/flux-system/"+constants.OCICredentialsSecretName]
+			Expect(creds).To(HaveKeyWithValue("type", "kubernetes.io/dockerconfigjson"))
+			encoded := creds["data"].(map[string]any)[".dockerconfigjson"].(string)
+			dockerConfig, err := base64.StdEncoding.DecodeString(encoded)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(dockerConfig).To(MatchJSON(`{"auths":{"registry.example.com:5000":{"username":"puller","password":"pw","auth":"cHVsbGVyOnB3"}}}`))
+
+			ks := objs["Kustomization/flux-system/shoot-flux-bootstrap"]["spec"].(map[string]any)
+			Expect(ks["sourceRef"]).To(Equal(map[string]any{"kind": "OCIRepository", "name": "shoot-flux-bootstrap"}))
+			Expect(ks).To(HaveKeyWithValue("path", "deploy"))
+		})
+
+		It("renders a token as a registry token", func() {
+			objs := objects(Values{Config: ociConfig(fluxapi.BootstrapModeFlux), URL: "oci://registry.example.com:5000/fleet/apps", Credentials: token})
+			encoded := objs["Secret/flux-system/"+constants.OCICredentialsSecretName]["data"].(map[string]any)[".dockerconfigjson"].(string)
+			dockerConfig, err := base64.StdEncoding.DecodeString(encoded)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(dockerConfig).To(MatchJSON(`{"auths":{"registry.example.com:5000":{"registrytoken":"TOKEN"}}}`))
+		})
+
+		It("pulls anonymously without credentials", func() {
+			objs := objects(Values{Config: ociConfig(fluxapi.BootstrapModeFlux), URL: "oci://registry.example.com:5000/fleet/apps"})
+			Expect(objs).NotTo(HaveKey(HavePrefix("Secret/")))
+			Expect(objs["OCIRepository/flux-system/shoot-flux-bootstrap"]["spec"]).NotTo(HaveKey("secretRef"))
+		})
+	})
+
+	It("names the kinds of the bootstrap objects", func() {
+		Expect(ObjectKinds(fluxapi.BootstrapModeFlux, true)).To(Equal([]schema.GroupVersionKind{OCIRepositoryGVK, KustomizationGVK}))
+		Expect(ObjectKinds(fluxapi.BootstrapModeFlux, false)).To(Equal([]schema.GroupVersionKind{GitRepositoryGVK, KustomizationGVK}))
+		Expect(ObjectKinds(fluxapi.BootstrapModeKluctl, true)).To(Equal([]schema.GroupVersionKind{KluctlDeploymentGVK}))
+		Expect(ObjectKinds(fluxapi.BootstrapModeNone, true)).To(BeEmpty())
 	})
 
 	It("refuses configurations without bootstrap", func() {

@@ -18,19 +18,24 @@ import (
 var (
 	// KluctlDeploymentGVK is the bootstrap object of mode kluctl.
 	KluctlDeploymentGVK = schema.GroupVersionKind{Group: "gitops.kluctl.io", Version: "v1beta1", Kind: "KluctlDeployment"}
-	// GitRepositoryGVK is the source of mode flux.
+	// GitRepositoryGVK is the source of mode flux for a git repository.
 	GitRepositoryGVK = sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind)
+	// OCIRepositoryGVK is the source of mode flux for an OCI artifact.
+	OCIRepositoryGVK = sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind)
 	// KustomizationGVK is the bootstrap object of mode flux.
 	KustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
 )
 
-// ObjectKinds returns the kinds of the bootstrap objects a mode deploys, all named
-// constants.BootstrapName; none for a mode without bootstrap.
-func ObjectKinds(mode fluxapi.BootstrapMode) []schema.GroupVersionKind {
+// ObjectKinds returns the kinds of the bootstrap objects a mode deploys for a git repository or,
+// with oci, an OCI artifact, all named constants.BootstrapName; none for a mode without bootstrap.
+func ObjectKinds(mode fluxapi.BootstrapMode, oci bool) []schema.GroupVersionKind {
 	switch mode {
 	case fluxapi.BootstrapModeKluctl:
 		return []schema.GroupVersionKind{KluctlDeploymentGVK}
 	case fluxapi.BootstrapModeFlux:
+		if oci {
+			return []schema.GroupVersionKind{OCIRepositoryGVK, KustomizationGVK}
+		}
 		return []schema.GroupVersionKind{GitRepositoryGVK, KustomizationGVK}
 	default:
 		return nil
@@ -68,7 +73,19 @@ type kluctlDeploymentSpec struct {
 }
 
 type kluctlSource struct {
-	Git kluctlGitSource `json:"git"`
+	Git *kluctlGitSource `json:"git,omitempty"`
+	OCI *kluctlOCISource `json:"oci,omitempty"`
+}
+
+type kluctlOCISource struct {
+	URL  string  `json:"url"`
+	Path string  `json:"path,omitempty"`
+	Ref  *ociRef `json:"ref,omitempty"`
+}
+
+type ociRef struct {
+	Tag    string `json:"tag,omitempty"`
+	Digest string `json:"digest,omitempty"`
 }
 
 type kluctlGitSource struct {
@@ -84,7 +101,14 @@ type gitRef struct {
 }
 
 type kluctlCredentials struct {
-	Git []kluctlGitCredentials `json:"git"`
+	Git []kluctlGitCredentials `json:"git,omitempty"`
+	OCI []kluctlOCICredentials `json:"oci,omitempty"`
+}
+
+type kluctlOCICredentials struct {
+	Registry   string    `json:"registry"`
+	Repository string    `json:"repository,omitempty"`
+	SecretRef  secretRef `json:"secretRef"`
 }
 
 type kluctlGitCredentials struct {

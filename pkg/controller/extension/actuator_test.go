@@ -529,6 +529,36 @@ var _ = Describe("Actuator", func() {
 			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeysSecretName}, &corev1.Secret{})).To(BeNotFoundError())
 		})
 
+		DescribeTable("takes the OCI registry credentials of a referenced resource",
+			func(data map[string][]byte, delivered []string, message string) {
+				theShoot.Spec.Resources = []gardencorev1beta1.NamedResourceReference{{Name: "registry", ResourceRef: autoscalingRef("my-registry")}}
+				build(nil, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ref-my-registry", Namespace: seedNamespace}, Data: data})
+				ex.Spec.ProviderConfig = providerConfig(`{"source":{"oci":{"url":"oci://ghcr.io/org/fleet","secretResourceName":"registry"}}}`)
+				Expect(seed.Update(ctx, ex)).To(Succeed())
+				err := reconcile()
+				if message != "" {
+					Expect(err).To(MatchError(ContainSubstring(message)))
+					Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+					return
+				}
+				Expect(err).NotTo(HaveOccurred())
+				Expect(providerStatus(ex).Repository).To(Equal("oci://ghcr.io/org/fleet"))
+				Expect(providerStatus(ex).Ref).To(Equal("tag:latest"))
+				docs := strings.Join(managedResourceObjects(seed, constants.ManagedResourceBootstrap), "")
+				Expect(docs).To(ContainSubstring("name: " + constants.OCICredentialsSecretName))
+				for _, value := range delivered {
+					Expect(docs).To(ContainSubstring(b64([]byte(value))))
+				}
+				Expect(docs).NotTo(ContainSubstring(b64([]byte("other"))), "keys other than the credentials stay in the seed")
+			},
+			Entry("username and password", map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret"), "other": []byte("other")}, []string{"bot", "s3cret"}, ""),
+			Entry("a token", map[string][]byte{"token": []byte("t0ken"), "other": []byte("other")}, []string{"t0ken"}, ""),
+			Entry("both", map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret"), "token": []byte("t0ken")}, nil,
+				`source.oci.secretResourceName: Secret must contain either "username" and "password" or "token", not both`),
+			Entry("neither", map[string][]byte{"identity": []byte("KEY")}, nil,
+				`source.oci.secretResourceName: Secret must contain non-empty "username" and "password", or "token"`),
+		)
+
 		It("disables host key checking only when the operator allows it", func() {
 			cfg.AllowInsecureHostKeys = true
 			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "ssh://git@git.example.com/org/repo"})})
@@ -626,6 +656,8 @@ var _ = Describe("Actuator", func() {
 			Entry("broken args", `{"bootstrap":{"kluctl":{"args":["a"]}}}`, "bootstrap.kluctl.args"),
 			Entry("missing referenced resource", `{"source":{"secretResourceName":"absent"}}`, `source.secretResourceName: Shoot garden-foo/bar has no resource "absent"`),
 			Entry("referenced secret not copied", `{"source":{"secretResourceName":"present"}}`, `Secret "present" referenced by resource "present" was not found`),
+			Entry("missing OCI credentials resource", `{"source":{"oci":{"url":"oci://ghcr.io/org/fleet","secretResourceName":"absent"}}}`, `source.oci.secretResourceName: Shoot garden-foo/bar has no resource "absent"`),
+			Entry("OCI credentials secret not copied", `{"source":{"oci":{"url":"oci://ghcr.io/org/fleet","secretResourceName":"present"}}}`, `source.oci.secretResourceName: Secret "present" referenced by resource "present" was not found`),
 		)
 
 		Describe("versions the shoot runs", func() {

@@ -37,6 +37,10 @@ func (a *actuator) bootstrapInputs(ctx context.Context, log logr.Logger, seedNam
 		return &inputs{}, nil
 	}
 
+	if cfg.Source.OCI != nil {
+		return a.ociBootstrapInputs(ctx, seedNamespace, cluster, cfg, status)
+	}
+
 	url, err := helper.ParseGitURL(cfg.Source.URL)
 	if err != nil {
 		return nil, configurationError(fmt.Errorf("source.url: %w", err))
@@ -45,16 +49,13 @@ func (a *actuator) bootstrapInputs(ctx context.Context, log logr.Logger, seedNam
 	status.Ref = refString(cfg.Source.Ref)
 
 	if cfg.Bootstrap.Mode == fluxapi.BootstrapModeNone {
-		status.Message = "Bootstrap mode none: only the controllers are deployed."
+		status.Message = bootstrapModeNoneMessage
 		return &inputs{}, nil
 	}
 
 	refs := &resourceReader{actuator: a, seedNamespace: seedNamespace, shoot: cluster.Shoot}
-	values := &bootstrap.Values{Config: cfg, URL: url.String()}
-	if cfg.Bootstrap.ShootInfo {
-		values.Shoot = bootstrap.ShootInfoFromCluster(cluster)
-	}
-	in := &inputs{values: values}
+	in := &inputs{values: newValues(cluster, cfg, url.String())}
+	values := in.values
 
 	switch {
 	case cfg.Source.SecretResourceName != "":
@@ -88,20 +89,95 @@ func (a *actuator) bootstrapInputs(ctx context.Context, log logr.Logger, seedNam
 		status.Warnings = append(status.Warnings, fmt.Sprintf("SSH host key of %s is not verified (operator allows insecure host keys); set source.knownHosts", url.Host))
 	}
 
-	if d := cfg.Bootstrap.Kluctl.Decryption; d != nil && cfg.Bootstrap.Mode == fluxapi.BootstrapModeKluctl {
-		if values.Decryption, err = refs.secret(ctx, d.SecretResourceName, "bootstrap.kluctl.decryption.secretResourceName"); err != nil {
+	if err := secretResources(ctx, refs, cfg, values); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+const bootstrapModeNoneMessage = "Bootstrap mode none: only the controllers are deployed."
+
+func newValues(cluster *extensionscontroller.Cluster, cfg *fluxapi.FluxConfig, url string) *bootstrap.Values {
+	values := &bootstrap.Values{Config: cfg, URL: url}
+	if cfg.Bootstrap.ShootInfo {
+		values.Shoot = bootstrap.ShootInfoFromCluster(cluster)
+	}
+	return values
+}
+
+// ociBootstrapInputs are the inputs of an OCI artifact source. The extension never connects to the
+// registry: only the shoot's controllers pull, so there is no host key scan and no host policy.
+func (a *actuator) ociBootstrapInputs(ctx context.Context, seedNamespace string, cluster *extensionscontroller.Cluster, cfg *fluxapi.FluxConfig, status *fluxv1alpha1.FluxStatus) (*inputs, error) {
+	oci := cfg.Source.OCI
+	url, err := helper.ParseOCIURL(oci.URL)
+	if err != nil {
+		return nil, configurationError(fmt.Errorf("source.oci.url: %w", err))
+	}
+	status.Repository = oci.URL
+	status.Ref = ociRefString(oci.Ref)
+
+	if cfg.Bootstrap.Mode == fluxapi.BootstrapModeNone {
+		status.Message = bootstrapModeNoneMessage
+		return &inputs{}, nil
+	}
+
+	refs := &resourceReader{actuator: a, seedNamespace: seedNamespace, shoot: cluster.Shoot}
+	values := newValues(cluster, cfg, url.String())
+	if oci.SecretResourceName != "" {
+		const field = "source.oci.secretResourceName"
+		data, err := refs.secret(ctx, oci.SecretResourceName, field)
+		if err != nil {
 			return nil, err
 		}
+		if values.Credentials, err = ociCredentials(url, data, field); err != nil {
+			return nil, err
+		}
+	}
+	if err := secretResources(ctx, refs, cfg, values); err != nil {
+		return nil, err
+	}
+	return &inputs{values: values}, nil
+}
+
+// ociCredentials takes the registry credentials of a user's Secret: username and password, or a
+// bearer token, the keys kluctl reads; other keys are not delivered.
+func ociCredentials(url *helper.OCIURL, data map[string][]byte, field string) (*bootstrap.Credentials, error) {
+	creds := &bootstrap.Credentials{Host: url.Registry, Repository: url.Repository, Data: map[string][]byte{}}
+	username, hasUser := data[constants.SecretKeyUsername]
+	password, hasPassword := data[constants.SecretKeyPassword]
+	token, hasToken := data[constants.SecretKeyToken]
+	switch {
+	case hasToken && (hasUser || hasPassword):
+		return nil, configurationError(fmt.Errorf("%s: Secret must contain either %q and %q or %q, not both", field, constants.SecretKeyUsername, constants.SecretKeyPassword, constants.SecretKeyToken))
+	case hasToken && len(token) > 0:
+		creds.Data[constants.SecretKeyToken] = token
+	case hasUser && hasPassword && len(username) > 0:
+		creds.Data[constants.SecretKeyUsername] = username
+		creds.Data[constants.SecretKeyPassword] = password
+	default:
+		return nil, configurationError(fmt.Errorf("%s: Secret must contain non-empty %q and %q, or %q", field, constants.SecretKeyUsername, constants.SecretKeyPassword, constants.SecretKeyToken))
+	}
+	return creds, nil
+}
+
+// secretResources reads the Shoot resources every source kind may deliver besides its credentials.
+func secretResources(ctx context.Context, refs *resourceReader, cfg *fluxapi.FluxConfig, values *bootstrap.Values) error {
+	if d := cfg.Bootstrap.Kluctl.Decryption; d != nil && cfg.Bootstrap.Mode == fluxapi.BootstrapModeKluctl {
+		data, err := refs.secret(ctx, d.SecretResourceName, "bootstrap.kluctl.decryption.secretResourceName")
+		if err != nil {
+			return err
+		}
+		values.Decryption = data
 	}
 
 	for i, s := range cfg.AdditionalSecretResources {
 		data, err := refs.secret(ctx, s.Name, fmt.Sprintf("additionalSecretResources[%d].name", i))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		values.AdditionalSecrets = append(values.AdditionalSecrets, bootstrap.Secret{Name: s.TargetName, Namespace: s.Namespace, Data: data})
 	}
-	return in, nil
+	return nil
 }
 
 // userCredentials turns a user's credentials Secret into the shoot's git credentials. SSH
@@ -140,6 +216,13 @@ func (a *actuator) userCredentials(cfg *fluxapi.FluxConfig, url *helper.GitURL, 
 	creds.Data[constants.SecretKeyUsername] = username
 	creds.Data[constants.SecretKeyPassword] = password
 	return creds, false, nil
+}
+
+func ociRefString(r fluxapi.OCIRef) string {
+	if r.Digest != "" {
+		return "digest:" + r.Digest
+	}
+	return "tag:" + r.Tag
 }
 
 func refString(r fluxapi.GitRef) string {

@@ -81,7 +81,7 @@ func CheckBootstrapState(ctx context.Context, seed, shoot client.Client, request
 	if status == nil {
 		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue, Detail: "no bootstrap configured"}, "", nil
 	}
-	kinds := bootstrap.ObjectKinds(fluxapi.BootstrapMode(status.BootstrapMode))
+	kinds := bootstrap.ObjectKinds(fluxapi.BootstrapMode(status.BootstrapMode), strings.HasPrefix(status.Repository, helper.OCIScheme))
 	if len(kinds) == 0 {
 		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue, Detail: "no bootstrap configured"}, "", nil
 	}
@@ -179,11 +179,11 @@ func readiness(kind string, obj *unstructured.Unstructured) *healthcheck.SingleC
 }
 
 // revision names the revision the object last deployed, as its controller reports it: kluctl the
-// commit of its last deployment, Flux the revision a Kustomization applied or a GitRepository
-// fetched; empty while there is none. It tells the shoot owner which state of the repository the
-// shoot still runs while the bootstrap is not ready. Only unsuccessful conditions carry it: the
-// health check library writes a fixed message for a healthy one. The applied revision also goes
-// to the providerStatus, through the RevisionReporter.
+// commit of its last deployment, Flux the revision a Kustomization applied or a GitRepository or
+// OCIRepository fetched; empty while there is none. It tells the shoot owner which state of the
+// repository the shoot still runs while the bootstrap is not ready. Only unsuccessful conditions
+// carry it: the health check library writes a fixed message for a healthy one. The applied
+// revision also goes to the providerStatus, through the RevisionReporter.
 func revision(kind string, obj *unstructured.Unstructured) string {
 	label, path := revisionField(kind)
 	if rev, _, _ := unstructured.NestedString(obj.Object, path...); rev != "" && path != nil {
@@ -195,7 +195,7 @@ func revision(kind string, obj *unstructured.Unstructured) string {
 // appliedRevision is the revision an object that deploys (KluctlDeployment, Kustomization)
 // reports as applied; empty for a source or while there is none.
 func appliedRevision(kind string, obj *unstructured.Unstructured) string {
-	if kind == bootstrap.GitRepositoryGVK.Kind {
+	if kind == bootstrap.GitRepositoryGVK.Kind || kind == bootstrap.OCIRepositoryGVK.Kind {
 		return ""
 	}
 	_, path := revisionField(kind)
@@ -212,7 +212,7 @@ func revisionField(kind string) (label string, path []string) {
 		return "last deployed commit", []string{"status", "lastDeployResult", "gitInfo", "commit"}
 	case bootstrap.KustomizationGVK.Kind:
 		return "last applied revision", []string{"status", "lastAppliedRevision"}
-	case bootstrap.GitRepositoryGVK.Kind:
+	case bootstrap.GitRepositoryGVK.Kind, bootstrap.OCIRepositoryGVK.Kind:
 		return "last fetched revision", []string{"status", "artifact", "revision"}
 	}
 	return "", nil

@@ -204,6 +204,20 @@ var _ = Describe("Bootstrap health check", func() {
 		Expect(check(extension(fluxStatus), repo, ks)).To(Equal(gardencorev1beta1.ConditionTrue))
 	})
 
+	It("checks the OCIRepository instead of a GitRepository for an OCI source", func() {
+		ociStatus := &fluxv1alpha1.FluxStatus{Repository: "oci://ghcr.io/org/fleet", BootstrapMode: "flux"}
+		repo := bootstrapObject("source.toolkit.fluxcd.io/v1", "OCIRepository", "flux-system", ready("False", "OCIArtifactPullFailed", "401 Unauthorized"))
+		Expect(unstructured.SetNestedField(repo.Object, "v1@sha256:1111111111111111111111111111111111111111111111111111111111111111", "status", "artifact", "revision")).To(Succeed())
+		ks := bootstrapObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", ready("True", "ReconciliationSucceeded", ""))
+		status, detail := check(extension(ociStatus), repo, ks)
+		Expect(status).To(Equal(gardencorev1beta1.ConditionFalse))
+		Expect(detail).To(Equal("OCIRepository flux-system/shoot-flux-bootstrap (last fetched revision v1@sha256:1111111111111111111111111111111111111111111111111111111111111111) is not ready (OCIArtifactPullFailed): 401 Unauthorized"))
+
+		status, detail = check(extension(ociStatus), ks)
+		Expect(status).To(Equal(gardencorev1beta1.ConditionFalse))
+		Expect(detail).To(Equal("OCIRepository shoot-flux-bootstrap not found in the shoot"))
+	})
+
 	Describe("the applied revision", func() {
 		const (
 			commit  = "0123456789abcdef0123456789abcdef01234567"

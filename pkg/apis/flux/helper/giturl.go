@@ -1,4 +1,4 @@
-// Package helper parses and normalises the git URLs of the shoot-flux configuration.
+// Package helper parses and normalises the git and OCI URLs of the shoot-flux configuration.
 package helper
 
 import (

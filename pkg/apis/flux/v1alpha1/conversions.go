@@ -62,6 +62,28 @@ func Convert_flux_GitRef_To_v1alpha1_GitRef(in *flux.GitRef, out *GitRef, _ conv
 	return nil
 }
 
+// Convert_Pointer_v1alpha1_OCIRef_To_flux_OCIRef converts an optional OCIRef.
+func Convert_Pointer_v1alpha1_OCIRef_To_flux_OCIRef(in **OCIRef, out *flux.OCIRef, s conversion.Scope) error {
+	if *in == nil {
+		*out = flux.OCIRef{}
+		return nil
+	}
+	return Convert_v1alpha1_OCIRef_To_flux_OCIRef(*in, out, s)
+}
+
+// Convert_flux_OCIRef_To_Pointer_v1alpha1_OCIRef converts an OCIRef.
+func Convert_flux_OCIRef_To_Pointer_v1alpha1_OCIRef(in *flux.OCIRef, out **OCIRef, s conversion.Scope) error {
+	*out = &OCIRef{}
+	return Convert_flux_OCIRef_To_v1alpha1_OCIRef(in, *out, s)
+}
+
+// Convert_flux_OCIRef_To_v1alpha1_OCIRef converts an OCIRef, leaving empty fields unset like
+// Convert_flux_GitRef_To_v1alpha1_GitRef.
+func Convert_flux_OCIRef_To_v1alpha1_OCIRef(in *flux.OCIRef, out *OCIRef, _ conversion.Scope) error {
+	*out = OCIRef{Tag: nonEmpty(in.Tag), Digest: nonEmpty(in.Digest)}
+	return nil
+}
+
 // Convert_Pointer_v1alpha1_Bootstrap_To_flux_Bootstrap converts an optional Bootstrap section.
 func Convert_Pointer_v1alpha1_Bootstrap_To_flux_Bootstrap(in **Bootstrap, out *flux.Bootstrap, s conversion.Scope) error {
 	if *in == nil {

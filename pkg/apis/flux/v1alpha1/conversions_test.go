@@ -80,6 +80,18 @@ var _ = Describe("Conversion", func() {
 		Expect(out).To(Equal(want))
 	})
 
+	It("converts an OCI source without loss, leaving the unset ref field unset", func() {
+		in := internal()
+		in.Source = &flux.Source{OCI: &flux.OCISource{URL: "oci://ghcr.io/org/fleet", Ref: flux.OCIRef{Digest: "sha256:abc"}, Path: "deploy", SecretResourceName: "registry"}}
+		versioned := &FluxConfig{}
+		Expect(scheme.Convert(in, versioned, nil)).To(Succeed())
+		Expect(versioned.Source.OCI.Ref).To(Equal(&OCIRef{Digest: ptr.To("sha256:abc")}))
+
+		out := &flux.FluxConfig{}
+		Expect(scheme.Convert(versioned, out, nil)).To(Succeed())
+		Expect(out).To(Equal(in))
+	})
+
 	It("converts nil sections to zero values", func() {
 		out := &flux.FluxConfig{}
 		Expect(scheme.Convert(&FluxConfig{}, out, nil)).To(Succeed())

@@ -47,7 +47,10 @@ func SetDefaults_FluxConfig(obj *FluxConfig) {
 
 	if obj.Bootstrap.Flux.Path == nil {
 		path := DefaultPath
-		if obj.Source != nil && obj.Source.Path != nil {
+		switch {
+		case obj.Source != nil && obj.Source.OCI != nil:
+			path = ptr.Deref(obj.Source.OCI.Path, DefaultPath)
+		case obj.Source != nil && obj.Source.Path != nil:
 			path = *obj.Source.Path
 		}
 		obj.Bootstrap.Flux.Path = &path
@@ -89,8 +92,12 @@ func SetDefaults_Kluctl(obj *Kluctl) {
 	}
 }
 
-// SetDefaults_Source sets the defaults of the git repository.
+// SetDefaults_Source sets the defaults of the git repository. An OCI source has no git fields,
+// and defaults here would make it look like both.
 func SetDefaults_Source(obj *Source) {
+	if obj.OCI != nil {
+		return
+	}
 	if obj.Ref == nil || (obj.Ref.Branch == nil && obj.Ref.Tag == nil && obj.Ref.Commit == nil) {
 		obj.Ref = &GitRef{Branch: ptr.To(DefaultBranch)}
 	}
@@ -104,6 +111,17 @@ func SetDefaults_Source(obj *Source) {
 			repoType = RepositoryTypePublic
 		}
 		obj.Type = &repoType
+	}
+}
+
+// SetDefaults_OCISource sets the defaults of the OCI artifact; Flux and kluctl pull tag latest
+// without a ref, too.
+func SetDefaults_OCISource(obj *OCISource) {
+	if obj.Ref == nil || (obj.Ref.Tag == nil && obj.Ref.Digest == nil) {
+		obj.Ref = &OCIRef{Tag: ptr.To(DefaultOCITag)}
+	}
+	if obj.Path == nil {
+		obj.Path = ptr.To(DefaultPath)
 	}
 }
 

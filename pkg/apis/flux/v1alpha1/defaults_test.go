@@ -47,6 +47,14 @@ var _ = Describe("Defaults", func() {
 		}))
 	})
 
+	It("defaults an OCI source without git defaults, and the Kustomization path from it", func() {
+		obj := &FluxConfig{Source: &Source{OCI: &OCISource{URL: ptr.To("oci://ghcr.io/org/fleet"), Path: ptr.To("deploy")}}}
+		scheme.Default(obj)
+
+		Expect(obj.Source).To(Equal(&Source{OCI: &OCISource{URL: ptr.To("oci://ghcr.io/org/fleet"), Ref: &OCIRef{Tag: ptr.To("latest")}, Path: ptr.To("deploy")}}))
+		Expect(obj.Bootstrap.Flux.Path).To(PointTo(Equal("deploy")))
+	})
+
 	It("defaults the source", func() {
 		obj := &FluxConfig{Source: &Source{URL: ptr.To("ssh://git@host/r")}}
 		scheme.Default(obj)

@@ -29,6 +29,9 @@ func SetObjectDefaults_FluxConfig(in *FluxConfig) {
 	}
 	if in.Source != nil {
 		SetDefaults_Source(in.Source)
+		if in.Source.OCI != nil {
+			SetDefaults_OCISource(in.Source.OCI)
+		}
 	}
 	if in.Bootstrap != nil {
 		SetDefaults_Bootstrap(in.Bootstrap)

@@ -68,6 +68,10 @@ func ValidateFluxConfig(cfg *flux.FluxConfig, supported SupportedVersions, fldPa
 }
 
 func validateSource(src *flux.Source, fldPath *field.Path) field.ErrorList {
+	if src.OCI != nil {
+		allErrs := ValidateGitFieldsUnset(gitFieldsSet(src), fldPath)
+		return append(allErrs, validateOCISource(src.OCI, fldPath.Child("oci"))...)
+	}
 	allErrs := field.ErrorList{}
 	urlErrs := ValidateGitURL(src.URL, fldPath.Child("url"))
 	allErrs = append(allErrs, urlErrs...)
@@ -81,6 +85,72 @@ func validateSource(src *flux.Source, fldPath *field.Path) field.ErrorList {
 			allErrs = append(allErrs, field.Required(fldPath.Child("secretResourceName"),
 				"a private https repository needs username/password credentials from a Shoot resource; generated deploy keys only work with ssh URLs"))
 		}
+	}
+	return allErrs
+}
+
+// gitFieldsSet names the git fields of an effective source that are set.
+func gitFieldsSet(src *flux.Source) []string {
+	var names []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"url", src.URL != ""},
+		{"ref", src.Ref != (flux.GitRef{})},
+		{"path", src.Path != ""},
+		{"type", src.Type != ""},
+		{"knownHosts", src.KnownHosts != ""},
+		{"secretResourceName", src.SecretResourceName != ""},
+	} {
+		if f.set {
+			names = append(names, f.name)
+		}
+	}
+	return names
+}
+
+// ValidateGitFieldsUnset rejects the git source fields (named below fldPath) that are set next to
+// source.oci: a source is either a git repository or an OCI artifact.
+func ValidateGitFieldsUnset(names []string, fldPath *field.Path) field.ErrorList {
+	allErrs := field.ErrorList{}
+	for _, name := range names {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child(name),
+			fmt.Sprintf("is a git source field and must not be set together with %s", fldPath.Child("oci"))))
+	}
+	return allErrs
+}
+
+func validateOCISource(oci *flux.OCISource, fldPath *field.Path) field.ErrorList {
+	allErrs := field.ErrorList{}
+	allErrs = append(allErrs, ValidateOCIURL(oci.URL, fldPath.Child("url"))...)
+	allErrs = append(allErrs, ValidateOCIRef(oci.Ref, fldPath.Child("ref"))...)
+	allErrs = append(allErrs, ValidateRepositoryPath(oci.Path, fldPath.Child("path"))...)
+	return allErrs
+}
+
+// ValidateOCIURL checks that url is an oci://registry/repository URL, see helper.ParseOCIURL.
+func ValidateOCIURL(url string, fldPath *field.Path) field.ErrorList {
+	if url == "" {
+		return field.ErrorList{field.Required(fldPath, "must not be empty")}
+	}
+	if _, err := helper.ParseOCIURL(url); err != nil {
+		return field.ErrorList{field.Invalid(fldPath, url, err.Error())}
+	}
+	return nil
+}
+
+// ValidateOCIRef checks that exactly one of tag and digest is set and valid.
+func ValidateOCIRef(ref flux.OCIRef, fldPath *field.Path) field.ErrorList {
+	allErrs := field.ErrorList{}
+	if ref.Tag != "" && !helper.IsOCITag(ref.Tag) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("tag"), ref.Tag, "must be an OCI tag: up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'"))
+	}
+	if ref.Digest != "" && !helper.IsOCIDigest(ref.Digest) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("digest"), ref.Digest, "must be a manifest digest: sha256:<64 lower-case hexadecimal characters> or sha512:<128>"))
+	}
+	if (ref.Tag == "") == (ref.Digest == "") {
+		allErrs = append(allErrs, field.Invalid(fldPath, fmt.Sprintf("{tag=%s, digest=%s}", ref.Tag, ref.Digest), "exactly one of tag and digest must be set"))
 	}
 	return allErrs
 }
@@ -102,7 +172,7 @@ func validateBootstrap(cfg *flux.FluxConfig, fldPath *field.Path) field.ErrorLis
 		}
 	}
 	if cfg.Source == nil && b.Mode != flux.BootstrapModeNone {
-		allErrs = append(allErrs, field.Invalid(modePath, b.Mode, "needs source.url; without a source only mode none is possible"))
+		allErrs = append(allErrs, field.Invalid(modePath, b.Mode, "needs source.url or source.oci.url; without a source only mode none is possible"))
 	}
 
 	// Only the active mode's section is used; values set in the other one were checked per layer.

@@ -175,7 +175,66 @@ var _ = Describe("ValidateFluxConfig", func() {
 
 		It("needs a source unless the mode is none", func() {
 			cfg.Source = nil
-			Expect(validate()).To(ConsistOf(`bootstrap.mode: Invalid value: "kluctl": needs source.url; without a source only mode none is possible`))
+			Expect(validate()).To(ConsistOf(`bootstrap.mode: Invalid value: "kluctl": needs source.url or source.oci.url; without a source only mode none is possible`))
+		})
+	})
+
+	Describe("source.oci", func() {
+		const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+		BeforeEach(func() {
+			cfg.Source = &flux.Source{OCI: &flux.OCISource{URL: "oci://ghcr.io/org/fleet", Ref: flux.OCIRef{Tag: "v1.2.3"}, Path: "."}}
+		})
+
+		It("accepts a tag or a digest", func() {
+			Expect(validate()).To(BeEmpty())
+			cfg.Source.OCI.Ref = flux.OCIRef{Digest: digest}
+			Expect(validate()).To(BeEmpty())
+		})
+
+		It("needs exactly one of tag and digest", func() {
+			cfg.Source.OCI.Ref = flux.OCIRef{Tag: "v1", Digest: digest}
+			Expect(validate()).To(ConsistOf(`source.oci.ref: Invalid value: "{tag=v1, digest=` + digest + `}": exactly one of tag and digest must be set`))
+			cfg.Source.OCI.Ref = flux.OCIRef{}
+			Expect(validate()).To(ConsistOf(`source.oci.ref: Invalid value: "{tag=, digest=}": exactly one of tag and digest must be set`))
+		})
+
+		It("rejects a bad tag, digest and path", func() {
+			cfg.Source.OCI.Ref = flux.OCIRef{Tag: ".hidden"}
+			cfg.Source.OCI.Path = "../up"
+			Expect(validate()).To(ConsistOf(
+				`source.oci.ref.tag: Invalid value: ".hidden": must be an OCI tag: up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'`,
+				`source.oci.path: Invalid value: "../up": must not contain ".."`,
+			))
+			cfg.Source.OCI.Ref = flux.OCIRef{Digest: "sha256:abc"}
+			cfg.Source.OCI.Path = "."
+			Expect(validate()).To(ConsistOf(`source.oci.ref.digest: Invalid value: "sha256:abc": must be a manifest digest: sha256:<64 lower-case hexadecimal characters> or sha512:<128>`))
+		})
+
+		DescribeTable("rejects a bad URL",
+			func(url, message string) {
+				cfg.Source.OCI.URL = url
+				Expect(validate()).To(ConsistOf(`source.oci.url: ` + message))
+			},
+			Entry("empty", "", "Required value: must not be empty"),
+			Entry("another scheme", "https://ghcr.io/org/fleet", `Invalid value: "https://ghcr.io/org/fleet": must start with oci://`),
+			Entry("no repository", "oci://ghcr.io", `Invalid value: "oci://ghcr.io": must be oci://registry/repository`),
+			Entry("a tag", "oci://ghcr.io/org/fleet:v1", `Invalid value: "oci://ghcr.io/org/fleet:v1": must not contain a tag; set ref.tag`),
+			Entry("a digest", "oci://ghcr.io/org/fleet@"+digest, `Invalid value: "oci://ghcr.io/org/fleet@`+digest+`": must not contain a digest; set ref.digest`),
+			Entry("credentials", "oci://user:pw@ghcr.io/org/fleet", `Invalid value: "oci://user:pw@ghcr.io/org/fleet": must not contain credentials, a query or a fragment`),
+			Entry("no registry host", "oci://org/fleet", `Invalid value: "oci://org/fleet": registry "org" must be a host name with a dot or a port, or localhost`),
+			Entry("upper-case repository", "oci://ghcr.io/Org/fleet", `Invalid value: "oci://ghcr.io/Org/fleet": repository can only contain the characters `+"`abcdefghijklmnopqrstuvwxyz0123456789_-./`: Org/fleet"),
+		)
+
+		It("rejects git fields next to it, naming each", func() {
+			cfg.Source.URL = "https://git.example.com/fleet.git"
+			cfg.Source.Ref = flux.GitRef{Branch: "main"}
+			cfg.Source.SecretResourceName = "git"
+			Expect(validate()).To(ConsistOf(
+				"source.url: Forbidden: is a git source field and must not be set together with source.oci",
+				"source.ref: Forbidden: is a git source field and must not be set together with source.oci",
+				"source.secretResourceName: Forbidden: is a git source field and must not be set together with source.oci",
+			))
 		})
 	})
 
@@ -385,8 +444,8 @@ var _ = Describe("ValidateFluxConfig", func() {
 		It("rejects the names of the extension's own Secrets in the shoot", func() {
 			cfg.AdditionalSecretResources = []flux.AdditionalSecretResource{{Name: "a", TargetName: "shoot-flux-git-credentials", Namespace: "kluctl-system"}, {Name: "shoot-flux-sops"}}
 			Expect(validate()).To(ConsistOf(
-				`additionalSecretResources[0].targetName: Invalid value: "shoot-flux-git-credentials": is the name of a Secret the extension writes into the shoot; reserved: shoot-flux-git-credentials, shoot-flux-sops`,
-				`additionalSecretResources[1].name: Invalid value: "shoot-flux-sops": is the name of a Secret the extension writes into the shoot; reserved: shoot-flux-git-credentials, shoot-flux-sops`,
+				`additionalSecretResources[0].targetName: Invalid value: "shoot-flux-git-credentials": is the name of a Secret the extension writes into the shoot; reserved: shoot-flux-git-credentials, shoot-flux-oci-credentials, shoot-flux-sops`,
+				`additionalSecretResources[1].name: Invalid value: "shoot-flux-sops": is the name of a Secret the extension writes into the shoot; reserved: shoot-flux-git-credentials, shoot-flux-oci-credentials, shoot-flux-sops`,
 			))
 		})
 

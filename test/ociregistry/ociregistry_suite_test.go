@@ -1,0 +1,13 @@
+package ociregistry_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestOCIRegistry(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "OCI Registry Suite")
+}
