@@ -231,6 +231,10 @@ func defaultsLayer(defaults Defaults, supported validation.SupportedVersions, p 
 		allErrs = append(allErrs, validation.ValidateVersion(v, supported.Kluctl, field.NewPath("defaultKluctlVersion"))...)
 		cfg.Kluctl = &v1alpha1.Kluctl{Version: &v}
 	}
+	if defaults.Controllers != nil {
+		allErrs = append(allErrs, ValidateControllers(defaults.Controllers, field.NewPath("controllers"))...)
+		cfg.Controllers = defaults.Controllers
+	}
 	p.addFieldErrors(originDefaults, allErrs)
 	return cfg
 }

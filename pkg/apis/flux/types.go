@@ -73,7 +73,8 @@ type FluxConfig struct {
 	// AdditionalSecretResources are Shoot spec.resources Secrets copied into the shoot.
 	AdditionalSecretResources []AdditionalSecretResource
 	// Controllers tune the Deployments of the controllers, keyed by ControllersDefaults or a
-	// component (KnownComponents or ComponentKluctlController).
+	// component (KnownComponents or ComponentKluctlController). In the configuration
+	// fluxconfig.Resolve returns, the defaults are applied to the entry of every component.
 	Controllers map[string]ControllerSettings
 }
 
