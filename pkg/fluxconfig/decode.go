@@ -68,7 +68,7 @@ func decodeFluxConfig(data []byte) (*v1alpha1.FluxConfig, error) {
 
 	// The decoder's message for a quantity that does not parse names no field.
 	if errs := quantityErrors(jsonData); len(errs) > 0 {
-		return nil, errs
+		return nil, fieldErrors(errs)
 	}
 
 	obj, _, err := deserializer.Decode(data, &fluxConfigGVK, nil)
@@ -92,7 +92,7 @@ func decodeFluxConfig(data []byte) (*v1alpha1.FluxConfig, error) {
 
 // quantityErrors finds the resource quantities of the controller settings that do not parse. A
 // document whose structure does not fit is left to the decoder, which reports that better.
-func quantityErrors(jsonData []byte) fieldErrors {
+func quantityErrors(jsonData []byte) field.ErrorList {
 	var doc struct {
 		Controllers map[string]struct {
 			Resources map[string]json.RawMessage `json:"resources"`
@@ -101,7 +101,7 @@ func quantityErrors(jsonData []byte) fieldErrors {
 	if json.Unmarshal(jsonData, &doc) != nil {
 		return nil
 	}
-	var errs fieldErrors
+	var errs field.ErrorList
 	for key, settings := range doc.Controllers {
 		for _, list := range []string{"requests", "limits"} {
 			var quantities map[string]any
