@@ -47,6 +47,12 @@ func (o *ConfigOptions) Complete() error {
 	if err != nil {
 		return fmt.Errorf("failed loading controller configuration: %w", err)
 	}
+	// Read on every reconcile; a file that is missing or broken from the start stops the start.
+	if f := o.config.ImagePullSecretFile; f != "" {
+		if _, err := loader.LoadImagePullSecret(f); err != nil {
+			return fmt.Errorf("failed loading controller configuration: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -113,6 +113,22 @@ users:
 			opts = &ConfigOptions{ConfigLocation: file}
 			Expect(opts.Complete()).To(MatchError(ContainSubstring("sshKey.algorithm")))
 		})
+
+		It("stops the start when the image pull secret is missing or no .dockerconfigjson", func() {
+			dir := GinkgoT().TempDir()
+			pull := filepath.Join(dir, ".dockerconfigjson")
+			file := filepath.Join(dir, "config.yaml")
+			Expect(os.WriteFile(file, []byte("imagePullSecretFile: "+pull+"\n"), 0o600)).To(Succeed())
+			opts := &ConfigOptions{ConfigLocation: file}
+			Expect(opts.Complete()).To(MatchError(os.ErrNotExist))
+
+			Expect(os.WriteFile(pull, []byte(`{"registry.example.com":{"auth":"eDp5"}}`), 0o600)).To(Succeed())
+			Expect(opts.Complete()).To(MatchError(ContainSubstring(`has no registry in "auths"`)))
+
+			Expect(os.WriteFile(pull, []byte(`{"auths":{"registry.example.com":{"auth":"eDp5"}}}`), 0o600)).To(Succeed())
+			Expect(opts.Complete()).To(Succeed())
+			Expect(opts.Completed().ImagePullSecretFile).To(Equal(pull))
+		})
 	})
 })
 

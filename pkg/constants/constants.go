@@ -78,8 +78,11 @@ const (
 	// StatusConfigMapName is the ConfigMap in the bootstrap namespace of the shoot that tells the
 	// shoot owner what the extension deployed, and the deploy key to register.
 	StatusConfigMapName = "shoot-flux-status"
+	// ImagePullSecretName is the Secret with the operator's registry credentials in the
+	// controllers' namespaces of the shoot, named in the pods' imagePullSecrets.
+	ImagePullSecretName = "shoot-flux-image-pull"
 )
 
 // ReservedSecretNames are the Secrets the extension itself writes into the shoot, next to the
 // bootstrap object; an additional Secret must not take their names.
-var ReservedSecretNames = []string{GitCredentialsSecretName, OCICredentialsSecretName, DecryptionSecretName}
+var ReservedSecretNames = []string{GitCredentialsSecretName, OCICredentialsSecretName, DecryptionSecretName, ImagePullSecretName}

@@ -2,6 +2,7 @@ package fluxconfig
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -64,6 +66,11 @@ func decodeFluxConfig(data []byte) (*v1alpha1.FluxConfig, error) {
 		return nil, errors.New("must be a FluxConfig object")
 	}
 
+	// The decoder's message for a quantity that does not parse names no field.
+	if errs := quantityErrors(jsonData); len(errs) > 0 {
+		return nil, fieldErrors(errs)
+	}
+
 	obj, _, err := deserializer.Decode(data, &fluxConfigGVK, nil)
 	if strictErr, ok := runtime.AsStrictDecodingError(err); ok {
 		return nil, unknownFieldErrors(strictErr)
@@ -81,6 +88,43 @@ func decodeFluxConfig(data []byte) (*v1alpha1.FluxConfig, error) {
 		return nil, fmt.Errorf("apiVersion and kind must be %s FluxConfig or be omitted, got %s %s", v1alpha1.SchemeGroupVersion, typeMeta.APIVersion, typeMeta.Kind)
 	}
 	return cfg, nil
+}
+
+// quantityErrors finds the resource quantities of the controller settings that do not parse. A
+// document whose structure does not fit is left to the decoder, which reports that better.
+func quantityErrors(jsonData []byte) field.ErrorList {
+	var doc struct {
+		Controllers map[string]struct {
+			Resources map[string]json.RawMessage `json:"resources"`
+		} `json:"controllers"`
+	}
+	if json.Unmarshal(jsonData, &doc) != nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for key, settings := range doc.Controllers {
+		for _, list := range []string{"requests", "limits"} {
+			var quantities map[string]any
+			if json.Unmarshal(settings.Resources[list], &quantities) != nil {
+				continue
+			}
+			for name, value := range quantities {
+				path := field.NewPath("controllers", key, "resources", list, name)
+				str, ok := value.(string)
+				if !ok {
+					if _, isNumber := value.(float64); isNumber {
+						continue
+					}
+					errs = append(errs, field.Invalid(path, value, "must be a quantity, e.g. 100m or 1Gi"))
+					continue
+				}
+				if _, err := resource.ParseQuantity(str); err != nil {
+					errs = append(errs, field.Invalid(path, str, "must be a quantity, e.g. 100m or 1Gi"))
+				}
+			}
+		}
+	}
+	return errs
 }
 
 // fieldErrors are decoding problems that can be blamed on fields.
@@ -230,6 +274,10 @@ func defaultsLayer(defaults Defaults, supported validation.SupportedVersions, p 
 		v := defaults.KluctlVersion
 		allErrs = append(allErrs, validation.ValidateVersion(v, supported.Kluctl, field.NewPath("defaultKluctlVersion"))...)
 		cfg.Kluctl = &v1alpha1.Kluctl{Version: &v}
+	}
+	if defaults.Controllers != nil {
+		allErrs = append(allErrs, ValidateControllers(defaults.Controllers, field.NewPath("controllers"))...)
+		cfg.Controllers = defaults.Controllers
 	}
 	p.addFieldErrors(originDefaults, allErrs)
 	return cfg

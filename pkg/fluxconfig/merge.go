@@ -109,6 +109,15 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 	if src.AdditionalSecretResources != nil {
 		dst.AdditionalSecretResources = src.AdditionalSecretResources
 	}
+
+	for key, s := range src.Controllers {
+		if dst.Controllers == nil {
+			dst.Controllers = map[string]v1alpha1.ControllerSettings{}
+		}
+		d := dst.Controllers[key]
+		MergeControllerSettings(&d, s)
+		dst.Controllers[key] = d
+	}
 	return nil
 }
 
@@ -120,6 +129,21 @@ func mergeOCISource(d, s *v1alpha1.OCISource) {
 	}
 	override(&d.Path, s.Path)
 	override(&d.SecretResourceName, s.SecretResourceName)
+}
+
+// MergeControllerSettings applies the fields src sets onto dst. Resources, tolerations and the
+// node selector replace as a whole: a merged list or map would leave values in place that the
+// upper layer cannot remove.
+func MergeControllerSettings(dst *v1alpha1.ControllerSettings, src v1alpha1.ControllerSettings) {
+	override(&dst.Resources, src.Resources)
+	if src.Tolerations != nil {
+		dst.Tolerations = src.Tolerations
+	}
+	if src.NodeSelector != nil {
+		dst.NodeSelector = src.NodeSelector
+	}
+	override(&dst.PriorityClassName, src.PriorityClassName)
+	override(&dst.Concurrent, src.Concurrent)
 }
 
 func mergeKluctlBootstrap(d, s *v1alpha1.KluctlBootstrap) error {

@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,10 +33,11 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 )
 
-// Defaults are the operator's versions, the lowest configuration layer.
+// Defaults are the operator's versions and controller settings, the lowest configuration layer.
 type Defaults struct {
 	FluxVersion   string
 	KluctlVersion string
+	Controllers   map[string]v1alpha1.ControllerSettings
 }
 
 // Resolve merges the configuration layers (see the package documentation), defaults and validates
@@ -63,6 +65,8 @@ func Resolve(defaults Defaults, supported validation.SupportedVersions, cm *core
 			return nil, fmt.Errorf("failed merging configuration layers: %w", err)
 		}
 	}
+
+	merged.Controllers = effectiveControllers(merged.Controllers)
 
 	// An OCI source without a URL is left to the validation, which names source.oci.url.
 	if s := merged.Source; s != nil && s.URL == nil && s.OCI == nil {
@@ -92,6 +96,26 @@ func Resolve(defaults Defaults, supported validation.SupportedVersions, cm *core
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// effectiveControllers applies the defaults entry to every controller, so that the effective
+// configuration holds one complete entry per controller that has settings.
+func effectiveControllers(controllers map[string]v1alpha1.ControllerSettings) map[string]v1alpha1.ControllerSettings {
+	if len(controllers) == 0 {
+		return nil
+	}
+	defaults, hasDefaults := controllers[v1alpha1.ControllersDefaults]
+	out := map[string]v1alpha1.ControllerSettings{}
+	for _, component := range append(slices.Clone(flux.KnownComponents), v1alpha1.ComponentKluctlController) {
+		own, ok := controllers[component]
+		if !ok && !hasDefaults {
+			continue
+		}
+		settings := *defaults.DeepCopy()
+		MergeControllerSettings(&settings, own)
+		out[component] = settings
+	}
+	return out
 }
 
 // resolveVersions replaces the selectors of the validated configuration with the releases they

@@ -66,6 +66,29 @@ func validateLayer(cfg *v1alpha1.FluxConfig, supported validation.SupportedVersi
 			}
 		}
 	}
+	if cfg.Controllers != nil {
+		allErrs = append(allErrs, ValidateControllers(cfg.Controllers, field.NewPath("controllers"))...)
+	}
+	return allErrs
+}
+
+// ValidateControllers validates the versioned settings of the controllers' Deployments, those of
+// a configuration layer or of the operator's configuration.
+func ValidateControllers(controllers map[string]v1alpha1.ControllerSettings, fldPath *field.Path) field.ErrorList {
+	internal := make(map[string]flux.ControllerSettings, len(controllers))
+	for key, s := range controllers {
+		var out flux.ControllerSettings
+		// The generated conversion only copies fields and cannot fail.
+		_ = v1alpha1.Convert_v1alpha1_ControllerSettings_To_flux_ControllerSettings(&s, &out, nil)
+		internal[key] = out
+	}
+	allErrs := validation.ValidateControllers(internal, fldPath)
+	// Unlike in the effective configuration, an empty string here was written by the user.
+	for key, s := range controllers {
+		if s.PriorityClassName != nil && *s.PriorityClassName == "" {
+			allErrs = append(allErrs, field.Required(fldPath.Child(key, "priorityClassName"), "must not be empty if set"))
+		}
+	}
 	return allErrs
 }
 

@@ -25,6 +25,7 @@ type FluxOptions struct {
 	Components []string // subset of FluxComponents(), must contain source-controller; order and duplicates do not matter
 	Namespace  string   // e.g. "flux-system"
 	Registry   string   // optional registry override (operator setting); "" = image vector as is
+	Tuning     Tuning   // settings of the Deployments and image pull credentials
 }
 
 var fluxImageNames = map[string]string{
@@ -61,7 +62,7 @@ func (r *renderer) renderFlux(opts FluxOptions) ([]byte, error) {
 	}
 
 	key := strings.Join([]string{"flux", opts.Version, strings.Join(components, ","), opts.Namespace, opts.Registry}, "\x00")
-	return r.cached(key, func() ([]byte, error) {
+	return r.tuned(key, opts.Namespace, opts.Tuning, func() ([]byte, error) {
 		return r.buildFlux(opts.Version, components, opts.Namespace, opts.Registry)
 	})
 }

@@ -206,7 +206,7 @@ var _ = Describe("RenderFlux", func() {
 		Entry("invalid namespace", FluxOptions{Version: newestFlux, Components: []string{SourceController}, Namespace: "Flux_System"},
 			`invalid namespace "Flux_System": a lowercase RFC 1123 label must consist of`),
 		Entry("registry with scheme", FluxOptions{Version: newestFlux, Components: []string{SourceController}, Namespace: "flux-system", Registry: "https://my.mirror"},
-			`invalid registry "https://my.mirror": expected a host with optional port and path, e.g. my.mirror:5000/cache`),
+			`invalid registry "https://my.mirror": expected a host with optional port and path, e.g. my.mirror:5000/cache, without scheme`),
 	)
 
 	It("does not cache failures", func() {

@@ -89,17 +89,8 @@ func overrideRegistry(ref, registry string) string {
 }
 
 func validateRegistry(registry string) error {
-	if registry == "" {
-		return nil
-	}
-	if strings.Contains(registry, "://") || strings.ContainsAny(registry, " \t\r\n@") ||
-		strings.HasPrefix(registry, "/") || strings.HasSuffix(registry, "/") || strings.Contains(registry, "//") {
-		return fmt.Errorf("invalid registry %q: expected a host with optional port and path, e.g. my.mirror:5000/cache", registry)
-	}
-	// Without a dot, port or "localhost" container runtimes would read the first component as a
-	// Docker Hub namespace and pull from docker.io.
-	if host, _, _ := strings.Cut(registry, "/"); !strings.ContainsAny(host, ".:") && host != "localhost" {
-		return fmt.Errorf("invalid registry %q: %q is not a registry host (it needs a dot, a port or to be localhost)", registry, host)
+	if err := fluximagevector.ValidateRegistry(registry); err != nil {
+		return fmt.Errorf("invalid registry %q: %w", registry, err)
 	}
 	return nil
 }

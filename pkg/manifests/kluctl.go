@@ -34,6 +34,8 @@ type KluctlOptions struct {
 	// DisableStrictHostKeyChecking makes the controller accept any SSH host key; set when the
 	// operator allows insecure host keys and no host key of the repository could be determined.
 	DisableStrictHostKeyChecking bool
+	// Tuning are the settings of the Deployment (key KluctlComponent) and image pull credentials.
+	Tuning Tuning
 }
 
 // EnvDisableStrictHostKeyChecking makes the kluctl controller accept any SSH host key.
@@ -80,7 +82,7 @@ func (r *renderer) renderKluctl(opts KluctlOptions) ([]byte, error) {
 	}
 
 	key := strings.Join([]string{"kluctl", opts.Version, opts.Namespace, opts.Registry, strconv.FormatBool(opts.DisableStrictHostKeyChecking)}, "\x00")
-	return r.cached(key, func() ([]byte, error) {
+	return r.tuned(key, opts.Namespace, opts.Tuning, func() ([]byte, error) {
 		// The same lookup serves Images, so the reported image is the deployed one.
 		image, err := findImage(r.imageVector, fluximagevector.KluctlController, opts.Version, opts.Registry)
 		if err != nil {

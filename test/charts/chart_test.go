@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,10 +35,14 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 )
 
 const (
+	// dockerConfigJSON are the registry credentials of the values that set everything.
+	dockerConfigJSON = `{"auths":{"registry.example.com":{"auth":"c2hvb3QtZmx1eDpzZWNyZXQ="}}}`
+
 	namespace      = "extension-shoot-flux-x7k2p"
 	deploymentName = charts.ExtensionChartName
 	// defaultImageRepository is the image repository the chart deploys without an image override.
@@ -76,6 +81,8 @@ func customValues() map[string]any {
 		"logFormat":          "text",
 		"healthPort":         9081,
 		"metrics":            map[string]any{"port": 9080},
+		"pprofBindAddress":   "127.0.0.1:6060",
+		"imagePullSecret":    map[string]any{"dockerConfigJSON": dockerConfigJSON},
 		"config": map[string]any{
 			"defaultFluxVersion":   "v2.9.5",
 			"defaultKluctlVersion": "v2.28.2",
@@ -91,6 +98,10 @@ func customValues() map[string]any {
 			},
 			"allowInsecureHostKeys": true,
 			"healthCheckConfig":     map[string]any{"syncPeriod": "1m"},
+			"controllers": map[string]any{
+				"defaults":          map[string]any{"priorityClassName": "system-cluster-critical", "tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists"}}},
+				"source-controller": map[string]any{"concurrent": 8, "resources": map[string]any{"limits": map[string]any{"memory": "1Gi"}}, "nodeSelector": map[string]any{"pool": "gitops"}},
+			},
 		},
 		"imageVectorOverwrite": map[string]any{
 			"images": []any{map[string]any{
@@ -426,6 +437,7 @@ var _ = Describe("extension chart", func() {
 				"--log-format=text",
 				"--metrics-bind-address=:9080",
 				"--health-bind-address=:9081",
+				"--pprof-bind-address=127.0.0.1:6060",
 			}))
 			Expect(c.LivenessProbe.HTTPGet.Port.IntValue()).To(Equal(9081))
 			Expect(c.Resources.Requests.Memory().String()).To(Equal("256Mi"))
@@ -455,9 +467,45 @@ var _ = Describe("extension chart", func() {
 					HostKeyScan:            metav1.Duration{Duration: 20 * time.Second},
 					BootstrapFinalizers:    metav1.Duration{Duration: 2 * time.Minute},
 				},
-				HealthCheckConfig: &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},
-				HostPolicy:        config.HostPolicy{AllowedNetworks: []string{"10.20.0.0/16"}, AllowedPorts: []string{"22", "7999-8000"}},
+				HealthCheckConfig:   &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},
+				HostPolicy:          config.HostPolicy{AllowedNetworks: []string{"10.20.0.0/16"}, AllowedPorts: []string{"22", "7999-8000"}},
+				ImagePullSecretFile: "/etc/shoot-flux-image-pull/.dockerconfigjson",
+				Controllers: map[string]fluxv1alpha1.ControllerSettings{
+					"defaults": {
+						PriorityClassName: ptr.To("system-cluster-critical"),
+						Tolerations:       []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}},
+					},
+					"source-controller": {
+						Concurrent:   ptr.To[int32](8),
+						Resources:    &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+						NodeSelector: map[string]string{"pool": "gitops"},
+					},
+				},
 			}))
+		})
+
+		It("mounts the registry credentials where imagePullSecretFile points, in a format the controller reads", func() {
+			secret := typed[corev1.Secret](find(objs, "Secret", deploymentName+"-image-pull"))
+			Expect(secret.Type).To(Equal(corev1.SecretTypeDockerConfigJson))
+			d := deploymentOf(objs)
+			Expect(d.Spec.Template.Annotations).To(HaveKey("checksum/secret-image-pull"))
+			path := loadConfig(objs).ImagePullSecretFile
+			var volume string
+			for _, m := range containerOf(objs).VolumeMounts {
+				if m.MountPath == filepath.Dir(path) {
+					volume = m.Name
+				}
+			}
+			Expect(volume).NotTo(BeEmpty(), "no volume is mounted at %s", filepath.Dir(path))
+			Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret.Name}}}))
+
+			// The controller reads the file on every reconcile: write the Secret's key and load it.
+			file := filepath.Join(GinkgoT().TempDir(), filepath.Base(path))
+			Expect(secret.Data).To(HaveKey(filepath.Base(path)))
+			Expect(os.WriteFile(file, secret.Data[filepath.Base(path)], 0o600)).To(Succeed())
+			data, err := loader.LoadImagePullSecret(file)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(data)).To(Equal(dockerConfigJSON))
 		})
 
 		It("rolls the pods when the configuration or the image vector overwrite changes", func() {

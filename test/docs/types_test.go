@@ -1,6 +1,7 @@
 package docs_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +19,7 @@ import (
 )
 
 var (
+	jsonMarshaler  = reflect.TypeFor[json.Marshaler]()
 	durationType   = reflect.TypeFor[metav1.Duration]()
 	goDurationType = reflect.TypeFor[time.Duration]()
 )
@@ -47,11 +49,16 @@ func docType(t reflect.Type) string {
 }
 
 // fieldTypes lists the doc type of every JSON path of a Go API type.
+// The fields of a map's values are listed under the key "*", e.g. controllers.*.concurrent.
 func fieldTypes(t reflect.Type, prefix string, out map[string]string) {
-	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		if t.Kind() == reflect.Map {
+			prefix += "*."
+		}
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct || t == durationType || t == rawExtensionType {
+	// A type with its own JSON form (resource.Quantity) is a value, not fields.
+	if t.Kind() != reflect.Struct || t == durationType || t == rawExtensionType || reflect.PointerTo(t).Implements(jsonMarshaler) {
 		return
 	}
 	eachJSONField(t, func(name string, ft reflect.Type) {

@@ -51,6 +51,13 @@ knownHosts: {{ . | toJson }}
 {{- with $c.registry }}
 registry: {{ . | toJson }}
 {{- end }}
+{{- if .Values.imagePullSecret.dockerConfigJSON }}
+imagePullSecretFile: {{ include "image-pull-secret.file" . | quote }}
+{{- end }}
+{{- with $c.controllers }}
+controllers:
+{{ toYaml . | indent 2 }}
+{{- end }}
 {{- if or $c.timeouts.managedResourceApplied $c.timeouts.deletion $c.timeouts.hostKeyScan $c.timeouts.bootstrapFinalizers }}
 timeouts:
   {{- with $c.timeouts.managedResourceApplied }}
@@ -80,6 +87,14 @@ hostPolicy:
 healthCheckConfig:
 {{ toYaml . | indent 2 }}
 {{- end }}
+{{- end -}}
+
+{{- define "image-pull-secret.dir" -}}
+/etc/shoot-flux-image-pull
+{{- end -}}
+
+{{- define "image-pull-secret.file" -}}
+{{ include "image-pull-secret.dir" . }}/.dockerconfigjson
 {{- end -}}
 
 {{- define "imagevector-overwrite" -}}

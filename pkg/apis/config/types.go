@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	healthcheckconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
+
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 )
 
 // KeyAlgorithm is the algorithm of generated deploy keys.
@@ -49,6 +51,13 @@ type ControllerConfiguration struct {
 	KnownHosts string
 	// Registry replaces the registry of all images; empty keeps the image vector's registries.
 	Registry string
+	// ImagePullSecretFile is the path of a .dockerconfigjson file with the credentials of the
+	// registry; empty means the controllers pull without credentials.
+	ImagePullSecretFile string
+	// Controllers are the operator's settings of the controllers' Deployments, the lowest layer
+	// below the project ConfigMap and the providerConfig (the versioned type, like
+	// HealthCheckConfig, since it is merged with the versioned layers).
+	Controllers map[string]fluxv1alpha1.ControllerSettings
 	// Timeouts bound the controller's waits.
 	Timeouts Timeouts
 	// AllowInsecureHostKeys lets the kluctl controller connect without host key checking when no

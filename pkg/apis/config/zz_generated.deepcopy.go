@@ -8,7 +8,8 @@
 package config
 
 import (
-	v1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
+	configv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
+	v1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -17,10 +18,17 @@ func (in *ControllerConfiguration) DeepCopyInto(out *ControllerConfiguration) {
 	*out = *in
 	out.TypeMeta = in.TypeMeta
 	out.SSHKey = in.SSHKey
+	if in.Controllers != nil {
+		in, out := &in.Controllers, &out.Controllers
+		*out = make(map[string]v1alpha1.ControllerSettings, len(*in))
+		for key, val := range *in {
+			(*out)[key] = *val.DeepCopy()
+		}
+	}
 	out.Timeouts = in.Timeouts
 	if in.HealthCheckConfig != nil {
 		in, out := &in.HealthCheckConfig, &out.HealthCheckConfig
-		*out = new(v1alpha1.HealthCheckConfig)
+		*out = new(configv1alpha1.HealthCheckConfig)
 		(*in).DeepCopyInto(*out)
 	}
 	in.HostPolicy.DeepCopyInto(&out.HostPolicy)

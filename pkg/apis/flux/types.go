@@ -1,6 +1,7 @@
 package flux
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -23,6 +24,15 @@ var KnownComponents = []string{
 	ComponentHelmController,
 	ComponentNotificationController,
 }
+
+const (
+	// ComponentKluctlController is the kluctl controller, the key of its settings in
+	// FluxConfig.Controllers.
+	ComponentKluctlController = "kluctl-controller"
+	// ControllersDefaults is the key of FluxConfig.Controllers whose settings apply to every
+	// controller, below the settings under the controller's own key.
+	ControllersDefaults = "defaults"
+)
 
 // BootstrapMode selects which object the extension creates in the shoot to apply the repository.
 type BootstrapMode string
@@ -75,6 +85,24 @@ type FluxConfig struct {
 	Bootstrap Bootstrap
 	// AdditionalSecretResources are Shoot spec.resources Secrets copied into the shoot.
 	AdditionalSecretResources []AdditionalSecretResource
+	// Controllers tune the Deployments of the controllers, keyed by ControllersDefaults or a
+	// component (KnownComponents or ComponentKluctlController). In the configuration
+	// fluxconfig.Resolve returns, the defaults are applied to the entry of every component.
+	Controllers map[string]ControllerSettings
+}
+
+// ControllerSettings tune the Deployment of a controller; unset fields keep the rendered manifests.
+type ControllerSettings struct {
+	// Resources replace the resource requirements of the controller's container.
+	Resources *corev1.ResourceRequirements
+	// Tolerations replace the tolerations of the pods.
+	Tolerations []corev1.Toleration
+	// NodeSelector adds to the node selector of the pods.
+	NodeSelector map[string]string
+	// PriorityClassName is the priority class of the pods.
+	PriorityClassName string
+	// Concurrent is the number of objects the controller reconciles at the same time.
+	Concurrent *int32
 }
 
 // Flux configures the Flux controllers.

@@ -48,7 +48,10 @@ var (
 // Data returns the ManagedResource secret data (brotli-compressed) for the given values. The
 // returned map is shared and must not be modified.
 func Data(values Values) (map[string][]byte, error) {
-	key := cacheKey(values)
+	key, err := cacheKey(values)
+	if err != nil {
+		return nil, err
+	}
 	cacheMu.Lock()
 	defer cacheMu.Unlock()
 	if data, ok := cache[key]; ok {
@@ -78,13 +81,21 @@ func Data(values Values) (map[string][]byte, error) {
 	return data, nil
 }
 
-func cacheKey(v Values) string {
+func cacheKey(v Values) (string, error) {
 	components := slices.Clone(v.Flux.Components)
 	slices.Sort(components)
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%s|%s|%s", v.Flux.Version, strings.Join(components, ","), v.Flux.Namespace, v.Flux.Registry)
-	if v.Kluctl != nil {
-		fmt.Fprintf(&b, "|kluctl|%s|%s|%s|insecure=%t", v.Kluctl.Version, v.Kluctl.Namespace, v.Kluctl.Registry, v.Kluctl.DisableStrictHostKeyChecking)
+	fluxTuning, err := v.Flux.Tuning.Key()
+	if err != nil {
+		return "", err
 	}
-	return b.String()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%s|%s|%s|%s", v.Flux.Version, strings.Join(components, ","), v.Flux.Namespace, v.Flux.Registry, fluxTuning)
+	if v.Kluctl != nil {
+		kluctlTuning, err := v.Kluctl.Tuning.Key()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "|kluctl|%s|%s|%s|insecure=%t|%s", v.Kluctl.Version, v.Kluctl.Namespace, v.Kluctl.Registry, v.Kluctl.DisableStrictHostKeyChecking, kluctlTuning)
+	}
+	return b.String(), nil
 }

@@ -6,8 +6,11 @@ import (
 	testutils "github.com/gardener/gardener/pkg/utils/test"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/controllers"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
 
@@ -56,6 +59,23 @@ var _ = Describe("Data", func() {
 		second, err := Data(v)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(&second["data.yaml.br"][0]).To(BeIdenticalTo(&first["data.yaml.br"][0]))
+	})
+
+	It("caches per tuning and delivers the image pull secret into both namespaces", func() {
+		untuned := manifestsOf(values())
+		v := values()
+		v.Flux.Tuning = manifests.Tuning{
+			Controllers:     map[string]flux.ControllerSettings{manifests.SourceController: {Concurrent: ptr.To[int32](7)}},
+			ImagePullSecret: []byte(`{"auths":{"registry.example.com":{}}}`),
+		}
+		v.Kluctl.Tuning = manifests.Tuning{ImagePullSecret: v.Flux.Tuning.ImagePullSecret}
+		m := manifestsOf(v)
+		Expect(m).To(ContainSubstring("--concurrent=7"))
+		Expect(strings.Count(m, "name: "+constants.ImagePullSecretName)).To(Equal(4), "a Secret in each of the two namespaces, named by the pods of source-controller and kluctl-controller")
+		Expect(manifestsOf(values())).To(Equal(untuned), "the cached untuned data must not change")
+
+		v.Flux.Tuning.Controllers[manifests.SourceController] = flux.ControllerSettings{Concurrent: ptr.To[int32](9)}
+		Expect(manifestsOf(v)).To(ContainSubstring("--concurrent=9"))
 	})
 
 	It("fails for an unsupported version", func() {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
@@ -105,9 +106,13 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		}
 	}
 
+	pullSecret, err := a.imagePullSecret()
+	if err != nil {
+		return err
+	}
 	values := controllers.Values{
-		Flux:   a.fluxOptions(cfg),
-		Kluctl: a.kluctlOptions(cfg, in.insecureHostKeys),
+		Flux:   a.fluxOptions(cfg, pullSecret),
+		Kluctl: a.kluctlOptions(cfg, in.insecureHostKeys, pullSecret),
 	}
 	if status.Images, err = manifests.Images(values.Flux, values.Kluctl); err != nil {
 		return fmt.Errorf("failed determining the controller images: %w", err)
@@ -223,6 +228,7 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 	cfg, err := fluxconfig.Resolve(fluxconfig.Defaults{
 		FluxVersion:   a.config.DefaultFluxVersion,
 		KluctlVersion: a.config.DefaultKluctlVersion,
+		Controllers:   a.config.Controllers,
 	}, manifests.SupportedVersions(), cm, ex.Spec.ProviderConfig)
 	if err != nil {
 		// Resolve returns configuration errors that carry ERR_CONFIGURATION_PROBLEM already.
@@ -256,16 +262,17 @@ func (a *actuator) destroyBootstrapIfExists(ctx context.Context, namespace strin
 	return destroy(ctx, boot, hibernated)
 }
 
-func (a *actuator) fluxOptions(cfg *fluxapi.FluxConfig) manifests.FluxOptions {
+func (a *actuator) fluxOptions(cfg *fluxapi.FluxConfig, pullSecret []byte) manifests.FluxOptions {
 	return manifests.FluxOptions{
 		Version:    cfg.Flux.Version,
 		Components: cfg.Flux.Components,
 		Namespace:  cfg.Flux.Namespace,
 		Registry:   a.config.Registry,
+		Tuning:     tuning(cfg, fluxapi.KnownComponents, pullSecret),
 	}
 }
 
-func (a *actuator) kluctlOptions(cfg *fluxapi.FluxConfig, insecureHostKeys bool) *manifests.KluctlOptions {
+func (a *actuator) kluctlOptions(cfg *fluxapi.FluxConfig, insecureHostKeys bool, pullSecret []byte) *manifests.KluctlOptions {
 	if !cfg.Kluctl.Enabled {
 		return nil
 	}
@@ -274,7 +281,35 @@ func (a *actuator) kluctlOptions(cfg *fluxapi.FluxConfig, insecureHostKeys bool)
 		Namespace:                    cfg.Kluctl.Namespace,
 		Registry:                     a.config.Registry,
 		DisableStrictHostKeyChecking: insecureHostKeys,
+		Tuning:                       tuning(cfg, []string{fluxapi.ComponentKluctlController}, pullSecret),
 	}
+}
+
+// tuning picks the settings of the given components, so that a render is only cached again when
+// its own settings change.
+func tuning(cfg *fluxapi.FluxConfig, components []string, pullSecret []byte) manifests.Tuning {
+	t := manifests.Tuning{ImagePullSecret: pullSecret}
+	for _, c := range components {
+		if s, ok := cfg.Controllers[c]; ok {
+			if t.Controllers == nil {
+				t.Controllers = map[string]fluxapi.ControllerSettings{}
+			}
+			t.Controllers[c] = s
+		}
+	}
+	return t
+}
+
+// imagePullSecret reads the operator's registry credentials, if configured.
+func (a *actuator) imagePullSecret() ([]byte, error) {
+	if a.config.ImagePullSecretFile == "" {
+		return nil, nil
+	}
+	data, err := loader.LoadImagePullSecret(a.config.ImagePullSecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("failed reading the operator's image pull secret: %w", err)
+	}
+	return data, nil
 }
 
 func (a *actuator) updateStatus(ctx context.Context, ex *extensionsv1alpha1.Extension, status *fluxv1alpha1.FluxStatus) error {

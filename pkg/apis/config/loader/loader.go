@@ -2,6 +2,7 @@
 package loader
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -77,4 +78,25 @@ func Versioned(cfg *config.ControllerConfiguration) (*v1alpha1.ControllerConfigu
 	}
 	out.APIVersion, out.Kind = v1alpha1.SchemeGroupVersion.String(), "ControllerConfiguration"
 	return out, nil
+}
+
+// LoadImagePullSecret reads the .dockerconfigjson file that imagePullSecretFile names and checks
+// that it is what a Secret of type kubernetes.io/dockerconfigjson holds: a JSON object with an
+// "auths" object. The file is read on every reconcile, so that rotated credentials reach the shoots
+// without a restart.
+func LoadImagePullSecret(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed reading image pull secret: %w", err)
+	}
+	var doc struct {
+		Auths map[string]json.RawMessage `json:"auths"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("image pull secret %s is no .dockerconfigjson document: %w", path, err)
+	}
+	if len(doc.Auths) == 0 {
+		return nil, fmt.Errorf("image pull secret %s has no registry in \"auths\"", path)
+	}
+	return data, nil
 }

@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	healthcheckconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
+
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 )
 
 // KeyAlgorithm is the algorithm of generated deploy keys.
@@ -62,9 +64,24 @@ type ControllerConfiguration struct {
 	// the known_hosts the controller generates.
 	// +optional
 	KnownHosts *string `json:"knownHosts,omitempty"`
-	// Registry replaces the registry of all images, e.g. with a mirror.
+	// Registry replaces the registry of all images, e.g. with a mirror: a host with a dot, a port or
+	// localhost, and an optional path, e.g. registry.example.com/mirror or mirror:5000. A bare
+	// name like "mirror" is refused, because container runtimes would read it as a Docker Hub
+	// namespace.
 	// +optional
 	Registry *string `json:"registry,omitempty"`
+	// ImagePullSecretFile is the path of a .dockerconfigjson file (the data of a Secret of type
+	// kubernetes.io/dockerconfigjson) with the credentials of the registry. The extension delivers it
+	// as the Secret shoot-flux-image-pull into the controllers' namespaces and names it in the pods'
+	// imagePullSecrets. The chart mounts it from imagePullSecret.dockerConfigJSON.
+	// +optional
+	ImagePullSecretFile *string `json:"imagePullSecretFile,omitempty"`
+	// Controllers tune the Deployments of the controllers in all shoots, in the format of the
+	// FluxConfig's controllers: keyed by "defaults" or a component. They are the lowest
+	// configuration layer: the project ConfigMap and the providerConfig override them per key
+	// and field.
+	// +optional
+	Controllers map[string]fluxv1alpha1.ControllerSettings `json:"controllers,omitempty"`
 	// Timeouts bound the controller's waits.
 	// +optional
 	Timeouts *Timeouts `json:"timeouts,omitempty"`

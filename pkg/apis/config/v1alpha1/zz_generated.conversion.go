@@ -12,6 +12,7 @@ import (
 
 	configv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
 	config "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -133,6 +134,10 @@ func autoConvert_v1alpha1_ControllerConfiguration_To_config_ControllerConfigurat
 	if err := v1.Convert_Pointer_string_To_string(&in.Registry, &out.Registry, s); err != nil {
 		return err
 	}
+	if err := v1.Convert_Pointer_string_To_string(&in.ImagePullSecretFile, &out.ImagePullSecretFile, s); err != nil {
+		return err
+	}
+	out.Controllers = *(*map[string]fluxv1alpha1.ControllerSettings)(unsafe.Pointer(&in.Controllers))
 	if err := Convert_Pointer_v1alpha1_Timeouts_To_config_Timeouts(&in.Timeouts, &out.Timeouts, s); err != nil {
 		return err
 	}
@@ -167,6 +172,10 @@ func autoConvert_config_ControllerConfiguration_To_v1alpha1_ControllerConfigurat
 	if err := v1.Convert_string_To_Pointer_string(&in.Registry, &out.Registry, s); err != nil {
 		return err
 	}
+	if err := v1.Convert_string_To_Pointer_string(&in.ImagePullSecretFile, &out.ImagePullSecretFile, s); err != nil {
+		return err
+	}
+	out.Controllers = *(*map[string]fluxv1alpha1.ControllerSettings)(unsafe.Pointer(&in.Controllers))
 	if err := Convert_config_Timeouts_To_Pointer_v1alpha1_Timeouts(&in.Timeouts, &out.Timeouts, s); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ package v1alpha1
 
 import (
 	configv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -41,6 +42,18 @@ func (in *ControllerConfiguration) DeepCopyInto(out *ControllerConfiguration) {
 		in, out := &in.Registry, &out.Registry
 		*out = new(string)
 		**out = **in
+	}
+	if in.ImagePullSecretFile != nil {
+		in, out := &in.ImagePullSecretFile, &out.ImagePullSecretFile
+		*out = new(string)
+		**out = **in
+	}
+	if in.Controllers != nil {
+		in, out := &in.Controllers, &out.Controllers
+		*out = make(map[string]fluxv1alpha1.ControllerSettings, len(*in))
+		for key, val := range *in {
+			(*out)[key] = *val.DeepCopy()
+		}
 	}
 	if in.Timeouts != nil {
 		in, out := &in.Timeouts, &out.Timeouts

@@ -3,17 +3,18 @@ package validation
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
-	"strings"
 	"time"
-	"unicode"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	fluxhelper "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxvalidation "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 )
 
@@ -59,10 +60,13 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 		}
 	}
 
-	// The registry replaces the host part of image references, so it cannot carry a scheme.
-	if r := cfg.Registry; r != "" && (strings.Contains(r, "://") || strings.HasSuffix(r, "/") || strings.IndexFunc(r, unicode.IsSpace) >= 0) {
-		allErrs = append(allErrs, field.Invalid(field.NewPath("registry"), r, `must be a registry host with an optional path, e.g. "registry.example.com/mirror", without scheme, whitespace or trailing "/"`))
+	if err := imagevector.ValidateRegistry(cfg.Registry); err != nil {
+		allErrs = append(allErrs, field.Invalid(field.NewPath("registry"), cfg.Registry, err.Error()))
 	}
+	if f := cfg.ImagePullSecretFile; f != "" && !filepath.IsAbs(f) {
+		allErrs = append(allErrs, field.Invalid(field.NewPath("imagePullSecretFile"), f, "must be an absolute path"))
+	}
+	allErrs = append(allErrs, fluxconfig.ValidateControllers(cfg.Controllers, field.NewPath("controllers"))...)
 
 	// Every wait holds one of the controller's workers; an unbounded one lets a few broken shoots
 	// stall all others.

@@ -7,9 +7,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/validation"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
 
 var _ = Describe("ValidateControllerConfiguration", func() {
@@ -98,14 +101,43 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 	})
 
 	DescribeTable("rejects registries that are not a host with an optional path",
-		func(registry string) {
+		func(registry, reason string) {
 			cfg.Registry = registry
-			Expect(validate()).To(ConsistOf(`registry: Invalid value: "` + registry + `": must be a registry host with an optional path, e.g. "registry.example.com/mirror", without scheme, whitespace or trailing "/"`))
+			Expect(validate()).To(ConsistOf(`registry: Invalid value: "` + registry + `": ` + reason))
 		},
-		Entry("with scheme", "https://registry.example.com"),
-		Entry("with trailing slash", "registry.example.com/"),
-		Entry("with whitespace", "registry.example.com /x"),
+		Entry("with scheme", "https://registry.example.com", `expected a host with optional port and path, e.g. my.mirror:5000/cache, without scheme, whitespace, "@" or empty path components`),
+		Entry("with trailing slash", "registry.example.com/", `expected a host with optional port and path, e.g. my.mirror:5000/cache, without scheme, whitespace, "@" or empty path components`),
+		Entry("with whitespace", "registry.example.com /x", `expected a host with optional port and path, e.g. my.mirror:5000/cache, without scheme, whitespace, "@" or empty path components`),
+		// Accepted here before, but refused by every render: a bare name is a Docker Hub namespace.
+		Entry("without a host", "mirror", `"mirror" is not a registry host: it needs a dot, a port or to be localhost, e.g. mirror.example.com or mirror:5000`),
+		Entry("without a host, with a path", "mirror/cache", `"mirror" is not a registry host: it needs a dot, a port or to be localhost, e.g. mirror.example.com or mirror:5000`),
 	)
+
+	It("accepts every registry the render accepts", func() {
+		for _, registry := range []string{"localhost/cache", "mirror:5000", "registry.example.com"} {
+			cfg.Registry = registry
+			Expect(validate()).To(BeEmpty(), registry)
+			Expect(manifests.Images(manifests.FluxOptions{Version: "v2.9.5", Components: []string{manifests.SourceController}, Registry: registry}, nil)).
+				To(HaveKeyWithValue(manifests.SourceController, HavePrefix(registry+"/")))
+		}
+	})
+
+	It("rejects a relative image pull secret file", func() {
+		cfg.ImagePullSecretFile = "pull/.dockerconfigjson"
+		Expect(validate()).To(ConsistOf(`imagePullSecretFile: Invalid value: "pull/.dockerconfigjson": must be an absolute path`))
+	})
+
+	It("validates the operator's controller settings with the shoots' rules", func() {
+		cfg.Controllers = map[string]fluxv1alpha1.ControllerSettings{
+			"defaults":          {Concurrent: ptr.To[int32](8), PriorityClassName: ptr.To("system-cluster-critical")},
+			"source-controller": {Concurrent: ptr.To[int32](0)},
+			"image-controller":  {},
+		}
+		Expect(validate()).To(ConsistOf(
+			`controllers.source-controller.concurrent: Invalid value: 0: must be between 1 and 100`,
+			`controllers.image-controller: Unsupported value: "image-controller": supported values: "defaults", "source-controller", "kustomize-controller", "helm-controller", "notification-controller", "kluctl-controller"`,
+		))
+	})
 
 	It("rejects timeouts that are not positive", func() {
 		cfg.Timeouts = config.Timeouts{HostKeyScan: metav1.Duration{Duration: -time.Second}}

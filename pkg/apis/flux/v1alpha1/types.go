@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -27,6 +28,11 @@ const (
 	DefaultPath = "."
 	// DefaultKluctlContext is the kubeconfig context of the bootstrap KluctlDeployment.
 	DefaultKluctlContext = "default"
+
+	// ComponentKluctlController is the kluctl controller, the key of its settings in controllers.
+	ComponentKluctlController = "kluctl-controller"
+	// ControllersDefaults is the key of controllers whose settings apply to every controller.
+	ControllersDefaults = "defaults"
 )
 
 // BootstrapMode selects which object the extension creates in the shoot to apply the repository.
@@ -88,6 +94,38 @@ type FluxConfig struct {
 	// credentials the deployed applications need. A later configuration layer replaces the list.
 	// +optional
 	AdditionalSecretResources []AdditionalSecretResource `json:"additionalSecretResources,omitempty"`
+	// Controllers tune the Deployments of the controllers in the shoot. The key "defaults" applies
+	// to every controller; a component's key (source-controller, kustomize-controller,
+	// helm-controller, notification-controller, kluctl-controller) applies to that controller and
+	// overrides the defaults field by field. Configuration layers (the operator's controllers, the
+	// project ConfigMap, the providerConfig) are merged per key and field first.
+	// +optional
+	Controllers map[string]ControllerSettings `json:"controllers,omitempty"`
+}
+
+// ControllerSettings tune the Deployment of a controller. Unset fields keep what the extension
+// renders.
+type ControllerSettings struct {
+	// Resources replace the resource requirements of the controller's container as a whole.
+	// Defaults to the upstream manifests' (kluctl-controller: requests 100m CPU and 256Mi memory,
+	// limit 1Gi memory).
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Tolerations replace the tolerations of the controller's pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// NodeSelector adds labels to the node selector of the controller's pods, which keeps
+	// kubernetes.io/os: linux unless overridden. A later layer replaces the whole map.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// PriorityClassName is the PriorityClass of the controller's pods. It must exist in the shoot,
+	// e.g. system-cluster-critical; otherwise no pod of the controller can be created.
+	// +optional
+	PriorityClassName *string `json:"priorityClassName,omitempty"`
+	// Concurrent is how many objects the controller reconciles at the same time, 1 to 100: Flux's
+	// --concurrent, kluctl's --concurrency. Defaults to the controllers' own default, 4.
+	// +optional
+	Concurrent *int32 `json:"concurrent,omitempty"`
 }
 
 // Flux configures the Flux controllers.

@@ -444,8 +444,8 @@ var _ = Describe("ValidateFluxConfig", func() {
 		It("rejects the names of the extension's own Secrets in the shoot", func() {
 			cfg.AdditionalSecretResources = []flux.AdditionalSecretResource{{Name: "a", TargetName: "shoot-flux-git-credentials", Namespace: "kluctl-system"}, {Name: "shoot-flux-sops"}}
 			Expect(validate()).To(ConsistOf(
-				`additionalSecretResources[0].targetName: Invalid value: "shoot-flux-git-credentials": is the name of a Secret the extension writes into the shoot; reserved: shoot-flux-git-credentials, shoot-flux-oci-credentials, shoot-flux-sops`,
-				`additionalSecretResources[1].name: Invalid value: "shoot-flux-sops": is the name of a Secret the extension writes into the shoot; reserved: shoot-flux-git-credentials, shoot-flux-oci-credentials, shoot-flux-sops`,
+				`additionalSecretResources[0].targetName: Invalid value: "shoot-flux-git-credentials": is the name of a Secret the extension writes into the shoot; reserved: shoot-flux-git-credentials, shoot-flux-oci-credentials, shoot-flux-sops, shoot-flux-image-pull`,
+				`additionalSecretResources[1].name: Invalid value: "shoot-flux-sops": is the name of a Secret the extension writes into the shoot; reserved: shoot-flux-git-credentials, shoot-flux-oci-credentials, shoot-flux-sops, shoot-flux-image-pull`,
 			))
 		})
 
