@@ -165,6 +165,9 @@ fi
   done
   echo ")"
 } >"$work/go.mod"
+# The controller's go.sum vouches for its dependencies: the checksum database the proxy serves
+# does not know some of those of older releases (404), which fails their verification.
+install -m 0644 "$mod_dir/go.sum" "$work/go.sum"
 (
   cd "$work"
   go get "$mod@$build_version" >&2

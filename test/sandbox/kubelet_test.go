@@ -262,6 +262,21 @@ var _ = Describe("Kubelet stand-in", func() {
 		Expect(imageName("fluxcd/helm-controller:v1.6.4@sha256:0123")).To(Equal("helm-controller"))
 	})
 
+	It("picks the binary by image repository and tag, so each Flux release runs its own", func() {
+		k := &kubelet{binaries: map[string]string{"source-controller:v1.7.4": "/old", "source-controller:v1.9.5": "/new"}}
+		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "manager", Image: "my.mirror:5000/fluxcd/source-controller:v1.7.4"},
+		}}}}}
+		_, component, binary, ok := k.runnable(d)
+		Expect(ok).To(BeTrue())
+		Expect(component).To(Equal("source-controller"))
+		Expect(binary).To(Equal("/old"))
+
+		d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/fluxcd/source-controller:v1.8.0"
+		_, _, _, ok = k.runnable(d)
+		Expect(ok).To(BeFalse(), "a release without a binary does not run another release's")
+	})
+
 	It("writes a kubeconfig that authenticates with the token only", func() {
 		file := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 		shoot := &Cluster{Name: "shoot", Config: &rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}}}

@@ -55,7 +55,7 @@ type controllerPod struct {
 
 // startPod prepares the Deployment's pod (files, env, args, credentials, probe) and starts its
 // process.
-func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.Container, component, hash string) (*controllerPod, error) {
+func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.Container, component, binary, hash string) (*controllerPod, error) {
 	spec := d.Spec.Template.Spec
 	if len(c.Command) > 0 {
 		return nil, fmt.Errorf("container %s sets a command; only the image's entrypoint can run", c.Name)
@@ -66,7 +66,7 @@ func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.C
 		component: component,
 		hash:      hash,
 		grace:     time.Duration(ptr.Deref(spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second,
-		binary:    k.binaries[component],
+		binary:    binary,
 	}
 	p.dir = k.podDir(d.Namespace, p.name)
 	p.logPath = filepath.Join(p.dir, "container.log")
