@@ -61,6 +61,8 @@ var (
 	git         *gitserver.Server
 	gitRepoRoot string
 	gitCommit   string
+	// fluxBinaries are the Flux controller binaries of the sandbox, by image (Options.FluxControllers).
+	fluxBinaries map[string]string
 )
 
 // repoName is the repository of the suite's git server that holds the kluctl project.
@@ -98,13 +100,14 @@ var _ = BeforeSuite(func() {
 	// make test-integration provides them all; a missing one is a broken setup, not a reason to skip.
 	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
 	// Every embedded Flux release runs its own controllers: the upgrade scenarios switch between them.
-	fluxControllers, err := sandbox.ParseFluxControllers(os.Getenv(sandbox.FluxControllersEnv))
+	var err error
+	fluxBinaries, err = sandbox.ParseFluxControllers(os.Getenv(sandbox.FluxControllersEnv))
 	Expect(err).NotTo(HaveOccurred())
 	images, err := sandbox.FluxControllerImages()
 	Expect(err).NotTo(HaveOccurred())
 	for _, image := range images {
-		Expect(fluxControllers).To(HaveKey(image), "%s must list a binary for %s (hack/build-flux-controllers.sh)", sandbox.FluxControllersEnv, image)
-		Expect(fluxControllers[image]).To(BeAnExistingFile())
+		Expect(fluxBinaries).To(HaveKey(image), "%s must list a binary for %s (hack/build-flux-controllers.sh)", sandbox.FluxControllersEnv, image)
+		Expect(fluxBinaries[image]).To(BeAnExistingFile())
 	}
 
 	suiteCtx = context.Background()
@@ -130,7 +133,7 @@ var _ = BeforeSuite(func() {
 		defer cancelBuild()
 	}
 	sb, err = sandbox.Start(ctx, sandbox.Options{
-		FluxControllers:         fluxControllers,
+		FluxControllers:         fluxBinaries,
 		MaxConcurrentReconciles: 5,
 		HealthCheck:             true,
 		Deployed:                deployed(),

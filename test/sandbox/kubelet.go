@@ -389,6 +389,8 @@ type ControllerProcess struct {
 	Namespace, Deployment, Pod string
 	// Component is the controller, e.g. source-controller.
 	Component string
+	// Image is the container's image and Binary the file of Options.FluxControllers that runs it.
+	Image, Binary string
 	// Running tells whether the process runs; Ready whether its readiness probe succeeds.
 	Running, Ready bool
 	// Restarts counts how often the process ended and was started again.
@@ -413,6 +415,8 @@ func (k *kubelet) processes() []ControllerProcess {
 			Deployment: p.key.Name,
 			Pod:        p.name,
 			Component:  p.component,
+			Image:      p.image,
+			Binary:     p.binary,
 			Running:    state.running,
 			Ready:      state.ready,
 			Restarts:   p.restartCount(),

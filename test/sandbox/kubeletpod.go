@@ -33,6 +33,7 @@ type controllerPod struct {
 	key       types.NamespacedName
 	name      string
 	component string
+	image     string
 	hash      string
 	dir       string
 	logPath   string
@@ -64,6 +65,7 @@ func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.C
 		key:       types.NamespacedName{Namespace: d.Namespace, Name: d.Name},
 		name:      fmt.Sprintf("%s-%s-%s", d.Name, hash, utilrand.String(5)),
 		component: component,
+		image:     c.Image,
 		hash:      hash,
 		grace:     time.Duration(ptr.Deref(spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second,
 		binary:    binary,
