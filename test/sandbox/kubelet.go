@@ -125,6 +125,9 @@ type kubelet struct {
 
 	mu   sync.Mutex
 	pods map[types.NamespacedName]*controllerPod
+	// advertised are the addresses of the advertised listeners of each Deployment's pods, by flag;
+	// they stand in for the Deployment's Service and outlive its pods.
+	advertised map[types.NamespacedName]map[string]string
 	// started lists every pod in start order, for the logs.
 	started []*controllerPod
 }
@@ -139,13 +142,14 @@ func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries
 		return nil, fmt.Errorf("failed creating kubelet directory of shoot %s: %w", shoot.Name, err)
 	}
 	k := &kubelet{
-		log:      log,
-		shoot:    shoot,
-		binaries: binaries,
-		dir:      dir,
-		client:   mgr.GetClient(),
-		events:   make(chan event.GenericEvent, 64),
-		pods:     map[types.NamespacedName]*controllerPod{},
+		log:        log,
+		shoot:      shoot,
+		binaries:   binaries,
+		dir:        dir,
+		client:     mgr.GetClient(),
+		events:     make(chan event.GenericEvent, 64),
+		pods:       map[types.NamespacedName]*controllerPod{},
+		advertised: map[types.NamespacedName]map[string]string{},
 	}
 	// The processes outlive the caller's context; stop ends them.
 	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -210,6 +214,18 @@ func (k *kubelet) runnable(d *appsv1.Deployment) (corev1.Container, string, stri
 		}
 	}
 	return corev1.Container{}, "", "", false
+}
+
+func (k *kubelet) advertisedAddresses(key types.NamespacedName) map[string]string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.advertised[key]
+}
+
+func (k *kubelet) setAdvertisedAddresses(key types.NamespacedName, addresses map[string]string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.advertised[key] = addresses
 }
 
 func (k *kubelet) pod(key types.NamespacedName) *controllerPod {

@@ -93,7 +93,7 @@ var _ = Describe("Kubelet stand-in", func() {
 				"--storage-adv-addr=source-controller.flux-system.svc.cluster.local.",
 				"--metrics-addr=:18080",
 			}
-			out, addresses, err := listenLocally(args, runnableFluxControllers[sourceController])
+			out, addresses, advertised, err := listenLocally(args, runnableFluxControllers[sourceController], nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(addresses).To(HaveLen(3))
 			// The in-cluster ports: defaults, or the delivered value.
@@ -114,10 +114,17 @@ var _ = Describe("Kubelet stand-in", func() {
 				"--metrics-addr="+addresses[18080],
 				"--health-addr="+addresses[9440],
 			))
+			Expect(advertised).To(Equal(map[string]string{"storage-addr": storage}))
+
+			By("replacing the pod: the advertised listener keeps its address, as behind a Service")
+			again, next, _, err := listenLocally(args, runnableFluxControllers[sourceController], advertised)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(next[9090]).To(Equal(storage))
+			Expect(again).To(ContainElements("--storage-addr="+storage, "--storage-adv-addr="+storage))
 		})
 
 		It("rejects a listen address without a port", func() {
-			_, _, err := listenLocally([]string{"--health-addr=localhost"}, runnableFluxControllers["kustomize-controller"])
+			_, _, _, err := listenLocally([]string{"--health-addr=localhost"}, runnableFluxControllers["kustomize-controller"], nil)
 			Expect(err).To(MatchError(ContainSubstring("invalid --health-addr=localhost")))
 		})
 	})
