@@ -32,13 +32,11 @@ DLV           := $(TOOLS_BIN)/dlv
 LD_FLAGS = -s -w -X k8s.io/component-base/version.gitVersion=$(VERSION) -X k8s.io/component-base/version/verflag.programName=$(1)
 
 # Real API servers and the Flux controllers for integration tests, built from the Go module proxy
-# into a cache outside the repository (see hack/build-envtest.sh and hack/build-flux-controller.sh;
-# notification-controller is not built, the proxy refuses the version Flux pins).
+# into a cache outside the repository (see hack/build-envtest.sh and hack/build-flux-controllers.sh):
+# the source-, kustomize- and helm-controller of every embedded Flux release, as
+# "<image>=<binary>" words. The kubelet stand-in runs the binary of the image a Deployment names.
 ENVTEST_ASSETS       = $(shell hack/build-envtest.sh)
-SOURCE_CONTROLLER    = $(shell hack/build-flux-controller.sh source-controller)
-KUSTOMIZE_CONTROLLER = $(shell hack/build-flux-controller.sh kustomize-controller)
-HELM_CONTROLLER      = $(shell hack/build-flux-controller.sh helm-controller)
-FLUX_CONTROLLERS_ENV = SOURCE_CONTROLLER_BIN="$(SOURCE_CONTROLLER)" KUSTOMIZE_CONTROLLER_BIN="$(KUSTOMIZE_CONTROLLER)" HELM_CONTROLLER_BIN="$(HELM_CONTROLLER)"
+FLUX_CONTROLLERS_ENV = FLUX_CONTROLLERS="$(shell hack/build-flux-controllers.sh)"
 
 FUZZTIME ?= 5s
 
@@ -165,7 +163,7 @@ bench:
 
 .PHONY: demo
 demo:
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SOURCE_CONTROLLER_BIN="$(SOURCE_CONTROLLER)" KUSTOMIZE_CONTROLLER_BIN="$(KUSTOMIZE_CONTROLLER)" $(GO) run ./hack/sandbox demo
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" FLUX_CONTROLLERS="$(shell FLUX_VERSIONS=newest hack/build-flux-controllers.sh source-controller kustomize-controller)" $(GO) run ./hack/sandbox demo
 
 .PHONY: sandbox-up
 sandbox-up:

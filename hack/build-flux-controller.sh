@@ -15,10 +15,15 @@
 # write a throw-away module that requires the controller, copies its non-local replaces and maps
 # the local ./api to the published github.com/fluxcd/<component>/api of the same version.
 #
-# notification-controller stays unbuilt: Flux v2.9.5 pins v1.9.4, which the module proxy refuses
-# (403), and building another version would test something the extension does not deliver.
+# A controller version the module proxy refuses (403) is built from the served version that stands
+# in for it in the embedded manifests (hack/generate-flux-manifests/substitutes.txt, the list the
+# manifest generator reads), so the binary runs the code whose config/ the extension delivers. The
+# binary is cached under the refused version, which is the image tag it stands for, and its stamp
+# names the stand-in.
 #
-# Prints the path of the binary on stdout; the controller's CRDs of the same version are copied to
+# notification-controller stays unbuilt: the kubelet stand-in of the sandbox does not run it.
+#
+# Prints the path of the binary on stdout; the controller's CRDs of the version built are copied to
 # the directory "crd" next to it, for test API servers.
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -45,6 +50,12 @@ pinned=$(sed -n "s#^ *image: [^ ]*/$component:\(v[^ ]*\)\$#\1#p" "$manifest")
 version_var=$(tr 'a-z-' 'A-Z_' <<<"$component")_VERSION
 version=${!version_var:-$pinned}
 
+mod="github.com/fluxcd/$component"
+# The version whose code is built: the stand-in of a refused version, else the version itself.
+substitutes="$REPO_ROOT/hack/generate-flux-manifests/substitutes.txt"
+build_version=$(awk -v key="$mod@$version" '$1 == key { print $2 }' "$substitutes")
+build_version=${build_version:-$version}
+
 dest="$CACHE_ROOT/$component/$version"
 bin="$dest/$component"
 stamp="$dest/$component.version"
@@ -52,8 +63,11 @@ crd_dir="$dest/crd"
 mkdir -p "$dest"
 
 # The controllers have no --version flag, so a stamp written after a successful build tells which
-# version the binary is, and with which substitutions it was built.
+# version the binary is, with which substitutions it was built, and which version stands in for it.
 stamp_content="$version ${refused_replacements[*]}"
+if [[ "$build_version" != "$version" ]]; then
+  stamp_content+=" (built from $mod@$build_version)"
+fi
 
 up_to_date() {
   [[ -x "$bin" && -f "$stamp" ]] || return 1
@@ -73,13 +87,12 @@ if up_to_date && crds_present; then
   exit 0
 fi
 
-mod="github.com/fluxcd/$component"
-if ! download=$(go mod download -json "$mod@$version" 2>&1); then
-  log "cannot download $mod@$version: $(sed -n 's/^\t"Error": "\(.*\)",\{0,1\}$/\1/p' <<<"$download")"
+if ! download=$(go mod download -json "$mod@$build_version" 2>&1); then
+  log "cannot download $mod@$build_version: $(sed -n 's/^\t"Error": "\(.*\)",\{0,1\}$/\1/p' <<<"$download")"
   exit 1
 fi
 mod_dir=$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$download")
-[[ -n "$mod_dir" ]] || { log "cannot download $mod@$version: no module directory in $download"; exit 1; }
+[[ -n "$mod_dir" ]] || { log "cannot download $mod@$build_version: no module directory in $download"; exit 1; }
 
 if ! crds_present; then
   # Files in the module cache are read-only; install gives the copies ordinary modes.
@@ -129,18 +142,22 @@ module_replaces() {
     right=${line#* => }
     if [[ "$right" == ./* ]]; then
       [[ "$left" == "$mod/${right#./}" ]] || { log "cannot map the local replace $line to a published module"; return 1; }
-      echo "	$left => $left $version"
+      echo "	$left => $left $build_version"
     else
       echo "	$left => $right"
     fi
   done < <(replaces "$mod_dir/go.mod")
 }
 
-log "building $component $version (cold: ~5 min on 2 cores, warm module cache: ~2 min)"
+if [[ "$build_version" == "$version" ]]; then
+  log "building $component $version (cold: ~5 min on 2 cores, warm module cache: ~2 min)"
+else
+  log "building $component $version from $build_version, which stands in for it (cold: ~5 min on 2 cores, warm module cache: ~2 min)"
+fi
 {
   echo "module fluxcontrollerbuild"
   echo "go 1.26"
-  echo "require $mod $version"
+  echo "require $mod $build_version"
   echo "replace ("
   module_replaces
   for r in "${refused_replacements[@]}"; do
@@ -148,9 +165,12 @@ log "building $component $version (cold: ~5 min on 2 cores, warm module cache: ~
   done
   echo ")"
 } >"$work/go.mod"
+# The controller's go.sum vouches for its dependencies: the checksum database the proxy serves
+# does not know some of those of older releases (404), which fails their verification.
+install -m 0644 "$mod_dir/go.sum" "$work/go.sum"
 (
   cd "$work"
-  go get "$mod@$version" >&2
+  go get "$mod@$build_version" >&2
   go build -trimpath -ldflags "-s -w" -o "$bin" "$mod" >&2
 )
 

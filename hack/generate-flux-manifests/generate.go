@@ -41,22 +41,6 @@ type substitute struct {
 	controllerGen string
 }
 
-// substitutes are keyed by module@version. Every manager of a substitute is taken as it is: Flux
-// changes the Deployment of a controller rarely (notification-controller's config/manager is the same
-// from v1.6.0 to v1.9.3 apart from the image tag), while its CRDs change with its API.
-var substitutes = map[string]substitute{
-	// Flux v2.9.5
-	"github.com/fluxcd/notification-controller@v1.9.4": {config: "v1.9.3"},
-	// Flux v2.7.5
-	"github.com/fluxcd/source-controller@v1.7.4": {config: "v1.7.3"},
-	// v1.4.5 adds a method to the API, which does not change the CRDs but fails the source comparison.
-	"github.com/fluxcd/helm-controller@v1.4.5": {config: "v1.4.3", controllerGen: "v0.19.0"},
-	// No v1.7.x is served; v1.7.5 changed the API (v1beta1 no longer served, new provider types and
-	// fields). v0.19.0 is the controller-gen of the controllers of Flux v2.7 (source-controller
-	// v1.7.3, helm-controller v1.4.3) and of their Kubernetes v0.34 API machinery.
-	"github.com/fluxcd/notification-controller@v1.7.5": {config: "v1.6.0", controllerGen: "v0.19.0"},
-}
-
 // Generator renders the manifests from modules it gets from a Downloader.
 type Generator struct {
 	Downloader Downloader
@@ -81,6 +65,9 @@ const (
 
 // Generate renders the manifests of the given releases and the image vector that goes with them.
 func (g *Generator) Generate(ctx context.Context, fluxVersions, kluctlVersions []string) (*Output, error) {
+	if substitutesErr != nil {
+		return nil, substitutesErr
+	}
 	if len(fluxVersions) == 0 || len(kluctlVersions) == 0 {
 		return nil, errors.New("at least one flux and one kluctl version are required")
 	}

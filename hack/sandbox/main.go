@@ -39,13 +39,6 @@ const (
 	repoName      = "fleet"
 )
 
-// fluxControllerEnv names the variables through which make demo hands over the Flux controllers
-// the flux shoot of the demo runs (hack/build-flux-controller.sh).
-var fluxControllerEnv = map[string]string{
-	"source-controller":    "SOURCE_CONTROLLER_BIN",
-	"kustomize-controller": "KUSTOMIZE_CONTROLLER_BIN",
-}
-
 var (
 	// demoTimeout bounds the whole demo.
 	demoTimeout = 5 * time.Minute
@@ -151,13 +144,13 @@ func setup(ctx context.Context, dir string, withExtension bool) (*env, error) {
 	opts := sandbox.Options{WithoutExtension: !withExtension, Deployed: withExtension,
 		ExtensionLogPath: filepath.Join(dir, "extension.log"), Log: log.WithName("sandbox")}
 	if withExtension {
-		opts.FluxControllers = map[string]string{}
-		for component, variable := range fluxControllerEnv {
-			binary := os.Getenv(variable)
-			if binary == "" {
-				return e, fmt.Errorf("%s must point at the %s binary (hack/build-flux-controller.sh %s)", variable, component, component)
-			}
-			opts.FluxControllers[component] = binary
+		// make demo hands over the source- and kustomize-controller of the newest release, which
+		// the flux shoot of the demo runs.
+		if opts.FluxControllers, err = sandbox.ParseFluxControllers(os.Getenv(sandbox.FluxControllersEnv)); err != nil {
+			return e, err
+		}
+		if len(opts.FluxControllers) == 0 {
+			return e, fmt.Errorf("%s must list the Flux controller binaries (hack/build-flux-controllers.sh)", sandbox.FluxControllersEnv)
 		}
 	}
 	e.sandbox, err = sandbox.Start(ctx, opts)

@@ -24,6 +24,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 // sourceControllerTimeout bounds how long the source-controller may take to fetch.
@@ -41,10 +42,13 @@ var _ = Describe("Server with the Flux source-controller", Ordered, func() {
 	)
 
 	BeforeAll(func() {
-		binary := os.Getenv("SOURCE_CONTROLLER_BIN")
-		if os.Getenv("KUBEBUILDER_ASSETS") == "" || binary == "" {
-			Fail("needs KUBEBUILDER_ASSETS (hack/build-envtest.sh) and SOURCE_CONTROLLER_BIN (hack/build-source-controller.sh); run it with make test-integration")
+		if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(sandbox.FluxControllersEnv) == "" {
+			Fail("needs KUBEBUILDER_ASSETS (hack/build-envtest.sh) and " + sandbox.FluxControllersEnv + " (hack/build-flux-controllers.sh); run it with make test-integration")
 		}
+		binaries, err := sandbox.ParseFluxControllers(os.Getenv(sandbox.FluxControllersEnv))
+		Expect(err).NotTo(HaveOccurred())
+		binary, err := sandbox.NewestSourceController(binaries)
+		Expect(err).NotTo(HaveOccurred())
 		ctx = context.Background()
 
 		env := &envtest.Environment{

@@ -133,8 +133,9 @@ data:
 }
 
 // fleetShoot runs a shoot in bootstrap mode flux with the real source-, kustomize- and
-// helm-controller on a fleet repository, and waits until they deployed everything in it.
-func fleetShoot(ctx context.Context, project string) (*sandbox.ShootHandle, func() string) {
+// helm-controller on a fleet repository, and waits until they deployed everything in it. A non-nil
+// projectConfig is the data of the project's ConfigMap flux-config.
+func fleetShoot(ctx context.Context, project string, projectConfig map[string]string) (*sandbox.ShootHandle, func() string) {
 	GinkgoHelper()
 	charts, err := helmrepo.Start(fleetChart)
 	Expect(err).NotTo(HaveOccurred())
@@ -143,7 +144,10 @@ func fleetShoot(ctx context.Context, project string) (*sandbox.ShootHandle, func
 	_, err = gitserver.NewRepo(filepath.Join(gitRepoRoot, repo), fleetRepo(charts.URL()), "Add the fleet")
 	Expect(err).NotTo(HaveOccurred())
 
-	newProject(ctx, project)
+	projectNamespace := newProject(ctx, project)
+	if projectConfig != nil {
+		setProjectConfig(ctx, projectNamespace, projectConfig)
+	}
 	h := createShootSucceeded(ctx, sandbox.ShootSpec{
 		Project:        project,
 		Name:           "one",
@@ -172,25 +176,45 @@ func fleetShoot(ctx context.Context, project string) (*sandbox.ShootHandle, func
 	return h, logs
 }
 
-// expectFleetWorkloads checks that what the fleet deployed is in the shoot and not being deleted:
-// the nested Kustomization's objects and the Helm release with what it installed.
-func expectFleetWorkloads(ctx context.Context, h *sandbox.ShootHandle) {
-	GinkgoHelper()
-	for _, obj := range []client.Object{
+// fleetFluxObjects are the Flux objects of a fleet shoot: the bootstrap's and the user's.
+var fleetFluxObjects = []struct {
+	gvk  schema.GroupVersionKind
+	name string
+}{
+	{gitRepositoryGVK, constants.BootstrapName},
+	{kustomizationGVK, constants.BootstrapName},
+	{kustomizationGVK, fleetNested},
+	{helmRepositoryGVK, "charts"},
+	{helmReleaseGVK, fleetRelease},
+}
+
+// fleetWorkloads are what the fleet deploys: the nested Kustomization's objects and the Helm
+// release with what it installed.
+func fleetWorkloads() []client.Object {
+	return []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: fleetAppsNamespace, Name: fleetAppsName}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fleetAppsNamespace, Name: fleetAppsName}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: fleetReleaseNS, Name: fleetRelease + "-config"}},
 		// Helm's record of the release: without it, the release is uninstalled.
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNamespace, Name: "sh.helm.release.v1." + fleetRelease + ".v1"}},
-	} {
+	}
+}
+
+// expectFleetWorkloads checks that what the fleet deployed is in the shoot and not being deleted,
+// and returns the objects read.
+func expectFleetWorkloads(ctx context.Context, h *sandbox.ShootHandle) []client.Object {
+	GinkgoHelper()
+	objects := fleetWorkloads()
+	for _, obj := range objects {
 		Expect(h.Shoot.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed(), "%T %s", obj, client.ObjectKeyFromObject(obj))
 		Expect(obj.GetDeletionTimestamp()).To(BeNil(), "%T %s", obj, client.ObjectKeyFromObject(obj))
 	}
+	return objects
 }
 
 var _ = Describe("Disabling the extension with the delivered Flux controllers running", func() {
 	It("keeps the workloads and the Helm release of the user's Flux objects", func(ctx SpecContext) {
-		h, logs := fleetShoot(ctx, "disable-running")
+		h, logs := fleetShoot(ctx, "disable-running", nil)
 
 		By("disabling the extension")
 		start := time.Now()
@@ -211,7 +235,7 @@ var _ = Describe("Disabling the extension with the delivered Flux controllers ru
 	})
 
 	It("completes when the controllers were stopped before", func(ctx SpecContext) {
-		h, logs := fleetShoot(ctx, "disable-stopped")
+		h, logs := fleetShoot(ctx, "disable-stopped", nil)
 
 		By("stopping the controllers: the operator pauses the ManagedResource and scales them to 0")
 		mr, err := h.ManagedResource(ctx, constants.ManagedResourceControllers)
@@ -249,7 +273,7 @@ var _ = Describe("Disabling the extension with the delivered Flux controllers ru
 
 var _ = Describe("Migrating a shoot with the delivered Flux controllers running", func() {
 	It("neither re-creates nor restarts anything in the shoot", func(ctx SpecContext) {
-		h, logs := fleetShoot(ctx, "migrate-running")
+		h, logs := fleetShoot(ctx, "migrate-running", nil)
 		uids := func() map[string]string {
 			GinkgoHelper()
 			out := map[string]string{}

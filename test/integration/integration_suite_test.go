@@ -61,18 +61,12 @@ var (
 	git         *gitserver.Server
 	gitRepoRoot string
 	gitCommit   string
+	// fluxBinaries are the Flux controller binaries of the sandbox, by image (Options.FluxControllers).
+	fluxBinaries map[string]string
 )
 
 // repoName is the repository of the suite's git server that holds the kluctl project.
 const repoName = "fleet"
-
-// fluxControllerEnv names the variables through which make test-integration hands over the Flux
-// controller binaries, by component.
-var fluxControllerEnv = map[string]string{
-	"source-controller":    "SOURCE_CONTROLLER_BIN",
-	"kustomize-controller": "KUSTOMIZE_CONTROLLER_BIN",
-	"helm-controller":      "HELM_CONTROLLER_BIN",
-}
 
 // The scenarios labelled labelDeployed also run with the extension as deployed (sandbox
 // Options.Deployed) when envDeployed is "true": make test-deployed.
@@ -105,12 +99,15 @@ var _ = BeforeSuite(func() {
 
 	// make test-integration provides them all; a missing one is a broken setup, not a reason to skip.
 	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
-	fluxControllers := map[string]string{}
-	for component, env := range fluxControllerEnv {
-		binary := os.Getenv(env)
-		Expect(binary).NotTo(BeEmpty(), "%s must point at the %s binary (hack/build-flux-controller.sh %s)", env, component, component)
-		Expect(binary).To(BeAnExistingFile())
-		fluxControllers[component] = binary
+	// Every embedded Flux release runs its own controllers: the upgrade scenarios switch between them.
+	var err error
+	fluxBinaries, err = sandbox.ParseFluxControllers(os.Getenv(sandbox.FluxControllersEnv))
+	Expect(err).NotTo(HaveOccurred())
+	images, err := sandbox.FluxControllerImages()
+	Expect(err).NotTo(HaveOccurred())
+	for _, image := range images {
+		Expect(fluxBinaries).To(HaveKey(image), "%s must list a binary for %s (hack/build-flux-controllers.sh)", sandbox.FluxControllersEnv, image)
+		Expect(fluxBinaries[image]).To(BeAnExistingFile())
 	}
 
 	suiteCtx = context.Background()
@@ -118,7 +115,6 @@ var _ = BeforeSuite(func() {
 	defer cancel()
 
 	gitRepoRoot = GinkgoT().TempDir()
-	var err error
 	gitCommit, err = gitserver.NewKluctlProjectRepo(filepath.Join(gitRepoRoot, repoName))
 	Expect(err).NotTo(HaveOccurred())
 	git, err = gitserver.Start(gitserver.Options{RepoRoot: gitRepoRoot})
@@ -137,7 +133,7 @@ var _ = BeforeSuite(func() {
 		defer cancelBuild()
 	}
 	sb, err = sandbox.Start(ctx, sandbox.Options{
-		FluxControllers:         fluxControllers,
+		FluxControllers:         fluxBinaries,
 		MaxConcurrentReconciles: 5,
 		HealthCheck:             true,
 		Deployed:                deployed(),

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -107,8 +106,8 @@ func RunnableFluxControllers() []string {
 }
 
 // kubelet stands in for the kubelet and the Deployment controller of a shoot without nodes: every
-// Deployment whose container image is a controller of Options.FluxControllers runs as a process
-// of that binary against the shoot's API server, authenticated as the Deployment's
+// Deployment whose container image is one of Options.FluxControllers runs as a process of the
+// binary of that image (component and tag, so each Flux release runs its own controllers) against the shoot's API server, authenticated as the Deployment's
 // ServiceAccount, with the container's args and env. It writes the Deployment's status as the
 // Deployment controller would. Other Deployments are left alone. What it adjusts for a machine
 // without cluster networking is listed in docs/development.md.
@@ -126,6 +125,9 @@ type kubelet struct {
 
 	mu   sync.Mutex
 	pods map[types.NamespacedName]*controllerPod
+	// advertised are the addresses of the advertised listeners of each Deployment's pods, by flag;
+	// they stand in for the Deployment's Service and outlive its pods.
+	advertised map[types.NamespacedName]map[string]string
 	// started lists every pod in start order, for the logs.
 	started []*controllerPod
 }
@@ -140,13 +142,14 @@ func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries
 		return nil, fmt.Errorf("failed creating kubelet directory of shoot %s: %w", shoot.Name, err)
 	}
 	k := &kubelet{
-		log:      log,
-		shoot:    shoot,
-		binaries: binaries,
-		dir:      dir,
-		client:   mgr.GetClient(),
-		events:   make(chan event.GenericEvent, 64),
-		pods:     map[types.NamespacedName]*controllerPod{},
+		log:        log,
+		shoot:      shoot,
+		binaries:   binaries,
+		dir:        dir,
+		client:     mgr.GetClient(),
+		events:     make(chan event.GenericEvent, 64),
+		pods:       map[types.NamespacedName]*controllerPod{},
+		advertised: map[types.NamespacedName]map[string]string{},
 	}
 	// The processes outlive the caller's context; stop ends them.
 	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -202,25 +205,27 @@ func (k *kubelet) notify(key types.NamespacedName) {
 	}
 }
 
-// runnable returns the first container whose image is a controller with a binary, and the
-// controller's name.
-func (k *kubelet) runnable(d *appsv1.Deployment) (corev1.Container, string, bool) {
+// runnable returns the first container whose image has a binary, the controller's name and the
+// binary.
+func (k *kubelet) runnable(d *appsv1.Deployment) (corev1.Container, string, string, bool) {
 	for _, c := range d.Spec.Template.Spec.Containers {
-		name := imageName(c.Image)
-		if _, ok := k.binaries[name]; ok {
-			return c, name, true
+		if binary, ok := k.binaries[imageKey(c.Image)]; ok {
+			return c, imageName(c.Image), binary, true
 		}
 	}
-	return corev1.Container{}, "", false
+	return corev1.Container{}, "", "", false
 }
 
-// imageName returns the last path element of an image reference without tag and digest:
-// "source-controller" for ghcr.io/fluxcd/source-controller:v1.9.5.
-func imageName(image string) string {
-	image, _, _ = strings.Cut(image, "@")
-	name := path.Base(image)
-	name, _, _ = strings.Cut(name, ":")
-	return name
+func (k *kubelet) advertisedAddresses(key types.NamespacedName) map[string]string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.advertised[key]
+}
+
+func (k *kubelet) setAdvertisedAddresses(key types.NamespacedName, addresses map[string]string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.advertised[key] = addresses
 }
 
 func (k *kubelet) pod(key types.NamespacedName) *controllerPod {
@@ -257,7 +262,7 @@ func (k *kubelet) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		k.stopPod(key, "Deployment is being deleted")
 		return reconcile.Result{}, nil
 	}
-	container, component, ok := k.runnable(d)
+	container, component, binary, ok := k.runnable(d)
 	if !ok {
 		k.stopPod(key, "no runnable image")
 		return reconcile.Result{}, nil
@@ -283,7 +288,7 @@ func (k *kubelet) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	var requeue time.Duration
 	if desired > 0 {
 		if p == nil {
-			if p, err = k.startPod(ctx, d, container, component, hash); err != nil {
+			if p, err = k.startPod(ctx, d, container, component, binary, hash); err != nil {
 				return reconcile.Result{}, fmt.Errorf("failed starting %s for Deployment %s: %w", component, key, err)
 			}
 		} else if requeue, err = p.restartIfDue(k); err != nil {
@@ -400,6 +405,8 @@ type ControllerProcess struct {
 	Namespace, Deployment, Pod string
 	// Component is the controller, e.g. source-controller.
 	Component string
+	// Image is the container's image and Binary the file of Options.FluxControllers that runs it.
+	Image, Binary string
 	// Running tells whether the process runs; Ready whether its readiness probe succeeds.
 	Running, Ready bool
 	// Restarts counts how often the process ended and was started again.
@@ -424,6 +431,8 @@ func (k *kubelet) processes() []ControllerProcess {
 			Deployment: p.key.Name,
 			Pod:        p.name,
 			Component:  p.component,
+			Image:      p.image,
+			Binary:     p.binary,
 			Running:    state.running,
 			Ready:      state.ready,
 			Restarts:   p.restartCount(),

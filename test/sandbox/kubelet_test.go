@@ -93,7 +93,7 @@ var _ = Describe("Kubelet stand-in", func() {
 				"--storage-adv-addr=source-controller.flux-system.svc.cluster.local.",
 				"--metrics-addr=:18080",
 			}
-			out, addresses, err := listenLocally(args, runnableFluxControllers[sourceController])
+			out, addresses, advertised, err := listenLocally(args, runnableFluxControllers[sourceController], nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(addresses).To(HaveLen(3))
 			// The in-cluster ports: defaults, or the delivered value.
@@ -114,10 +114,17 @@ var _ = Describe("Kubelet stand-in", func() {
 				"--metrics-addr="+addresses[18080],
 				"--health-addr="+addresses[9440],
 			))
+			Expect(advertised).To(Equal(map[string]string{"storage-addr": storage}))
+
+			By("replacing the pod: the advertised listener keeps its address, as behind a Service")
+			again, next, _, err := listenLocally(args, runnableFluxControllers[sourceController], advertised)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(next[9090]).To(Equal(storage))
+			Expect(again).To(ContainElements("--storage-addr="+storage, "--storage-adv-addr="+storage))
 		})
 
 		It("rejects a listen address without a port", func() {
-			_, _, err := listenLocally([]string{"--health-addr=localhost"}, runnableFluxControllers["kustomize-controller"])
+			_, _, _, err := listenLocally([]string{"--health-addr=localhost"}, runnableFluxControllers["kustomize-controller"], nil)
 			Expect(err).To(MatchError(ContainSubstring("invalid --health-addr=localhost")))
 		})
 	})
@@ -260,6 +267,21 @@ var _ = Describe("Kubelet stand-in", func() {
 		Expect(imageName("ghcr.io/fluxcd/source-controller:v1.9.5")).To(Equal("source-controller"))
 		Expect(imageName("my.mirror:5000/cache/fluxcd/kustomize-controller@sha256:0123")).To(Equal("kustomize-controller"))
 		Expect(imageName("fluxcd/helm-controller:v1.6.4@sha256:0123")).To(Equal("helm-controller"))
+	})
+
+	It("picks the binary by image repository and tag, so each Flux release runs its own", func() {
+		k := &kubelet{binaries: map[string]string{"source-controller:v1.7.4": "/old", "source-controller:v1.9.5": "/new"}}
+		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "manager", Image: "my.mirror:5000/fluxcd/source-controller:v1.7.4"},
+		}}}}}
+		_, component, binary, ok := k.runnable(d)
+		Expect(ok).To(BeTrue())
+		Expect(component).To(Equal("source-controller"))
+		Expect(binary).To(Equal("/old"))
+
+		d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/fluxcd/source-controller:v1.8.0"
+		_, _, _, ok = k.runnable(d)
+		Expect(ok).To(BeFalse(), "a release without a binary does not run another release's")
 	})
 
 	It("writes a kubeconfig that authenticates with the token only", func() {

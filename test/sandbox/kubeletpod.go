@@ -33,6 +33,7 @@ type controllerPod struct {
 	key       types.NamespacedName
 	name      string
 	component string
+	image     string
 	hash      string
 	dir       string
 	logPath   string
@@ -55,7 +56,7 @@ type controllerPod struct {
 
 // startPod prepares the Deployment's pod (files, env, args, credentials, probe) and starts its
 // process.
-func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.Container, component, hash string) (*controllerPod, error) {
+func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.Container, component, binary, hash string) (*controllerPod, error) {
 	spec := d.Spec.Template.Spec
 	if len(c.Command) > 0 {
 		return nil, fmt.Errorf("container %s sets a command; only the image's entrypoint can run", c.Name)
@@ -64,9 +65,10 @@ func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.C
 		key:       types.NamespacedName{Namespace: d.Namespace, Name: d.Name},
 		name:      fmt.Sprintf("%s-%s-%s", d.Name, hash, utilrand.String(5)),
 		component: component,
+		image:     c.Image,
 		hash:      hash,
 		grace:     time.Duration(ptr.Deref(spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second,
-		binary:    k.binaries[component],
+		binary:    binary,
 	}
 	p.dir = k.podDir(d.Namespace, p.name)
 	p.logPath = filepath.Join(p.dir, "container.log")
@@ -96,10 +98,11 @@ func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.C
 		env[i] = name + "=" + volumes.rewrite(value)
 	}
 	rc := runnableFluxControllers[component]
-	args, addresses, err := listenLocally(args, rc)
+	args, addresses, advertised, err := listenLocally(args, rc, k.advertisedAddresses(p.key))
 	if err != nil {
 		return nil, cleanup(err)
 	}
+	k.setAdvertisedAddresses(p.key, advertised)
 	if rc.leaderElection != "" {
 		args = setFlag(args, rc.leaderElection, "false")
 	}
@@ -430,37 +433,52 @@ func expandVars(s string, vars map[string]string) string {
 }
 
 // listenLocally gives every listen flag of the controller a free 127.0.0.1 port and points the
-// advertise flags at their listeners. It returns the args and the local address of each port the
-// listeners serve in the cluster, for the probes.
-func listenLocally(args []string, rc runnableController) ([]string, map[int32]string, error) {
+// advertise flags at their listeners. A listener that is advertised keeps the address it has in
+// stable, the advertised listeners of the Deployment's earlier pods: in a cluster clients reach it
+// through a Service whose name does not change when the pod is replaced, and they keep using the
+// URLs a pod advertised (source-controller's artifact URLs in the status of the sources). It
+// returns the args, the local address of each port the listeners serve in the cluster, for the
+// probes, and the addresses of the advertised listeners by flag.
+func listenLocally(args []string, rc runnableController, stable map[string]string) ([]string, map[int32]string, map[string]string, error) {
 	addresses := map[int32]string{}
 	byFlag := map[string]string{}
+	advertised := map[string]string{}
+	for _, listener := range rc.advertise {
+		advertised[listener] = ""
+	}
 	for _, lf := range rc.listen {
 		port := lf.port
 		if value, ok := flagValue(args, lf.name); ok {
 			_, p, err := net.SplitHostPort(value)
 			if err != nil {
-				return nil, nil, fmt.Errorf("invalid --%s=%s: %w", lf.name, value, err)
+				return nil, nil, nil, fmt.Errorf("invalid --%s=%s: %w", lf.name, value, err)
 			}
 			n, err := strconv.ParseInt(p, 10, 32)
 			if err != nil {
-				return nil, nil, fmt.Errorf("invalid port in --%s=%s: %w", lf.name, value, err)
+				return nil, nil, nil, fmt.Errorf("invalid port in --%s=%s: %w", lf.name, value, err)
 			}
 			port = int32(n)
 		}
-		free, err := FreePort()
-		if err != nil {
-			return nil, nil, err
+		_, isAdvertised := advertised[lf.name]
+		local := stable[lf.name]
+		if local == "" || !isAdvertised {
+			free, err := FreePort()
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			local = net.JoinHostPort("127.0.0.1", strconv.Itoa(free))
 		}
-		local := net.JoinHostPort("127.0.0.1", strconv.Itoa(free))
 		args = setFlag(args, lf.name, local)
 		addresses[port] = local
 		byFlag[lf.name] = local
+		if isAdvertised {
+			advertised[lf.name] = local
+		}
 	}
 	for flag, listener := range rc.advertise {
 		args = setFlag(args, flag, byFlag[listener])
 	}
-	return args, addresses, nil
+	return args, addresses, advertised, nil
 }
 
 // flagValue returns the value of the last --name=value in args.

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -87,10 +86,12 @@ func HostPolicy() config.HostPolicy {
 
 // Options configure a sandbox.
 type Options struct {
-	// FluxControllers maps Flux components to their binaries (hack/build-flux-controller.sh);
-	// optional. ShootHandle.StartSourceController runs the source-controller, and the shoots with
-	// ShootSpec.RunControllers run the delivered Deployments of these components. Only the
-	// components of RunnableFluxControllers are accepted.
+	// FluxControllers maps Flux controller images, as "<component>:<tag>" without registry (e.g.
+	// "source-controller:v1.7.4"), to their binaries (hack/build-flux-controllers.sh,
+	// ParseFluxControllers); optional. The shoots with ShootSpec.RunControllers run the delivered
+	// Deployments of these images, ShootHandle.StartSourceController runs the source-controller of
+	// the newest embedded Flux release. Only the components of RunnableFluxControllers are
+	// accepted.
 	FluxControllers map[string]string
 	// ExtensionConfig is the extension's component configuration; nil uses the defaults of
 	// loader.Defaults with the sandbox's HostPolicy.
@@ -166,13 +167,8 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = 5
 	}
-	for component, binary := range opts.FluxControllers {
-		if _, ok := runnableFluxControllers[component]; !ok {
-			return nil, fmt.Errorf("unknown Flux controller %q in Options.FluxControllers, known: %s", component, strings.Join(RunnableFluxControllers(), ", "))
-		}
-		if binary == "" {
-			return nil, fmt.Errorf("no binary for Flux controller %s in Options.FluxControllers", component)
-		}
+	if err := validateFluxControllers(opts.FluxControllers); err != nil {
+		return nil, err
 	}
 	s := &Sandbox{opts: opts, log: opts.Log}
 	if opts.ExtensionConfig != nil {

@@ -37,13 +37,13 @@ type SourceController struct {
 	stopErr  error
 }
 
-// StartSourceController runs the source-controller of Options.FluxControllers against the shoot until Stop or the
-// shoot is stopped. The shoot must have the source-controller CRDs, which the extension's
-// controllers ManagedResource installs.
+// StartSourceController runs the source-controller of the newest embedded Flux release
+// (Options.FluxControllers) against the shoot until Stop or the shoot is stopped. The shoot must
+// have the source-controller CRDs, which the extension's controllers ManagedResource installs.
 func (h *ShootHandle) StartSourceController(ctx context.Context) (*SourceController, error) {
-	bin := h.sandbox.opts.FluxControllers[sourceController]
-	if bin == "" {
-		return nil, fmt.Errorf("no source-controller binary configured (Options.FluxControllers)")
+	bin, err := NewestSourceController(h.sandbox.opts.FluxControllers)
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "source-controller-")
 	if err != nil {

@@ -1,0 +1,101 @@
+package sandbox
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"golang.org/x/mod/semver"
+
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+)
+
+// FluxControllersEnv is the variable through which make hands the Flux controller binaries to the
+// integration tests and the demo: whitespace-separated "<image>=<binary>" words, as printed by
+// hack/build-flux-controllers.sh, e.g. "source-controller:v1.9.5=/cache/source-controller/v1.9.5/source-controller".
+const FluxControllersEnv = "FLUX_CONTROLLERS"
+
+// ParseFluxControllers reads the value of FluxControllersEnv into the map Options.FluxControllers
+// takes.
+func ParseFluxControllers(value string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, word := range strings.Fields(value) {
+		image, binary, ok := strings.Cut(word, "=")
+		if !ok || binary == "" {
+			return nil, fmt.Errorf("%s: %q is not <image>=<binary>", FluxControllersEnv, word)
+		}
+		if _, dup := out[image]; dup {
+			return nil, fmt.Errorf("%s: image %s is listed twice", FluxControllersEnv, image)
+		}
+		out[image] = binary
+	}
+	return out, nil
+}
+
+// FluxControllerImages returns the images of Options.FluxControllers the kubelet stand-in needs to
+// run every runnable controller of every embedded Flux release, as "<component>:<tag>".
+func FluxControllerImages() ([]string, error) {
+	var images []string
+	for _, version := range manifests.FluxVersions() {
+		pinned, err := manifests.Images(manifests.FluxOptions{Version: version, Components: RunnableFluxControllers()}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("failed reading the images of Flux %s: %w", version, err)
+		}
+		for _, image := range pinned {
+			images = append(images, imageKey(image))
+		}
+	}
+	slices.Sort(images)
+	return images, nil
+}
+
+// NewestSourceController returns the binary of the source-controller of the newest embedded Flux
+// release from binaries (keyed like Options.FluxControllers).
+func NewestSourceController(binaries map[string]string) (string, error) {
+	versions := manifests.FluxVersions()
+	images, err := manifests.Images(manifests.FluxOptions{Version: versions[len(versions)-1], Components: []string{fluxapi.ComponentSourceController}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("failed reading the source-controller image: %w", err)
+	}
+	image := imageKey(images[fluxapi.ComponentSourceController])
+	binary := binaries[image]
+	if binary == "" {
+		return "", fmt.Errorf("no binary for %s, the source-controller of Flux %s (hack/build-flux-controllers.sh)", image, versions[len(versions)-1])
+	}
+	return binary, nil
+}
+
+// validateFluxControllers checks the keys and binaries of Options.FluxControllers.
+func validateFluxControllers(binaries map[string]string) error {
+	for image, binary := range binaries {
+		component, tag, ok := strings.Cut(image, ":")
+		if _, known := runnableFluxControllers[component]; !known {
+			return fmt.Errorf("unknown Flux controller image %q in Options.FluxControllers, known components: %s", image, strings.Join(RunnableFluxControllers(), ", "))
+		}
+		if !ok || !semver.IsValid(tag) {
+			return fmt.Errorf("image %q in Options.FluxControllers has no version tag, e.g. %s:v1.9.5", image, component)
+		}
+		if binary == "" {
+			return fmt.Errorf("no binary for Flux controller image %s in Options.FluxControllers", image)
+		}
+	}
+	return nil
+}
+
+// imageName returns the last path element of an image reference without tag and digest:
+// "source-controller" for ghcr.io/fluxcd/source-controller:v1.9.5.
+func imageName(image string) string {
+	name, _, _ := strings.Cut(imageKey(image), ":")
+	return name
+}
+
+// imageKey returns the last path element of an image reference with its tag but without registry
+// and digest: "source-controller:v1.9.5" for ghcr.io/fluxcd/source-controller:v1.9.5@sha256:...
+// The registry is left out because operators mirror the images (the image vector's registry
+// override); the tag is what tells the releases apart.
+func imageKey(image string) string {
+	image, _, _ = strings.Cut(image, "@")
+	return path.Base(image)
+}
