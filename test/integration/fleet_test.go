@@ -64,7 +64,7 @@ var _ = Describe("Shoot identity and status in the shoot", func() {
 		Expect(status.PublicKey).NotTo(BeEmpty())
 		statusData := statusConfigMap(ctx, h, kluctlNamespace)
 		Expect(statusData).To(Equal(map[string]string{
-			"bootstrapMode": "kluctl", "fluxVersion": fluxVersion, "kluctlVersion": status.KluctlVersion,
+			"bootstrapMode": "kluctl", "fluxVersion": fluxVersion, "kluctlVersion": status.KluctlVersion, "management": "continuous",
 			"repository": git.URL(repoName), "ref": "branch:" + gitserver.Branch,
 			"publicKey": status.PublicKey, "fingerprint": status.Fingerprint,
 		}))
@@ -113,7 +113,7 @@ var _ = Describe("Shoot identity and status in the shoot", func() {
 
 		By("checking the ConfigMap shoot-flux-status of a public repository")
 		Expect(statusConfigMap(ctx, h, fluxNamespace)).To(Equal(map[string]string{
-			"bootstrapMode": "flux", "fluxVersion": fluxVersion, "kluctlVersion": defaultKluctlVersion(ctx, h),
+			"bootstrapMode": "flux", "fluxVersion": fluxVersion, "kluctlVersion": defaultKluctlVersion(ctx, h), "management": "continuous",
 			"repository": publicURL, "ref": "branch:main",
 		}))
 
