@@ -75,6 +75,18 @@ func (h *ShootHandle) wait(ctx context.Context, timeout time.Duration, opType ga
 		if ex.Status.LastError != nil {
 			lastErr = ex.Status.LastError
 		}
+		if opType == gardencorev1beta1.LastOperationTypeRestore && restoreRequestDropped(ex) {
+			// Gardener's extension library can run a migration twice: the second run reads the
+			// Extension from a cache that still has the migrate annotation and, at its end, removes
+			// the operation annotation, also the restore annotation set meanwhile. Gardenlet's
+			// flow retries a restore task that does not complete, annotating again; so does this
+			// wait. On a real control plane migration the restore happens on another seed, on a
+			// new Extension, and cannot race with the migration.
+			if err := h.annotateExtension(ctx, v1beta1constants.GardenerOperationRestore); err != nil {
+				return false, err
+			}
+			return false, nil
+		}
 		if op == nil || (opType != "" && op.Type != opType) {
 			return false, nil
 		}
@@ -104,6 +116,14 @@ func (h *ShootHandle) wait(ctx context.Context, timeout time.Duration, opType ga
 		return nil, fmt.Errorf("extension of %s did not complete %s within %s%s: %w", h.SeedNamespace, what, timeout, describe(lastErr), err)
 	}
 	return result, nil
+}
+
+// restoreRequestDropped tells whether an Extension that was migrated lost the restore request
+// before a restore started.
+func restoreRequestDropped(ex *extensionsv1alpha1.Extension) bool {
+	op := ex.Status.LastOperation
+	return op != nil && op.Type == gardencorev1beta1.LastOperationTypeMigrate && op.State == gardencorev1beta1.LastOperationStateSucceeded &&
+		ex.Annotations[v1beta1constants.GardenerOperation] == ""
 }
 
 // WaitError waits until an operation started after the checkpoint ended in an error and returns
