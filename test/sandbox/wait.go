@@ -82,6 +82,7 @@ func (h *ShootHandle) wait(ctx context.Context, timeout time.Duration, opType ga
 			// flow retries a restore task that does not complete, annotating again; so does this
 			// wait. On a real control plane migration the restore happens on another seed, on a
 			// new Extension, and cannot race with the migration.
+			h.log.Info("Asking for the restore again: a late migrate run removed the request")
 			if err := h.annotateExtension(ctx, v1beta1constants.GardenerOperationRestore); err != nil {
 				return false, err
 			}
