@@ -12,11 +12,11 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
@@ -32,10 +32,9 @@ var _ = Describe("Revision reporter", func() {
 	start := func(status *fluxv1alpha1.FluxStatus) *RevisionReporter {
 		ex := &extensionsv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
 		if status != nil {
-			status.APIVersion, status.Kind = fluxv1alpha1.SchemeGroupVersion.String(), "FluxStatus"
-			raw, err := json.Marshal(status)
+			raw, err := helper.EncodeStatus(status)
 			Expect(err).NotTo(HaveOccurred())
-			ex.Status.ProviderStatus = &runtime.RawExtension{Raw: raw}
+			ex.Status.ProviderStatus = raw
 		}
 		seed = fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).WithObjects(ex).WithStatusSubresource(ex).Build()
 		reporter := NewRevisionReporter(seed, logr.Discard(), 10*time.Millisecond)
