@@ -31,12 +31,20 @@ DLV           := $(TOOLS_BIN)/dlv
 
 LD_FLAGS = -s -w -X k8s.io/component-base/version.gitVersion=$(VERSION) -X k8s.io/component-base/version/verflag.programName=$(1)
 
-# Real API servers and the Flux controllers for integration tests, built from the Go module proxy
-# into a cache outside the repository (see hack/build-envtest.sh and hack/build-flux-controllers.sh):
-# the source-, kustomize- and helm-controller of every embedded Flux release, as
+# Real API servers and the Flux and kluctl controllers the integration tests, the demo and the bench
+# run, built from the Go module proxy (kluctl from its source, KLUCTL_SOURCE) into a cache outside
+# the repository (hack/build-test-binaries.sh builds them side by side). Each recipe reads the
+# paths from the scripts in its own shell: a failing build stops make with the script's message
+# (a $(shell ...) would hand an empty path to the tests), and a second call is a cache check.
+# FLUX_CONTROLLERS: the source-, kustomize- and helm-controller of every embedded Flux release;
+# KLUCTL_CONTROLLERS: the kluctl controller of every embedded kluctl release; both as
 # "<image>=<binary>" words. The kubelet stand-in runs the binary of the image a Deployment names.
-ENVTEST_ASSETS       = $(shell hack/build-envtest.sh)
-FLUX_CONTROLLERS_ENV = FLUX_CONTROLLERS="$(shell hack/build-flux-controllers.sh)"
+KLUCTL_SOURCE ?= $(wildcard $(REPO_ROOT)/../shared/kluctl/kluctl-*-src.tar.gz)
+export KLUCTL_SOURCE
+ENVTEST_ENV = assets=$$(hack/build-envtest.sh) && export KUBEBUILDER_ASSETS="$$assets" &&
+# CONTROLLERS_ENV takes the arguments of hack/build-flux-controllers.sh (default: all).
+CONTROLLERS_ENV = $(ENVTEST_ENV) flux=$$(hack/build-flux-controllers.sh $(1)) && kluctl=$$(hack/build-kluctl-controller.sh) && \
+	export FLUX_CONTROLLERS="$$flux" KLUCTL_CONTROLLERS="$$kluctl" &&
 
 FUZZTIME ?= 5s
 
@@ -127,7 +135,11 @@ check: $(GOLANGCI_LINT)
 #########################################
 
 .PHONY: test
-test: test-unit test-integration test-deployed test-fuzz
+test: test-binaries test-unit test-integration test-deployed test-fuzz
+
+.PHONY: test-binaries
+test-binaries:
+	hack/build-test-binaries.sh
 
 .PHONY: test-unit
 test-unit:
@@ -135,7 +147,7 @@ test-unit:
 
 .PHONY: test-integration
 test-integration:
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(FLUX_CONTROLLERS_ENV) $(GO) test -timeout 40m ./test/...
+	$(CONTROLLERS_ENV) $(GO) test -timeout 40m ./test/...
 
 # The scenarios labelled "deployed" once more, with the extension run as deployed: the binary with
 # the chart's args and volumes, a read-only root, the chart's seed roles and the garden ClusterRole
@@ -143,7 +155,7 @@ test-integration:
 # namespaces, chroot).
 .PHONY: test-deployed
 test-deployed:
-	SHOOT_FLUX_DEPLOYED=true KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(FLUX_CONTROLLERS_ENV) $(GO) test -timeout 30m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)
+	$(CONTROLLERS_ENV) SHOOT_FLUX_DEPLOYED=true $(GO) test -timeout 30m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)
 
 .PHONY: test-fuzz
 test-fuzz:
@@ -155,7 +167,7 @@ test-fuzz:
 
 .PHONY: bench
 bench:
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench $(BENCH_ARGS)
+	$(ENVTEST_ENV) $(GO) run ./test/bench $(BENCH_ARGS)
 
 #########################################
 # Sandbox and local development         #
@@ -163,11 +175,11 @@ bench:
 
 .PHONY: demo
 demo:
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" FLUX_CONTROLLERS="$(shell FLUX_VERSIONS=newest hack/build-flux-controllers.sh source-controller kustomize-controller)" $(GO) run ./hack/sandbox demo
+	export FLUX_VERSIONS=newest && $(call CONTROLLERS_ENV,source-controller kustomize-controller) $(GO) run ./hack/sandbox demo
 
 .PHONY: sandbox-up
 sandbox-up:
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./hack/sandbox up
+	$(ENVTEST_ENV) $(GO) run ./hack/sandbox up
 
 START_ARGS = --leader-election=false --ignore-operation-annotation=true \
 	--heartbeat-namespace=garden --kubeconfig=$${KUBECONFIG:-dev/seed.kubeconfig} \

@@ -16,10 +16,14 @@ mkdir -p "$dest"
 
 log() { echo "build-envtest: $*" >&2; }
 
+apiserver_up_to_date() {
+  [[ -x "$dest/kube-apiserver" ]] && prints "^Kubernetes $K8S_VERSION\$" "$dest/kube-apiserver" --version
+}
+
 up_to_date() {
   [[ -x "$dest/kube-apiserver" && -x "$dest/etcd" ]] || return 1
-  "$dest/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes $K8S_VERSION" || return 1
-  [[ -f "$dest/etcd.version" ]] && "$dest/etcd" --version 2>/dev/null | grep -q "etcd Version: $(cat "$dest/etcd.version")"
+  apiserver_up_to_date || return 1
+  [[ -f "$dest/etcd.version" ]] && prints "^etcd Version: $(cat "$dest/etcd.version")\$" "$dest/etcd" --version
 }
 
 exec 9>"$dest/.lock"
@@ -31,6 +35,7 @@ if up_to_date; then
 fi
 
 k8s_dir=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+[[ -d "$k8s_dir" ]] || { log "cannot download k8s.io/kubernetes@$K8S_VERSION"; exit 1; }
 etcd_version=v$(awk '/name: "etcd"/{getline; print $2; exit}' "$k8s_dir/build/dependencies.yaml")
 staging_version="v0.${K8S_VERSION#v1.}"
 minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
@@ -38,7 +43,7 @@ minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-if ! "$dest/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes $K8S_VERSION"; then
+if ! apiserver_up_to_date; then
   log "building kube-apiserver $K8S_VERSION (cold: ~15 min on 2 cores)"
   mkdir -p "$work/apiserver"
   {
@@ -49,6 +54,7 @@ if ! "$dest/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes $K8S_VE
     sed -n 's#^\t\(k8s.io/[^ ]*\) => ./staging/src/k8s.io/.*#\t\1 => \1 '"$staging_version"'#p' "$k8s_dir/go.mod"
     echo ")"
   } >"$work/apiserver/go.mod"
+  started=$(date +%s)
   (
     cd "$work/apiserver"
     go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" >&2
@@ -58,9 +64,11 @@ if ! "$dest/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes $K8S_VE
     done
     go build -trimpath -ldflags "-s -w$ldflags" -o "$dest/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
   )
+  log "built kube-apiserver $K8S_VERSION in $(($(date +%s) - started))s"
 fi
 
 log "building etcd $etcd_version"
+started=$(date +%s)
 mkdir -p "$work/etcd"
 printf 'module etcdbuild\ngo 1.26\n' >"$work/etcd/go.mod"
 (
@@ -69,6 +77,7 @@ printf 'module etcdbuild\ngo 1.26\n' >"$work/etcd/go.mod"
   go build -trimpath -ldflags "-s -w" -o "$dest/etcd" go.etcd.io/etcd/server/v3 >&2
 )
 echo "${etcd_version#v}" >"$dest/etcd.version"
+log "built etcd $etcd_version in $(($(date +%s) - started))s"
 
 up_to_date || { log "built binaries do not report the expected versions"; exit 1; }
 echo "$dest"

@@ -168,11 +168,13 @@ fi
 # The controller's go.sum vouches for its dependencies: the checksum database the proxy serves
 # does not know some of those of older releases (404), which fails their verification.
 install -m 0644 "$mod_dir/go.sum" "$work/go.sum"
+started=$(date +%s)
 (
   cd "$work"
   go get "$mod@$build_version" >&2
   go build -trimpath -ldflags "-s -w" -o "$bin" "$mod" >&2
 )
+log "built $component $version in $(($(date +%s) - started))s"
 
 timeout 20 "$bin" --help >/dev/null 2>&1 || { log "built binary does not start: $bin --help failed"; exit 1; }
 echo "$stamp_content" >"$stamp"

@@ -5,6 +5,8 @@
 set -o errexit
 set -o nounset
 set -o pipefail
+# A failing command inside $(...) fails the function or script around it too.
+shopt -s inherit_errexit
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 export GOTOOLCHAIN=local
@@ -25,4 +27,15 @@ module_dir() {
 # module_version <module> prints the version go.mod requires.
 module_version() {
   (cd "${REPO_ROOT}" && go list -m -f '{{.Version}}' "$1")
+}
+
+# prints <pattern> <command...> succeeds when the command succeeds and a line of its output (stdout
+# and stderr) matches the extended regular expression <pattern>. The output is read whole before it
+# is matched: `command | grep -q` under pipefail fails at random, because grep exits at the first
+# match and the command, still writing, dies of SIGPIPE (how a healthy etcd failed its version check).
+prints() {
+  local pattern=$1 out
+  shift
+  out=$("$@" 2>&1) || return 1
+  grep -qE -- "${pattern}" <<<"${out}"
 }
