@@ -105,7 +105,9 @@ func step(format string, args ...any) {
 }
 
 // setup starts everything; the controllers' logs go to a file in dir, the terminal shows progress.
-func setup(ctx context.Context, dir string, withExtension bool) (*env, error) {
+// binary is the extension binary demo runs as deployed; empty starts no extension (up).
+func setup(ctx context.Context, dir, binary string) (*env, error) {
+	withExtension := binary != ""
 	e := &env{dir: dir}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return e, fmt.Errorf("failed creating %s: %w", dir, err)
@@ -137,11 +139,11 @@ func setup(ctx context.Context, dir string, withExtension bool) (*env, error) {
 
 	start := time.Now()
 	if withExtension {
-		step("building the extension, starting garden and seed API servers and the extension as deployed by its chart")
+		step("starting garden and seed API servers and the extension as deployed by its chart")
 	} else {
 		step("starting garden and seed API servers")
 	}
-	opts := sandbox.Options{WithoutExtension: !withExtension, Deployed: withExtension,
+	opts := sandbox.Options{WithoutExtension: !withExtension, Deployed: withExtension, ExtensionBinary: binary,
 		ExtensionLogPath: filepath.Join(dir, "extension.log"), Log: log.WithName("sandbox")}
 	if withExtension {
 		// make demo hands over the source- and kustomize-controller of the newest release, which
@@ -285,11 +287,17 @@ func (e *env) authorizeDeployKeys(ctx context.Context, namespace string) {
 }
 
 func demo(ctx context.Context, dir string) (err error) {
+	started := time.Now()
+	// The build comes first and outside demoTimeout, which is meant for the clusters: a first
+	// build on a fresh machine compiles gardener and Kubernetes and takes longer than a demo.
+	binary, err := buildExtension(ctx, dir)
+	if err != nil {
+		return err
+	}
+
 	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 	defer cancel()
-	started := time.Now()
-
-	e, err := setup(ctx, dir, true)
+	e, err := setup(ctx, dir, binary)
 	defer func() {
 		step("stopping")
 		err = errors.Join(err, e.close())
@@ -334,10 +342,32 @@ func demo(ctx context.Context, dir string) (err error) {
 	return nil
 }
 
+// buildExtension builds the extension binary into dir and says how long it took.
+func buildExtension(ctx context.Context, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("failed creating %s: %w", dir, err)
+	}
+	root, err := sandbox.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	binary, err := filepath.Abs(filepath.Join(dir, "gardener-extension-shoot-flux"))
+	if err != nil {
+		return "", fmt.Errorf("failed locating %s: %w", dir, err)
+	}
+	start := time.Now()
+	step("building the extension binary (the first build compiles gardener and Kubernetes: about 5 minutes on two cores; later ones take seconds)")
+	if err := sandbox.BuildExtension(ctx, root, binary); err != nil {
+		return "", err
+	}
+	step("built %s in %s", binary, time.Since(start).Round(100*time.Millisecond))
+	return binary, nil
+}
+
 func up(ctx context.Context, dir string) (err error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
-	e, err := setup(setupCtx, dir, false)
+	e, err := setup(setupCtx, dir, "")
 	defer func() {
 		step("stopping")
 		err = errors.Join(err, e.close())

@@ -87,9 +87,16 @@ func (s *Sandbox) prepareDeployed(ctx context.Context) error {
 		return err
 	}
 	binary := filepath.Join(dir, "gardener-extension-shoot-flux")
-	s.log.Info("Building the extension binary", "path", binary)
-	if err := BuildExtension(ctx, root, binary); err != nil {
-		return err
+	if s.opts.ExtensionBinary != "" {
+		// The extension's user runs it from the sandbox's directory, the only one it may traverse.
+		if err := copyExecutable(s.opts.ExtensionBinary, binary); err != nil {
+			return err
+		}
+	} else {
+		s.log.Info("Building the extension binary", "path", binary)
+		if err := BuildExtension(ctx, root, binary); err != nil {
+			return err
+		}
 	}
 	s.deployedEnv = &deployedEnv{dir: dir, binary: binary, logPath: s.opts.ExtensionLogPath}
 	if s.deployedEnv.logPath == "" {

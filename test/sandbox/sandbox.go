@@ -125,6 +125,9 @@ type Options struct {
 	// bound to example/garden-rbac.yaml, whose admission policy the garden then enforces (see Pod
 	// and DeniedRequests). It needs root.
 	Deployed bool
+	// ExtensionBinary is the binary Deployed runs, built with BuildExtension beforehand (outside
+	// the time bounds of the clusters); empty builds it when the sandbox starts.
+	ExtensionBinary string
 	// ExtensionLogPath is where the deployed extension logs; empty means a file in a temporary
 	// directory that Stop removes.
 	ExtensionLogPath string
