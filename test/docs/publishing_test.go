@@ -185,3 +185,45 @@ var _ = Describe("publishing", func() {
 		Expect(found).To(BeNumerically(">=", 8))
 	})
 })
+
+var (
+	buildCommand = regexp.MustCompile(`build -trimpath -ldflags "([^"]+)" -o \S+ \./cmd/(\S+)`)
+	publishFlag  = regexp.MustCompile(`--([a-z-]+)=("[^"]*"|\S*)`)
+	baseStage    = regexp.MustCompile(`(?m)^FROM (\S+) AS base$`)
+)
+
+// makeN prints the commands of a make target.
+func makeN(args ...string) string {
+	GinkgoHelper()
+	cmd := exec.Command("make", append([]string{"-n", "--no-print-directory"}, args...)...)
+	cmd.Dir = repoRoot
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+	return string(out)
+}
+
+var _ = Describe("make publish", func() {
+	It("builds like make build, from the Dockerfile's base, with VERSION and the registry given", func() {
+		flags := map[string]string{}
+		for _, m := range publishFlag.FindAllStringSubmatch(makeN("publish", "REGISTRY=example.com/x"), -1) {
+			flags[m[1]] = strings.Trim(m[2], `"`)
+		}
+		Expect(flags).To(HaveKeyWithValue("registry", "example.com/x"))
+		Expect(flags).To(HaveKeyWithValue("version", version()))
+		Expect(flags).To(HaveKeyWithValue("default-registry", defaultRegistry))
+
+		dockerfile, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
+		Expect(err).NotTo(HaveOccurred())
+		base := baseStage.FindStringSubmatch(string(dockerfile))
+		Expect(base).NotTo(BeNil(), "the Dockerfile has no base stage")
+		Expect(flags).To(HaveKeyWithValue("base-image", base[1]))
+
+		ldflags := map[string]string{}
+		for _, m := range buildCommand.FindAllStringSubmatch(makeN("build"), -1) {
+			ldflags[m[2]] = m[1]
+		}
+		Expect(ldflags).To(HaveLen(2))
+		Expect(flags).To(HaveKeyWithValue("extension-ldflags", ldflags["gardener-extension-shoot-flux"]))
+		Expect(flags).To(HaveKeyWithValue("admission-ldflags", ldflags["gardener-extension-shoot-flux-admission"]))
+	})
+})
