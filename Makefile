@@ -102,16 +102,18 @@ push: docker-push chart-push
 # It then writes a ControllerRegistration/ControllerDeployment and an operator Extension that name
 # exactly what it pushed, by digest, into INSTALL_DIR (see docs/installation.md). Credentials come
 # from the Docker config ($$DOCKER_CONFIG/config.json). CHART_PULL_SECRET names the garden Secret
-# gardenlet and gardener-operator pull the charts with, for a private registry.
+# gardenlet and gardener-operator pull the charts with, for a private registry. INSECURE=true
+# reaches the registry over plain HTTP (always done for loopback addresses).
 BASE_IMAGE        ?= $(shell sed -n 's/^FROM \([^ ]*\) AS base$$/\1/p' Dockerfile)
 PLATFORM          ?= linux/amd64
 INSTALL_DIR       ?= $(REPO_ROOT)/bin/install
 CHART_PULL_SECRET ?=
+INSECURE          ?= false
 .PHONY: publish
 publish:
 	$(GO) run ./hack/publish --registry=$(REGISTRY) --version=$(VERSION) --default-registry=$(DEFAULT_REGISTRY) \
-		--base-image=$(BASE_IMAGE) --platform=$(PLATFORM) --output=$(INSTALL_DIR) --chart-pull-secret=$(CHART_PULL_SECRET) \
-		--extension-ldflags="$(call LD_FLAGS,$(EXTENSION_NAME))" --admission-ldflags="$(call LD_FLAGS,$(ADMISSION_NAME))" $(PUBLISH_ARGS)
+		--base-image=$(BASE_IMAGE) --platform=$(PLATFORM) --output=$(INSTALL_DIR) --chart-pull-secret=$(CHART_PULL_SECRET) --insecure=$(INSECURE) \
+		--extension-ldflags="$(call LD_FLAGS,$(EXTENSION_NAME))" --admission-ldflags="$(call LD_FLAGS,$(ADMISSION_NAME))"
 
 .PHONY: vendor
 vendor:
