@@ -44,7 +44,7 @@ func (o options) validate() error {
 		}
 	}
 	if o.version != "" {
-		if _, err := name.NewTag("example.com/x:"+o.version, name.StrictValidation); err != nil {
+		if _, err := name.NewTag("example.com/shoot-flux:"+o.version, name.StrictValidation); err != nil {
 			errs = append(errs, fmt.Errorf("--version %q is not a valid tag: %w", o.version, err))
 		}
 	}
