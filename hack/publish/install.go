@@ -58,7 +58,10 @@ func writeInstall(ctx context.Context, o options, root, work string, images, cha
 		content []byte
 	}{{registrationFile, registration}, {extensionFile, extension}} {
 		path := filepath.Join(o.output, f.name)
-		if err := os.WriteFile(path, append([]byte(header), f.content...), 0o644); err != nil {
+		// The header goes into the first document: a document of comments only is an object
+		// without a kind to decoders.
+		content := "---\n" + header + strings.TrimPrefix(string(f.content), "---\n")
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			return nil, err
 		}
 		written = append(written, path)

@@ -15,6 +15,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
 	"github.com/gardener/gardener/pkg/apiserver/features"
+	chartutils "github.com/gardener/gardener/pkg/utils/chart"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -80,6 +81,23 @@ var _ = Describe("examples", func() {
 			"gardener-operator copies the annotation into its ControllerRegistration: both ways to register must set the same")
 
 		Expect(dryRunApply(ctx, obj)).To(Succeed())
+	})
+
+	It("operator Extension deploys the admission charts of VERSION with the TLS Secret its values reference", func() {
+		_, ext := operatorExtension()
+		version := strings.TrimSpace(string(readRepoFile("VERSION")))
+		admission := ext.Spec.Deployment.AdmissionDeployment
+		Expect(admission).NotTo(BeNil(), "example/extension deploys the admission (docs/admission.md)")
+		Expect(*admission.RuntimeCluster.Helm.OCIRepository.Ref).To(HaveSuffix("/gardener-extension-shoot-flux-admission-runtime:"+version), "example/extension/base is stale: run `go generate ./example`")
+		Expect(*admission.VirtualCluster.Helm.OCIRepository.Ref).To(HaveSuffix("/gardener-extension-shoot-flux-admission-application:"+version), "example/extension/base is stale: run `go generate ./example`")
+
+		// gardener-operator resolves every {{ .resources.<name> }} of the values from spec.deployment.resources.
+		referenced, err := chartutils.ResourceNamesFromValues(admission.Values)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(referenced.UnsortedList()).To(ConsistOf("admissiontls"))
+		Expect(ext.Spec.Deployment.Resources).To(ConsistOf(HaveField("ResourceRef", HaveField("Name", "shoot-flux-admission-tls"))))
+		Expect(ext.Spec.Deployment.Resources[0].Name).To(Equal("admissiontls"))
+		Expect(ext.Spec.Deployment.Resources[0].ResourceRef.Kind).To(Equal("Secret"))
 	})
 
 	It("operator Extension runs the image of the chart's release: the chart's default", func() {
