@@ -327,10 +327,15 @@ var _ = Describe("make publish", func() {
 
 		// gardenlet merges its own values over the ControllerDeployment's.
 		values := unmarshalValues(deployment.Helm.Values.Raw)
-		objs := render(pullChart(ctx, gardenAPI, deployment.Helm.OCIRepository), "shoot-flux", "extension-shoot-flux-x",
-			sandbox.MergeValues(values, sandbox.GardenletValues()))
+		archive := pullChart(ctx, gardenAPI, deployment.Helm.OCIRepository)
+		objs := render(archive, "shoot-flux", "extension-shoot-flux-x", sandbox.MergeValues(values, sandbox.GardenletValues()))
 		d := the[appsv1.Deployment](objs, "Deployment")
 		expectPushedImage(ctx, d.Spec.Template.Spec.Containers[0].Image, extensionName)
+
+		// Without image values the pushed chart runs the image pushed with it: its default
+		// repository is the pushed one, its appVersion the published version.
+		objs = render(archive, "shoot-flux", "extension-shoot-flux-x", sandbox.GardenletValues())
+		Expect(the[appsv1.Deployment](objs, "Deployment").Spec.Template.Spec.Containers[0].Image).To(Equal(imageRepository(extensionName) + ":" + version))
 	})
 
 	Describe("operator Extension", func() {
