@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 
 	"github.com/gardener/gardener/pkg/api/core/validation"
@@ -28,7 +30,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -44,6 +50,7 @@ import (
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/ociregistry"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -408,4 +415,83 @@ func gardenTLSCert(ctx context.Context, c client.Client) []byte {
 	secret := &corev1.Secret{}
 	Expect(c.Get(ctx, client.ObjectKey{Namespace: v1beta1constants.GardenNamespace, Name: tlsSecretName}, secret)).To(Succeed())
 	return secret.Data["crt"]
+}
+
+var _ = Describe("make publish with a base image", func() {
+	It("adds the binary on top of the base image of the platform and keeps the base's user", func(ctx SpecContext) {
+		// A registry of its own, so that the first spec sees only what the suite's run pushed.
+		baseRegistry, err := ociregistry.Start(username, password)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(baseRegistry.Close)
+
+		// A multi-platform base like distroless: an index whose image for the host's platform has a
+		// layer of its own and the non-root user.
+		platform := v1.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}
+		baseLayer := static.NewLayer(tarOf(map[string]string{"etc/passwd": "nonroot:x:65532:65532::/home/nonroot:/sbin/nologin\n"}), types.OCILayer)
+		base, err := mutate.Append(mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON), mutate.Addendum{Layer: baseLayer})
+		Expect(err).NotTo(HaveOccurred())
+		cfg, err := base.ConfigFile()
+		Expect(err).NotTo(HaveOccurred())
+		cfg = cfg.DeepCopy()
+		cfg.OS, cfg.Architecture, cfg.Config.User = platform.OS, platform.Architecture, "65532"
+		base, err = mutate.ConfigFile(base, cfg)
+		Expect(err).NotTo(HaveOccurred())
+		other, err := mutate.ConfigFile(mutate.MediaType(empty.Image, types.OCIManifestSchema1), &v1.ConfigFile{OS: "linux", Architecture: "s390x"})
+		Expect(err).NotTo(HaveOccurred())
+		index := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+			mutate.IndexAddendum{Add: other, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "s390x"}}},
+			mutate.IndexAddendum{Add: base, Descriptor: v1.Descriptor{Platform: &platform}},
+		)
+		baseRef, err := name.NewTag(baseRegistry.Host()+"/distroless/static:nonroot", name.StrictValidation)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(remote.WriteIndex(baseRef, index, registryAuth(), remote.WithContext(ctx))).To(Succeed())
+
+		configDir := GinkgoT().TempDir()
+		config, err := json.Marshal(map[string]any{"auths": map[string]any{
+			baseRegistry.Host(): map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(username + ":" + password))},
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(configDir, "config.json"), config, 0o600)).To(Succeed())
+		cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "publish",
+			"REGISTRY="+baseRegistry.Host()+"/landscape", "VERSION="+version, "BASE_IMAGE="+baseRef.String(),
+			"PLATFORM="+runtime.GOOS+"/"+runtime.GOARCH, "INSTALL_DIR="+GinkgoT().TempDir())
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+configDir)
+		cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
+		Expect(cmd.Run()).To(Succeed(), "make publish")
+
+		for _, binary := range []string{extensionName, admissionName} {
+			ref, err := name.NewTag(baseRegistry.Host()+"/landscape/extensions/"+binary+":"+version, name.StrictValidation)
+			Expect(err).NotTo(HaveOccurred())
+			img, err := remote.Image(ref, registryAuth(), remote.WithContext(ctx))
+			Expect(err).NotTo(HaveOccurred())
+			layers, err := img.Layers()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(layers).To(HaveLen(2), "the base's layer and the binary's")
+			baseDigest, err := baseLayer.Digest()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(layers[0].Digest()).To(Equal(baseDigest))
+			Expect(layers[1].MediaType()).To(Equal(types.OCILayer), "the media types of the base's manifest")
+			extractFile(layers[1], binary)
+			cfg, err := img.ConfigFile()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Config.User).To(Equal("65532"))
+			Expect(cfg.Config.Entrypoint).To(Equal([]string{"/" + binary}))
+			Expect(cfg.OS + "/" + cfg.Architecture).To(Equal(platform.OS + "/" + platform.Architecture))
+		}
+	}, SpecTimeout(publishTimeout))
+})
+
+// tarOf is an uncompressed tar of the files.
+func tarOf(files map[string]string) []byte {
+	GinkgoHelper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for path, content := range files {
+		Expect(tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path, Mode: 0o644, Size: int64(len(content))})).To(Succeed())
+		_, err := tw.Write([]byte(content))
+		Expect(err).NotTo(HaveOccurred())
+	}
+	Expect(tw.Close()).To(Succeed())
+	return buf.Bytes()
 }
