@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
@@ -203,6 +204,28 @@ var _ = Describe("examples", func() {
 		Expect(cfg.Source).NotTo(BeNil())
 	})
 
+	It("project ConfigMap: sets each value in one place and installs no controller its mode does not use", func() {
+		cm := typed[corev1.ConfigMap](exampleObjects("example/project-configmap.yaml")[0])
+		var doc map[string]any
+		Expect(yaml.Unmarshal([]byte(cm.Data[constants.ConfigMapKeyConfig]), &doc)).To(Succeed())
+		// config.yaml fields that a legacy key of the example already sets.
+		for key, path := range map[string][]string{
+			constants.ConfigMapKeyFluxVersion:      {"flux", "version"},
+			constants.ConfigMapKeyRepositoryURL:    {"source", "url"},
+			constants.ConfigMapKeyRepositoryBranch: {"source", "ref"},
+			constants.ConfigMapKeyRepositoryType:   {"source", "type"},
+		} {
+			Expect(nested(doc, path...)).To(BeNil(), "config.yaml sets %s, which the legacy key %s already sets", strings.Join(path, "."), key)
+		}
+
+		defaults, supported := fluxDefaults()
+		cfg, err := fluxconfig.Resolve(defaults, supported, cm, nil)
+		Expect(err).NotTo(HaveOccurred())
+		if cfg.Bootstrap.Mode != fluxapi.BootstrapModeKluctl {
+			Expect(cfg.Kluctl.Enabled).To(BeFalse(), "mode %s does not use the kluctl controller", cfg.Bootstrap.Mode)
+		}
+	})
+
 	Describe("garden RBAC", func() {
 		var (
 			clusterRole *rbacv1.ClusterRole
@@ -259,3 +282,16 @@ var _ = Describe("examples", func() {
 		})
 	})
 })
+
+// nested returns the value at a path of a decoded YAML document, nil if any part is missing.
+func nested(doc map[string]any, path ...string) any {
+	var v any = doc
+	for _, key := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[key]
+	}
+	return v
+}

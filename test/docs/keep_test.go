@@ -66,7 +66,7 @@ type deliveredObject struct {
 }
 
 // delivered renders the objects of both ManagedResources for every embedded release, every
-// component and every bootstrap mode, with every optional object.
+// component, every bootstrap mode and both kinds of source, with every optional object.
 func delivered() []deliveredObject {
 	GinkgoHelper()
 	var objs []*unstructured.Unstructured
@@ -79,23 +79,30 @@ func delivered() []deliveredObject {
 	}
 	for _, flux := range manifests.FluxVersions() {
 		for _, kluctl := range manifests.KluctlVersions() {
+			pull := manifests.Tuning{ImagePullSecret: []byte(`{"auths":{}}`)}
 			decode(controllers.Data(controllers.Values{
-				Flux:   manifests.FluxOptions{Version: flux, Components: manifests.FluxComponents(), Namespace: v1alpha1.DefaultFluxNamespace},
-				Kluctl: &manifests.KluctlOptions{Version: kluctl, Namespace: v1alpha1.DefaultKluctlNamespace},
+				Flux:   manifests.FluxOptions{Version: flux, Components: manifests.FluxComponents(), Namespace: v1alpha1.DefaultFluxNamespace, Tuning: pull},
+				Kluctl: &manifests.KluctlOptions{Version: kluctl, Namespace: v1alpha1.DefaultKluctlNamespace, Tuning: pull},
 			}))
 		}
 	}
 	for _, providerConfig := range []string{
 		`{"source":{"url":"ssh://git@github.com/example/fleet"}}`,
 		`{"flux":{"components":["source-controller","kustomize-controller"]},"source":{"url":"ssh://git@github.com/example/fleet"},"bootstrap":{"mode":"flux"}}`,
+		`{"source":{"oci":{"url":"oci://registry.example.com/fleet"}}}`,
+		`{"flux":{"components":["source-controller","kustomize-controller"]},"source":{"oci":{"url":"oci://registry.example.com/fleet"}},"bootstrap":{"mode":"flux"}}`,
 	} {
 		cfg, err := fluxconfig.Resolve(fluxconfig.Defaults{FluxVersion: manifests.FluxVersions()[0], KluctlVersion: manifests.KluctlVersions()[0]},
 			manifests.SupportedVersions(), nil, &runtime.RawExtension{Raw: []byte(providerConfig)})
 		Expect(err).NotTo(HaveOccurred())
+		url, credentials := cfg.Source.URL, &bootstrap.Credentials{Host: "github.com", Data: map[string][]byte{"identity": []byte("key"), "known_hosts": []byte("github.com ssh-ed25519 AAAA")}}
+		if cfg.Source.OCI != nil {
+			url, credentials = cfg.Source.OCI.URL, &bootstrap.Credentials{Host: "registry.example.com", Repository: "fleet", Data: map[string][]byte{"username": []byte("u"), "password": []byte("p")}}
+		}
 		decode(bootstrap.Data(bootstrap.Values{
 			Config:            cfg,
-			URL:               cfg.Source.URL,
-			Credentials:       &bootstrap.Credentials{Host: "github.com", Data: map[string][]byte{"identity": []byte("key"), "known_hosts": []byte("github.com ssh-ed25519 AAAA")}},
+			URL:               url,
+			Credentials:       credentials,
 			Decryption:        map[string][]byte{"identity.agekey": []byte("age")},
 			AdditionalSecrets: []bootstrap.Secret{{Name: "regcred", Namespace: "apps", Data: map[string][]byte{"x": []byte("y")}}},
 			Shoot:             &bootstrap.ShootInfo{Project: "p", Name: "s", Namespace: "garden-p"},
