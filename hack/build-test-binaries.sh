@@ -27,6 +27,8 @@ failed=()
 for script in build-envtest.sh build-flux-controllers.sh build-kluctl-controller.sh; do
   if wait "${pids[$script]}"; then
     log "$script done after $(($(date +%s) - started[$script]))s"
+    # The per-binary figures ("built ... in Ns") of the breakdown.
+    sed -n 's/^\(build-[a-z-]*\( [a-z-]*\)\{0,1\}: built .*\)$/  \1/p' "$logs/$script.log" >&2
   else
     failed+=("$script")
     log "$script FAILED after $(($(date +%s) - started[$script]))s; its output:"
