@@ -24,9 +24,11 @@ const (
 	// ~80 distinct settings before a shared render is dropped.
 	DefaultMaxEntries = 256
 	// DefaultMaxBytes bounds the bytes of the process-wide cache. A render takes 150-320 KiB, a tuned
-	// one more by the size of its settings, a compressed blob 15-35 KiB. The bound is what the
-	// chart's memory limit accounts for (docs/operations.md, "Memory").
-	DefaultMaxBytes = 64 << 20
+	// one more by the size of its settings, a compressed blob 15-35 KiB: ~100 distinct settings fit,
+	// far more than a seed's projects use, and a tenant who makes up more evicts, but does not grow
+	// the process. The bound is what the chart's memory limit accounts for (docs/operations.md,
+	// "Memory").
+	DefaultMaxBytes = 32 << 20
 )
 
 // Shared is the cache of the process, shared by every render and every shoot.
