@@ -22,7 +22,7 @@ func BenchmarkDataDistinctSettings(b *testing.B) {
 	for b.Loop() {
 		for i := range settings {
 			v := Values{
-				Flux: manifests.FluxOptions{Version: manifests.FluxVersions()[0], Components: []string{manifests.SourceController}, Namespace: "flux-system"},
+				Flux:   manifests.FluxOptions{Version: manifests.FluxVersions()[0], Components: []string{manifests.SourceController}, Namespace: "flux-system"},
 				Kluctl: &manifests.KluctlOptions{Version: manifests.KluctlVersions()[0], Namespace: "kluctl-system"},
 			}
 			v.Flux.Tuning.Controllers = map[string]flux.ControllerSettings{manifests.SourceController: {
