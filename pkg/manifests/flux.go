@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rendercache"
 )
 
 // FluxOptions selects what RenderFlux renders.
@@ -61,7 +62,7 @@ func (r *renderer) renderFlux(opts FluxOptions) ([]byte, error) {
 		return nil, err
 	}
 
-	key := strings.Join([]string{"flux", opts.Version, strings.Join(components, ","), opts.Namespace, opts.Registry}, "\x00")
+	key := rendercache.KeyOf("flux", opts.Version, strings.Join(components, ","), opts.Namespace, opts.Registry)
 	return r.tuned(key, opts.Namespace, opts.Tuning, func() ([]byte, error) {
 		return r.buildFlux(opts.Version, components, opts.Namespace, opts.Registry)
 	})

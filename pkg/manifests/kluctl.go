@@ -9,7 +9,6 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rendercache"
 )
 
 // KluctlOptions selects what RenderKluctl renders.
@@ -81,7 +81,7 @@ func (r *renderer) renderKluctl(opts KluctlOptions) ([]byte, error) {
 		return nil, err
 	}
 
-	key := strings.Join([]string{"kluctl", opts.Version, opts.Namespace, opts.Registry, strconv.FormatBool(opts.DisableStrictHostKeyChecking)}, "\x00")
+	key := rendercache.KeyOf("kluctl", opts.Version, opts.Namespace, opts.Registry, strconv.FormatBool(opts.DisableStrictHostKeyChecking))
 	return r.tuned(key, opts.Namespace, opts.Tuning, func() ([]byte, error) {
 		// The same lookup serves Images, so the reported image is the deployed one.
 		image, err := findImage(r.imageVector, fluximagevector.KluctlController, opts.Version, opts.Registry)

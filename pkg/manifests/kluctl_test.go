@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rendercache"
 )
 
 var _ = Describe("RenderKluctl", func() {
@@ -154,17 +155,29 @@ var _ = Describe("RenderKluctl", func() {
 
 	// Tenants choose namespaces freely; memory must not grow with every new one.
 	It("keeps only the most recently used renders", func() {
+		const maxEntries = 8
+		r = &renderer{imageVector: fluximagevector.ImageVector(), cache: rendercache.New(maxEntries, rendercache.DefaultMaxBytes)}
 		first := render(KluctlOptions{Version: newestKluctl, Namespace: "tenant-0"})
-		for i := 1; i <= MaxCachedRenders+10; i++ {
+		for i := 1; i <= maxEntries+10; i++ {
 			render(KluctlOptions{Version: newestKluctl, Namespace: fmt.Sprintf("tenant-%d", i)})
-			Expect(r.cache.Len()).To(BeNumerically("<=", MaxCachedRenders))
+			Expect(r.cache.Len()).To(BeNumerically("<=", maxEntries))
 		}
-		recent := fmt.Sprintf("tenant-%d", MaxCachedRenders+10)
+		recent := fmt.Sprintf("tenant-%d", maxEntries+10)
 		again := render(KluctlOptions{Version: newestKluctl, Namespace: recent})
 		Expect(&again[0]).To(BeIdenticalTo(&render(KluctlOptions{Version: newestKluctl, Namespace: recent})[0]))
 		evicted := render(KluctlOptions{Version: newestKluctl, Namespace: "tenant-0"})
 		Expect(evicted).To(Equal(first), "a dropped render is rendered again, the same")
 		Expect(&evicted[0]).NotTo(BeIdenticalTo(&first[0]))
+	})
+
+	It("keeps no more bytes than the cache's bound", func() {
+		size := int64(len(render(KluctlOptions{Version: newestKluctl, Namespace: "tenant-0"})))
+		r = &renderer{imageVector: fluximagevector.ImageVector(), cache: rendercache.New(rendercache.DefaultMaxEntries, 3*size+size/2)}
+		for i := range 10 {
+			render(KluctlOptions{Version: newestKluctl, Namespace: fmt.Sprintf("tenant-%d", i)})
+			Expect(r.cache.Bytes()).To(BeNumerically("<=", 3*size+size/2))
+		}
+		Expect(r.cache.Len()).To(Equal(3))
 	})
 
 	It("rejects unsupported versions, listing the supported ones", func() {

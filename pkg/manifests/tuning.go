@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rendercache"
 )
 
 // Tuning are the settings of the operator and the shoot owner that the rendered manifests of one
@@ -37,18 +37,15 @@ func (t Tuning) empty() bool {
 	return len(t.Controllers) == 0 && len(t.ImagePullSecret) == 0
 }
 
-// Key identifies the tuning in caches of rendered manifests; the credentials only by their hash.
+// Key identifies the tuning in the render cache: a hash of the settings and the credentials, so
+// that neither a tenant's settings nor the operator's credentials are kept as a key.
 func (t Tuning) Key() (string, error) {
 	settings, err := json.Marshal(t.Controllers)
 	if err != nil {
 		return "", fmt.Errorf("encoding controller settings: %w", err)
 	}
-	var secret string
-	if len(t.ImagePullSecret) > 0 {
-		sum := sha256.Sum256(t.ImagePullSecret)
-		secret = hex.EncodeToString(sum[:])
-	}
-	return string(settings) + "\x00" + secret, nil
+	key := rendercache.KeyOf("tuning", string(settings), string(t.ImagePullSecret))
+	return hex.EncodeToString(key[:]), nil
 }
 
 // concurrencyFlags are the flags that set how many objects a controller reconciles at a time.
@@ -62,7 +59,7 @@ var concurrencyFlags = map[string]string{
 
 // tuned renders with render (cached under key) and applies the tuning on top, cached as well: the
 // tuning is cheap next to a render, and shoots with different settings share the render.
-func (r *renderer) tuned(key, namespace string, tuning Tuning, render func() ([]byte, error)) ([]byte, error) {
+func (r *renderer) tuned(key rendercache.Key, namespace string, tuning Tuning, render func() ([]byte, error)) ([]byte, error) {
 	if tuning.empty() {
 		return r.cached(key, render)
 	}
@@ -70,7 +67,7 @@ func (r *renderer) tuned(key, namespace string, tuning Tuning, render func() ([]
 	if err != nil {
 		return nil, err
 	}
-	return r.cached(key+"\x00tuning\x00"+tuningKey, func() ([]byte, error) {
+	return r.cached(rendercache.KeyOf("tuned", string(key[:]), namespace, tuningKey), func() ([]byte, error) {
 		base, err := r.cached(key, render)
 		if err != nil {
 			return nil, err

@@ -247,6 +247,26 @@ var _ = Describe("extension chart", func() {
 			Expect(c.Resources.Requests).To(HaveKey(corev1.ResourceMemory))
 		})
 
+		// Tenants' inputs are bounded, and so is what they can make the one process of a seed hold;
+		// the limit stops a leak before it takes the seed's memory (values.yaml says how it was chosen).
+		It("bounds the memory of the controller, and the VPA keeps its requests below the limit", func() {
+			c := containerOf(objs)
+			Expect(c.Resources.Requests.Memory().String()).To(Equal("128Mi"))
+			Expect(c.Resources.Limits.Memory().String()).To(Equal("512Mi"))
+			var vpa *unstructured.Unstructured
+			for _, o := range objs {
+				if o.GetKind() == "VerticalPodAutoscaler" {
+					vpa = o
+				}
+			}
+			Expect(vpa).NotTo(BeNil())
+			policies, _, err := unstructured.NestedSlice(vpa.Object, "spec", "resourcePolicy", "containerPolicies")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(policies).To(HaveLen(1))
+			Expect(policies[0]).To(HaveKeyWithValue("maxAllowed", map[string]any{"memory": "512Mi"}))
+			Expect(policies[0]).To(HaveKeyWithValue("controlledValues", "RequestsOnly"))
+		})
+
 		It("gives the read-only container a bounded /tmp and no other writable path", func() {
 			c := containerOf(objs)
 			volumes := deploymentOf(objs).Spec.Template.Spec.Volumes

@@ -5,8 +5,8 @@ package controllers
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
@@ -15,6 +15,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rendercache"
 )
 
 // Values configure the controllers ManagedResource.
@@ -38,26 +39,30 @@ func New(c client.Client, reader client.Reader, namespace string, values Values,
 	}
 }
 
-// The compressed data only depends on the values, and hundreds of shoots on a seed share a few
-// distinct values; compressing half a megabyte of YAML per reconcile would dominate the CPU time.
-var (
-	cacheMu sync.Mutex
-	cache   = map[string]map[string][]byte{}
-)
-
-// Data returns the ManagedResource secret data (brotli-compressed) for the given values. The
-// returned map is shared and must not be modified.
+// Data returns the ManagedResource secret data (brotli-compressed) for the given values. The data
+// only depends on the values, and hundreds of shoots on a seed share a few distinct values:
+// compressing a few hundred KiB of YAML per reconcile would dominate the CPU time. So it is kept in
+// the process's render cache next to the renders it is made of. The returned map is shared and
+// must not be modified.
 func Data(values Values) (map[string][]byte, error) {
 	key, err := cacheKey(values)
 	if err != nil {
 		return nil, err
 	}
-	cacheMu.Lock()
-	defer cacheMu.Unlock()
-	if data, ok := cache[key]; ok {
-		return data, nil
-	}
+	return rendercache.Get(rendercache.Shared, key, func() (map[string][]byte, int64, error) {
+		data, err := build(values)
+		if err != nil {
+			return nil, 0, err
+		}
+		var size int64
+		for k, v := range data {
+			size += int64(len(k) + len(v))
+		}
+		return data, size, nil
+	})
+}
 
+func build(values Values) (map[string][]byte, error) {
 	fluxYAML, err := manifests.RenderFlux(values.Flux)
 	if err != nil {
 		return nil, fmt.Errorf("failed rendering flux manifests: %w", err)
@@ -77,25 +82,25 @@ func Data(values Values) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed serializing controller manifests: %w", err)
 	}
-	cache[key] = data
 	return data, nil
 }
 
-func cacheKey(v Values) (string, error) {
+// cacheKey hashes every input of the data; the order of the Flux components does not matter.
+func cacheKey(v Values) (rendercache.Key, error) {
 	components := slices.Clone(v.Flux.Components)
 	slices.Sort(components)
+	components = slices.Compact(components)
 	fluxTuning, err := v.Flux.Tuning.Key()
 	if err != nil {
-		return "", err
+		return rendercache.Key{}, err
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%s|%s|%s|%s", v.Flux.Version, strings.Join(components, ","), v.Flux.Namespace, v.Flux.Registry, fluxTuning)
+	parts := []string{"controllers-data", v.Flux.Version, strings.Join(components, ","), v.Flux.Namespace, v.Flux.Registry, fluxTuning}
 	if v.Kluctl != nil {
 		kluctlTuning, err := v.Kluctl.Tuning.Key()
 		if err != nil {
-			return "", err
+			return rendercache.Key{}, err
 		}
-		fmt.Fprintf(&b, "|kluctl|%s|%s|%s|insecure=%t|%s", v.Kluctl.Version, v.Kluctl.Namespace, v.Kluctl.Registry, v.Kluctl.DisableStrictHostKeyChecking, kluctlTuning)
+		parts = append(parts, "kluctl", v.Kluctl.Version, v.Kluctl.Namespace, v.Kluctl.Registry, strconv.FormatBool(v.Kluctl.DisableStrictHostKeyChecking), kluctlTuning)
 	}
-	return b.String(), nil
+	return rendercache.KeyOf(parts...), nil
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -203,6 +204,8 @@ type ManagedResource struct {
 
 	// written is what the last Deploy wrote.
 	written Write
+	// superseded are the Secrets the ManagedResource referenced before the last Deploy.
+	superseded []string
 	// takenOver is set by TakeOver for the next Deploy.
 	takenOver bool
 }
@@ -228,15 +231,27 @@ func (m *ManagedResource) deploy(ctx context.Context, annotations map[string]str
 	// The Secret's unique name is a hash of the data, and the rest of the spec is the same for
 	// every write, so a ManagedResource that references it already has the content: the write
 	// leaves it unchanged. Wait looks for the name.
+	//
+	// The same name also means the same content, so the Secret of content written before (by an
+	// earlier reconcile, or before a change that was reverted) is reused: Reconcile finds it
+	// unchanged and writes nothing.
 	secretName, secret := managedresources.NewSecret(m.Client, m.Namespace, m.Name, data, true)
 	m.written = Write{SecretName: secretName, At: time.Now(), TakenOver: m.takenOver}
+	m.superseded = nil
 	existing := &resourcesv1alpha1.ManagedResource{}
 	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, existing); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("failed reading managed resource %s/%s: %w", m.Namespace, m.Name, err)
 		}
-	} else if slices.ContainsFunc(existing.Spec.SecretRefs, func(ref corev1.LocalObjectReference) bool { return ref.Name == secretName }) {
-		m.written.UnchangedGeneration = existing.Generation
+	} else {
+		if slices.ContainsFunc(existing.Spec.SecretRefs, func(ref corev1.LocalObjectReference) bool { return ref.Name == secretName }) {
+			m.written.UnchangedGeneration = existing.Generation
+		}
+		for _, ref := range existing.Spec.SecretRefs {
+			if ref.Name != secretName && strings.HasPrefix(ref.Name, managedresources.SecretPrefix+m.Name+"-") {
+				m.superseded = append(m.superseded, ref.Name)
+			}
+		}
 	}
 	if err := secret.Reconcile(ctx); err != nil {
 		return fmt.Errorf("failed writing the Secret of managed resource %s/%s: %w", m.Namespace, m.Name, err)
@@ -245,6 +260,24 @@ func (m *ManagedResource) deploy(ctx context.Context, annotations map[string]str
 	if err := mr.Reconcile(ctx); err != nil {
 		return fmt.Errorf("failed writing managed resource %s/%s: %w", m.Namespace, m.Name, err)
 	}
+	return nil
+}
+
+// DeleteSuperseded deletes the Secrets that the ManagedResource referenced before the last Deploy
+// and no longer does. Call it once the resource manager applied what Deploy wrote (or, while it
+// does not run, right after Deploy): it reads only the Secrets the ManagedResource references, and
+// it deletes the objects that the new content lacks by the ManagedResource's status, not by the old
+// Secret. gardener-resource-manager's garbage collector would remove them only after up to 12 h,
+// and not at all while the shoot is hibernated, so every content change would stay in the seed's
+// etcd for that long (see docs/architecture.md, "ManagedResource Secrets").
+func (m *ManagedResource) DeleteSuperseded(ctx context.Context) error {
+	for _, name := range m.superseded {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: name}}
+		if err := m.Client.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed deleting superseded Secret %s of managed resource %s/%s: %w", name, m.Namespace, m.Name, err)
+		}
+	}
+	m.superseded = nil
 	return nil
 }
 

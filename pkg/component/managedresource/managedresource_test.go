@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 )
@@ -206,6 +207,129 @@ var _ = Describe("ManagedResource", func() {
 		changed := component("b")
 		Expect(changed.Deploy(ctx)).To(Succeed())
 		Expect(changed.Wait(ctx)).To(MatchError(ContainSubstring("was not applied within")))
+	})
+
+	// secrets returns the names of the Secrets in the namespace.
+	secrets := func() []string {
+		GinkgoHelper()
+		list := &corev1.SecretList{}
+		Expect(c.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+		var names []string
+		for _, s := range list.Items {
+			names = append(names, s.Name)
+		}
+		return names
+	}
+	// markApplied plays the resource manager: it reports the current generation applied.
+	markApplied := func() {
+		GinkgoHelper()
+		mr := &resourcesv1alpha1.ManagedResource{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr)).To(Succeed())
+		mr.Status.ObservedGeneration = mr.Generation
+		mr.Status.Conditions = []gardencorev1beta1.Condition{{Type: resourcesv1alpha1.ResourcesApplied, Status: gardencorev1beta1.ConditionTrue}}
+		Expect(c.Status().Update(ctx, mr)).To(Succeed())
+	}
+	referenced := func() []string {
+		GinkgoHelper()
+		mr := &resourcesv1alpha1.ManagedResource{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr)).To(Succeed())
+		var names []string
+		for _, ref := range mr.Spec.SecretRefs {
+			names = append(names, ref.Name)
+		}
+		return names
+	}
+
+	Describe("Secrets", func() {
+		var secretWrites map[string]int
+
+		BeforeEach(func() {
+			secretWrites = map[string]int{}
+			count := func(verb string, obj client.Object) {
+				if _, ok := obj.(*corev1.Secret); ok {
+					secretWrites[verb]++
+				}
+			}
+			c = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					count("create", obj)
+					return cl.Create(ctx, obj, opts...)
+				},
+				Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					count("update", obj)
+					return cl.Update(ctx, obj, opts...)
+				},
+				Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					count("patch", obj)
+					return cl.Patch(ctx, obj, patch, opts...)
+				},
+				Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					count("delete", obj)
+					return cl.Delete(ctx, obj, opts...)
+				},
+			})
+		})
+
+		It("writes no Secret for content written before", func() {
+			Expect(component("a").Deploy(ctx)).To(Succeed())
+			first := secrets()
+			Expect(first).To(HaveLen(1))
+			Expect(secretWrites).To(Equal(map[string]int{"create": 1}))
+
+			for range 3 {
+				Expect(component("a").Deploy(ctx)).To(Succeed())
+			}
+			Expect(secrets()).To(Equal(first))
+			Expect(secretWrites).To(Equal(map[string]int{"create": 1}), "the same content reuses the immutable Secret unchanged")
+
+			// Content that was replaced and comes back reuses its Secret while it exists.
+			Expect(component("b").Deploy(ctx)).To(Succeed())
+			Expect(component("a").Deploy(ctx)).To(Succeed())
+			Expect(secrets()).To(HaveLen(2))
+			Expect(secretWrites).To(HaveKeyWithValue("create", 2))
+			Expect(referenced()).To(Equal(first))
+		})
+
+		It("deletes the superseded Secret once the new content is applied", func() {
+			m := component("a")
+			Expect(m.Deploy(ctx)).To(Succeed())
+			markApplied()
+			Expect(m.Wait(ctx)).To(Succeed())
+			Expect(m.DeleteSuperseded(ctx)).To(Succeed())
+			old := secrets()
+			Expect(old).To(HaveLen(1), "nothing was superseded")
+
+			m = component("b")
+			Expect(m.Deploy(ctx)).To(Succeed())
+			Expect(secrets()).To(HaveLen(2), "the old Secret stays while the resource manager applies the new one")
+			markApplied()
+			Expect(m.Wait(ctx)).To(Succeed())
+			Expect(m.DeleteSuperseded(ctx)).To(Succeed())
+			Expect(secrets()).To(Equal(referenced()))
+			Expect(secrets()).NotTo(ContainElements(old))
+			Expect(secretWrites).To(HaveKeyWithValue("delete", 1))
+
+			// The same content again supersedes nothing.
+			m = component("b")
+			Expect(m.Deploy(ctx)).To(Succeed())
+			Expect(m.DeleteSuperseded(ctx)).To(Succeed())
+			Expect(secrets()).To(Equal(referenced()))
+			Expect(secretWrites).To(HaveKeyWithValue("delete", 1))
+		})
+
+		It("leaves Secrets alone that are not the ManagedResource's own", func() {
+			Expect(component("a").Deploy(ctx)).To(Succeed())
+			mr := &resourcesv1alpha1.ManagedResource{}
+			Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr)).To(Succeed())
+			mr.Spec.SecretRefs = append(mr.Spec.SecretRefs, corev1.LocalObjectReference{Name: "someone-elses"})
+			Expect(c.Update(ctx, mr)).To(Succeed())
+			Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "someone-elses"}})).To(Succeed())
+
+			m := component("b")
+			Expect(m.Deploy(ctx)).To(Succeed())
+			Expect(m.DeleteSuperseded(ctx)).To(Succeed())
+			Expect(secrets()).To(ConsistOf(append(referenced(), "someone-elses")))
+		})
 	})
 
 	// finalizing holds the ManagedResource on gardener-resource-manager's finalizer, as the resource

@@ -356,14 +356,18 @@ func isHibernated(cluster *extensionscontroller.Cluster) bool {
 	return extensionscontroller.IsHibernationEnabled(cluster) || cluster.Shoot.Status.IsHibernated
 }
 
-func deployAndWait(ctx context.Context, c component.DeployWaiter, hibernated bool) error {
-	if err := c.Deploy(ctx); err != nil {
+// deployAndWait deploys and, once applied, deletes the Secrets the new content superseded; while
+// the shoot is hibernated no resource manager reads them, so they go at once.
+func deployAndWait(ctx context.Context, mr *managedresource.ManagedResource, hibernated bool) error {
+	if err := mr.Deploy(ctx); err != nil {
 		return err
 	}
-	if hibernated {
-		return nil
+	if !hibernated {
+		if err := mr.Wait(ctx); err != nil {
+			return err
+		}
 	}
-	return c.Wait(ctx)
+	return mr.DeleteSuperseded(ctx)
 }
 
 func destroy(ctx context.Context, c component.DeployWaiter, hibernated bool) error {

@@ -608,6 +608,60 @@ var _ = Describe("Actuator", func() {
 			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceControllers}, &resourcesv1alpha1.ManagedResource{})).To(Succeed())
 		})
 
+		// A project admin's loop of ConfigMap edits must not pile up ManagedResource Secrets in the
+		// seed, also not while the shoot is hibernated and nothing collects them.
+		It("keeps one Secret per ManagedResource across content changes, hibernated or not", func() {
+			cm := legacyConfigMap(map[string]string{"repositoryUrl": "ssh://git@git.example.com/org/repo"})
+			build([]client.Object{cm})
+			secretNames := func() []string {
+				GinkgoHelper()
+				list := &corev1.SecretList{}
+				Expect(seed.List(ctx, list, client.InNamespace(seedNamespace))).To(Succeed())
+				var names []string
+				for _, s := range list.Items {
+					if strings.HasPrefix(s.Name, "managedresource-") {
+						names = append(names, s.Name)
+					}
+				}
+				return names
+			}
+			referenced := func() []string {
+				GinkgoHelper()
+				var names []string
+				for _, name := range []string{constants.ManagedResourceControllers, constants.ManagedResourceBootstrap} {
+					mr := &resourcesv1alpha1.ManagedResource{}
+					Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: name}, mr)).To(Succeed())
+					for _, ref := range mr.Spec.SecretRefs {
+						names = append(names, ref.Name)
+					}
+				}
+				return names
+			}
+			change := func(branch string) {
+				GinkgoHelper()
+				cm.Data["repositoryBranch"] = branch
+				Expect(garden.Update(ctx, cm)).To(Succeed())
+				Expect(reconcile()).To(Succeed())
+				Expect(secretNames()).To(ConsistOf(referenced()))
+			}
+
+			Expect(reconcile()).To(Succeed())
+			for i := range 3 {
+				change(fmt.Sprintf("awake-%d", i))
+			}
+
+			By("hibernating the shoot")
+			theShoot.Spec.Hibernation = &gardencorev1beta1.Hibernation{Enabled: ptr.To(true)}
+			cluster := &extensionsv1alpha1.Cluster{}
+			Expect(seed.Get(ctx, client.ObjectKey{Name: seedNamespace}, cluster)).To(Succeed())
+			cluster.Spec.Shoot = clusterObject(theShoot).Spec.Shoot
+			Expect(seed.Update(ctx, cluster)).To(Succeed())
+			rec.noApply = true
+			for i := range 3 {
+				change(fmt.Sprintf("hibernated-%d", i))
+			}
+		})
+
 		It("fails with a timeout when the resource manager does not apply the ManagedResource", func() {
 			cfg.Timeouts.ManagedResourceApplied = metav1.Duration{Duration: 50 * time.Millisecond}
 			rec.noApply = true

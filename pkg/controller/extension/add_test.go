@@ -2,6 +2,10 @@ package extension
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -70,6 +74,8 @@ var _ = Describe("projectConfigHandler", func() {
 	BeforeEach(func() {
 		ctx = context.Background()
 		cm = legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})
+		DeferCleanup(func(old time.Duration) { CoalesceWindow = old }, CoalesceWindow)
+		CoalesceWindow = 100 * time.Millisecond
 	})
 
 	// seedWith returns a seed client with a Cluster and a shoot-flux Extension per shoot name;
@@ -100,7 +106,10 @@ var _ = Describe("projectConfigHandler", func() {
 		return b.Build()
 	}
 
-	queued := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) []string {
+	// queued returns what is in the queue (not what waits for its backoff) once n items are ready.
+	queued := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], n int) []string {
+		GinkgoHelper()
+		Eventually(q.Len).WithTimeout(5 * time.Second).Should(Equal(n))
 		var names []string
 		for q.Len() > 0 {
 			req, _ := q.Get()
@@ -122,7 +131,7 @@ var _ = Describe("projectConfigHandler", func() {
 		}))
 		q := newQueue()
 		h.Create(ctx, event.CreateEvent{Object: cm, IsInInitialList: true}, q)
-		Expect(queued(q)).To(ConsistOf("shoot--foo--outdated", "shoot--foo--unknown", "shoot--foo--no-config"))
+		Expect(queued(q, 3)).To(ConsistOf("shoot--foo--outdated", "shoot--foo--unknown", "shoot--foo--no-config"))
 	})
 
 	It("enqueues all shoots of the project on later events, as a reconcile with older data may be running", func() {
@@ -131,11 +140,11 @@ var _ = Describe("projectConfigHandler", func() {
 
 		q := newQueue()
 		h.Create(ctx, event.CreateEvent{Object: cm}, q)
-		Expect(queued(q)).To(ConsistOf(all...))
+		Expect(queued(q, 2)).To(ConsistOf(all...))
 		h.Update(ctx, event.UpdateEvent{ObjectOld: cm, ObjectNew: cm}, q)
-		Expect(queued(q)).To(ConsistOf(all...))
+		Expect(queued(q, 2)).To(ConsistOf(all...))
 		h.Delete(ctx, event.DeleteEvent{Object: cm}, q)
-		Expect(queued(q)).To(ConsistOf(all...))
+		Expect(queued(q, 2)).To(ConsistOf(all...))
 	})
 
 	It("keeps the backoff of shoots whose reconciles are failing", func() {
@@ -149,7 +158,7 @@ var _ = Describe("projectConfigHandler", func() {
 		}
 
 		h.Update(ctx, event.UpdateEvent{ObjectOld: cm, ObjectNew: cm}, q)
-		Expect(queued(q)).To(ConsistOf("shoot--foo--healthy"), "the failing shoot waits for its backoff (about 20s by now)")
+		Expect(queued(q, 1)).To(ConsistOf("shoot--foo--healthy"), "the failing shoot waits for its backoff (about 20s by now)")
 		Expect(q.NumRequeues(failing)).To(BeNumerically(">", 12))
 	})
 
@@ -160,9 +169,85 @@ var _ = Describe("projectConfigHandler", func() {
 		q := newQueue()
 		h.Create(ctx, event.CreateEvent{Object: other, IsInInitialList: true}, q)
 		h.Update(ctx, event.UpdateEvent{ObjectOld: other, ObjectNew: other}, q)
-		Expect(queued(q)).To(BeEmpty())
+		Consistently(q.Len).WithTimeout(3 * CoalesceWindow).Should(BeZero())
+	})
+
+	It("enqueues each shoot of the project once for a burst of events within the window", func() {
+		shoots := map[string]string{}
+		for i := range 20 {
+			shoots[fmt.Sprintf("s%02d", i)] = "-"
+		}
+		h := handler(seedWith(shoots))
+		q := &countingQueue{TypedRateLimitingInterface: newQueue()}
+		CoalesceWindow = time.Second
+
+		start := time.Now()
+		for i := range 100 {
+			changed := cm.DeepCopy()
+			changed.Data["repositoryUrl"] = fmt.Sprintf("https://git.example.com/org/repo-%d.git", i)
+			h.Update(ctx, event.UpdateEvent{ObjectOld: cm, ObjectNew: changed}, q)
+		}
+		Expect(time.Since(start)).To(BeNumerically("<", CoalesceWindow), "the burst must fit into the window for this spec to tell anything")
+		Expect(q.Len()).To(BeZero(), "nothing before the window ends")
+
+		Eventually(q.Len).WithTimeout(5 * time.Second).Should(Equal(20))
+		Consistently(q.Len).WithTimeout(2 * CoalesceWindow).Should(Equal(20))
+		Expect(q.adds()).To(HaveLen(20))
+		Expect(q.adds()).To(HaveEach(1))
+
+		// The next event opens a new window: the change after the burst is not lost.
+		h.Update(ctx, event.UpdateEvent{ObjectOld: cm, ObjectNew: cm}, q)
+		Eventually(q.adds).WithTimeout(5 * time.Second).Should(HaveEach(2))
+	})
+
+	It("enqueues the shoots of every project of a burst", func() {
+		h := handler(seedWith(map[string]string{"a": "-"}))
+		q := &countingQueue{TypedRateLimitingInterface: newQueue()}
+		other := cm.DeepCopy()
+		other.Namespace = "garden-other"
+		h.Update(ctx, event.UpdateEvent{ObjectOld: other, ObjectNew: other}, q)
+		h.Update(ctx, event.UpdateEvent{ObjectOld: cm, ObjectNew: cm}, q)
+		Expect(queued(q, 1)).To(ConsistOf("shoot--foo--a"), "the other project's window does not swallow this one's")
 	})
 })
+
+// countingQueue counts the requests added to a queue, delayed or not.
+type countingQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+	mu    sync.Mutex
+	added map[string]int
+}
+
+func (q *countingQueue) count(req reconcile.Request) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.added == nil {
+		q.added = map[string]int{}
+	}
+	q.added[req.Namespace]++
+}
+
+func (q *countingQueue) adds() map[string]int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return maps.Clone(q.added)
+}
+
+func (q *countingQueue) Add(req reconcile.Request) {
+	q.count(req)
+	q.TypedRateLimitingInterface.Add(req)
+}
+
+func (q *countingQueue) AddAfter(req reconcile.Request, d time.Duration) {
+	q.count(req)
+	q.TypedRateLimitingInterface.AddAfter(req, d)
+}
+
+func (q *countingQueue) AddRateLimited(req reconcile.Request) {
+	q.count(req)
+	q.TypedRateLimitingInterface.AddRateLimited(req)
+}
 
 var _ = Describe("extensionsWithDeletedConfigMap", func() {
 	It("finds the shoots built from a project ConfigMap that no longer exists", func() {

@@ -2,6 +2,8 @@ package extension
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,42 +19,79 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 )
 
+// CoalesceWindow is how long the ConfigMap events of one project are collected before its shoots
+// are enqueued: a project admin's burst of edits (or a loop of them) makes one reconcile per shoot
+// and window, not one per edit, each of which could write a new ManagedResource Secret per shoot.
+// The window is counted from the first event, not restarted by later ones, so a steady stream of
+// edits cannot hold the shoots back: a change reaches them within the window plus a reconcile. One
+// second keeps a change well within the 5 s a project admin may expect (make bench, 50 shoots of a
+// project: 3.9 s with 1 s, 4.6 s with 2 s on a busy machine).
+var CoalesceWindow = time.Second
+
 // projectMapper maps a project ConfigMap to the shoot-flux Extensions of all shoots of the
 // project, so that a change reaches them without waiting for the resync.
 type projectMapper struct {
 	client client.Client
+
+	mu sync.Mutex
+	// pending holds the projects whose shoots are enqueued when their window ends; at most one
+	// entry per project, dropped when it fires.
+	pending map[string]struct{}
 }
 
 // projectConfigHandler enqueues the Extensions of a project when its ConfigMap changes. The initial
 // list after a (re)start only enqueues the Extensions whose providerStatus records other ConfigMap
 // data, i.e. the shoots that missed a change while the extension was down: the others were built
 // from this very data, and reconciling all of them on every restart would only rewrite their
-// lastOperation. Later events enqueue all, as a reconcile with older data may be running.
+// lastOperation. Later events enqueue all, as a reconcile with older data may be running, once per
+// CoalesceWindow and project.
 //
 // A shoot whose reconciles are failing keeps its backoff: one project's ConfigMap edits must not
 // turn the failing reconciles of its shoots into a stream that occupies the workers.
 func projectConfigHandler(m *projectMapper) handler.EventHandler {
-	enqueueAll := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		enqueue(q, m.extensionsOfProject(ctx, o))
-	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if !e.IsInInitialList {
-				enqueueAll(ctx, e.Object, q)
+				m.enqueueCoalesced(ctx, e.Object.GetNamespace(), q)
 				return
 			}
 			enqueue(q, m.outdatedExtensionsOfProject(ctx, e.Object))
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueueAll(ctx, e.ObjectNew, q)
+			m.enqueueCoalesced(ctx, e.ObjectNew.GetNamespace(), q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueueAll(ctx, e.Object, q)
+			m.enqueueCoalesced(ctx, e.Object.GetNamespace(), q)
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueueAll(ctx, e.Object, q)
+			m.enqueueCoalesced(ctx, e.Object.GetNamespace(), q)
 		},
 	}
+}
+
+// enqueueCoalesced enqueues the Extensions of the project's shoots when the project's window ends,
+// opening the window if none is open. The shoots are looked up then, so that the list is current
+// and looked up once per window.
+func (m *projectMapper) enqueueCoalesced(ctx context.Context, project string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.pending[project]; ok {
+		return
+	}
+	if m.pending == nil {
+		m.pending = map[string]struct{}{}
+	}
+	m.pending[project] = struct{}{}
+	// The event's context ends with the event; the lookup runs later.
+	ctx = context.WithoutCancel(ctx)
+	time.AfterFunc(CoalesceWindow, func() {
+		// Dropped before the lookup, so that an event during it opens a new window: the lookup may
+		// already have missed what that event changed.
+		m.mu.Lock()
+		delete(m.pending, project)
+		m.mu.Unlock()
+		enqueue(q, m.extensionsOfProject(ctx, project))
+	})
 }
 
 // enqueue adds requests at once, except those in backoff after failed reconciles, which wait for
@@ -67,8 +106,8 @@ func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], requests
 	}
 }
 
-func (m *projectMapper) extensionsOfProject(ctx context.Context, o client.Object) []reconcile.Request {
-	return m.requests(ctx, o, func(*extensionsv1alpha1.Extension) bool { return true })
+func (m *projectMapper) extensionsOfProject(ctx context.Context, project string) []reconcile.Request {
+	return m.requests(ctx, project, func(*extensionsv1alpha1.Extension) bool { return true })
 }
 
 // outdatedExtensionsOfProject returns the Extensions whose providerStatus does not record the
@@ -76,16 +115,16 @@ func (m *projectMapper) extensionsOfProject(ctx context.Context, o client.Object
 func (m *projectMapper) outdatedExtensionsOfProject(ctx context.Context, o client.Object) []reconcile.Request {
 	cm, ok := o.(*corev1.ConfigMap)
 	if !ok {
-		return m.extensionsOfProject(ctx, o)
+		return m.extensionsOfProject(ctx, o.GetNamespace())
 	}
 	hash := fluxconfig.ConfigMapHash(cm)
-	return m.requests(ctx, o, func(ex *extensionsv1alpha1.Extension) bool { return recordedConfigHash(ex) != hash })
+	return m.requests(ctx, o.GetNamespace(), func(ex *extensionsv1alpha1.Extension) bool { return recordedConfigHash(ex) != hash })
 }
 
-func (m *projectMapper) requests(ctx context.Context, o client.Object, include func(*extensionsv1alpha1.Extension) bool) []reconcile.Request {
+func (m *projectMapper) requests(ctx context.Context, project string, include func(*extensionsv1alpha1.Extension) bool) []reconcile.Request {
 	clusters := &extensionsv1alpha1.ClusterList{}
-	if err := m.client.List(ctx, clusters, client.MatchingFields{IndexShootNamespace: o.GetNamespace()}); err != nil {
-		logf.FromContext(ctx).Error(err, "Failed listing clusters of project", "namespace", o.GetNamespace())
+	if err := m.client.List(ctx, clusters, client.MatchingFields{IndexShootNamespace: project}); err != nil {
+		logf.FromContext(ctx).Error(err, "Failed listing clusters of project", "namespace", project)
 		return nil
 	}
 	var requests []reconcile.Request

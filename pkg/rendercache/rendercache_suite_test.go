@@ -1,0 +1,13 @@
+package rendercache_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestRenderCache(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Render Cache Suite")
+}
