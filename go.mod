@@ -3,6 +3,7 @@ module github.com/shoot-flux/gardener-extension-shoot-flux
 go 1.26.5
 
 require (
+	github.com/VictoriaMetrics/metricsql v0.87.3
 	github.com/andybalholm/brotli v1.2.2
 	github.com/fluxcd/flux2/v2 v2.9.5
 	github.com/fluxcd/pkg/apis/meta v1.30.2
@@ -15,6 +16,7 @@ require (
 	github.com/kluctl/kluctl/v2 v2.28.2
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
+	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.93.1
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.70.1
@@ -48,7 +50,6 @@ require (
 	github.com/VictoriaMetrics/VictoriaMetrics v1.148.0 // indirect
 	github.com/VictoriaMetrics/easyproto v1.2.0 // indirect
 	github.com/VictoriaMetrics/metrics v1.44.0 // indirect
-	github.com/VictoriaMetrics/metricsql v0.87.3 // indirect
 	github.com/VictoriaMetrics/operator/api v0.74.1 // indirect
 	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
@@ -174,7 +175,6 @@ require (
 	github.com/perses/spec v0.2.0 // indirect
 	github.com/pierrec/lz4/v4 v4.1.26 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
-	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.93.1 // indirect
 	github.com/prometheus/alertmanager v0.33.1 // indirect
 	github.com/prometheus/blackbox_exporter v0.28.0 // indirect
 	github.com/prometheus/exporter-toolkit v0.16.0 // indirect
