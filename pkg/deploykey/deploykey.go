@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -196,13 +197,14 @@ func (m *Manager) Ensure(ctx context.Context, log logr.Logger, req Request) (*De
 	log = log.WithValues("secret", client.ObjectKey{Namespace: req.Namespace, Name: constants.DeployKeysSecretName}, "key", req.KeyName)
 
 	var created, adopted, rotated bool
+	var replacedKeys int
 	secret, err := m.write(ctx, req.Namespace, true, func(secret *corev1.Secret) (bool, error) {
 		created, adopted, rotated = false, false, false
 		replaced, changed, err := m.rotateIfRequested(secret)
 		if err != nil {
 			return false, err
 		}
-		rotated = slices.Contains(replaced, req.KeyName)
+		rotated, replacedKeys = slices.Contains(replaced, req.KeyName), len(replaced)
 		if _, ok := secret.Data[req.KeyName+suffixIdentity]; ok {
 			return changed, nil
 		}
@@ -217,6 +219,7 @@ func (m *Manager) Ensure(ctx context.Context, log logr.Logger, req Request) (*De
 	if err != nil {
 		return nil, err
 	}
+	metrics.RecordDeployKeys(created && !adopted, replacedKeys)
 
 	result, err := keyFromSecret(secret, req.KeyName, req.Comment)
 	if err != nil {
@@ -505,6 +508,7 @@ func (m *Manager) scan(ctx context.Context, dial sshkey.DialFunc, hostPort strin
 		return nil, fmt.Errorf("no timeout for the host key scan configured")
 	}
 	scanned, err := scanner(ctx, hostPort, m.ScanTimeout)
+	metrics.RecordHostKeyScan(err)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
@@ -441,6 +442,25 @@ var _ = Describe("Manager", func() {
 			Expect(rotatedOther.Fingerprint).NotTo(Equal(otherKey.Fingerprint), "rotated by the first reconcile that saw the annotation")
 		})
 
+		It("counts generated and rotated keys in the metrics, every key of a rotation of all", func() {
+			generated := metricValue("shoot_flux_deploy_keys_generated_total", "", "")
+			rotatedKeys := metricValue("shoot_flux_deploy_keys_rotated_total", "", "")
+			other := projectRequest()
+			other.KeyName = deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/b")
+			_, err := m.Ensure(ctx, log, other)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(metricValue("shoot_flux_deploy_keys_generated_total", "", "")).To(Equal(generated + 1))
+
+			annotate("true")
+			_, err = m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(metricValue("shoot_flux_deploy_keys_rotated_total", "", "")).To(Equal(rotatedKeys+2), "both keys were replaced")
+			_, err = m.Ensure(ctx, log, other)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(metricValue("shoot_flux_deploy_keys_rotated_total", "", "")).To(Equal(rotatedKeys+2), "the other shoot only picks its new key up")
+			Expect(metricValue("shoot_flux_deploy_keys_generated_total", "", "")).To(Equal(generated + 1))
+		})
+
 		It("drops an annotation that names no key", func() {
 			annotate("false")
 			key, err := m.Ensure(ctx, log, req)
@@ -719,12 +739,16 @@ var _ = Describe("Manager", func() {
 			})
 
 			It("scans again on the next reconcile", func() {
+				failed := metricValue("shoot_flux_host_key_scans_total", "result", "unreachable")
+				ok := metricValue("shoot_flux_host_key_scans_total", "result", "ok")
 				_, err := m.Ensure(ctx, log, req)
 				Expect(err).To(HaveOccurred())
 				scanner.err = nil
 				key, err := m.Ensure(ctx, log, req)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(string(key.KnownHosts)).To(Equal(scanner.line(gitHost)))
+				Expect(metricValue("shoot_flux_host_key_scans_total", "result", "unreachable")).To(Equal(failed+1), "each scan is counted")
+				Expect(metricValue("shoot_flux_host_key_scans_total", "result", "ok")).To(Equal(ok + 1))
 			})
 		})
 
@@ -871,4 +895,29 @@ func ensureConcurrently(ctx context.Context, m *deploykey.Manager, req deploykey
 	close(start)
 	wg.Wait()
 	return results, errs
+}
+
+// metricValue reads a series of the extension's metrics from controller-runtime's registry; label
+// and value select one series of a labelled metric.
+func metricValue(name, label, value string) float64 {
+	GinkgoHelper()
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+			if label == "" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	Fail("no series " + name)
+	return 0
 }

@@ -164,7 +164,7 @@ var _ = Describe("extension chart", func() {
 			objs = mustRender(namespace, gardenletValues())
 		})
 
-		It("renders the controller with its RBAC, configuration, VPA and garden access, and nothing optional", func() {
+		It("renders the controller with its RBAC, configuration, VPA, garden access and monitoring, and nothing optional", func() {
 			Expect(kindsAndNames(objs)).To(ConsistOf(
 				"ServiceAccount/"+deploymentName,
 				"Secret/garden-access-shoot-flux",
@@ -176,9 +176,15 @@ var _ = Describe("extension chart", func() {
 				"Service/"+deploymentName,
 				"Deployment/"+deploymentName,
 				"VerticalPodAutoscaler/"+deploymentName,
+				"PrometheusRule/"+deploymentName,
+				"ConfigMap/"+deploymentName+"-dashboard",
 			))
 			for _, o := range objs {
-				if o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" {
+				switch {
+				case o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding":
+				case o.GetName() == deploymentName+"-dashboard":
+					Expect(o.GetNamespace()).To(Equal("garden"), "the seed's Plutono reads dashboards from there")
+				default:
 					Expect(o.GetNamespace()).To(Equal(namespace), "%s/%s", o.GetKind(), o.GetName())
 				}
 			}

@@ -14,6 +14,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -58,6 +59,7 @@ var _ = BeforeSuite(func() {
 			Paths: []string{
 				filepath.Join(gardenerDir, "example", "seed-crds", "10-crd-autoscaling.k8s.io_verticalpodautoscalers.yaml"),
 				filepath.Join(gardenerDir, "example", "operator", "10-crd-operator.gardener.cloud_extensions.yaml"),
+				filepath.Join(gardenerDir, "example", "seed-crds", "10-crd-monitoring.coreos.com_prometheusrules.yaml"),
 			},
 		},
 		ErrorIfCRDPathMissing: true,
@@ -72,6 +74,9 @@ var _ = BeforeSuite(func() {
 	cfg.WarningHandler = warnings
 	k8s, err = client.New(cfg, client.Options{})
 	Expect(err).NotTo(HaveOccurred())
+
+	// The chart's dashboard goes to the seed's garden namespace.
+	Expect(k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden"}})).To(Succeed())
 
 	// Seeds provide this PriorityClass for extensions; the Priority admission plugin rejects pods
 	// naming a class that does not exist.

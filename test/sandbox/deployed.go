@@ -67,8 +67,9 @@ type deployedEnv struct {
 
 // deployedExtension is a running deployed extension.
 type deployedExtension struct {
-	pod        *Pod
-	healthAddr string
+	pod         *Pod
+	healthAddr  string
+	metricsAddr string
 }
 
 // prepareDeployed builds the binary and creates the directory once per sandbox; it runs before the
@@ -117,8 +118,11 @@ func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unst
 	env.seedAudit = &AuditLog{Path: s.Seed.AuditLogPath}
 	env.gardenAudit = &AuditLog{Path: s.Garden.AuditLogPath}
 
-	if err := s.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DeployedNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed creating namespace %s: %w", DeployedNamespace, err)
+	// The chart's dashboard goes to the seed's garden namespace, where the seed's Plutono looks.
+	for _, ns := range []string{DeployedNamespace, GardenNamespace} {
+		if err := s.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("failed creating namespace %s: %w", ns, err)
+		}
 	}
 	if err := s.Garden.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: GardenAccessNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed creating garden namespace %s: %w", GardenAccessNamespace, err)
@@ -286,27 +290,27 @@ func GrantGardenAccess(ctx context.Context, seed, garden client.Client, accessSe
 }
 
 // deployedValues are the values of one installation: gardenlet's, free ports, and the settings of
-// the sandbox as chart values.
-func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers int, genericSecret string) (map[string]any, string, error) {
+// the sandbox as chart values. It also returns the addresses of the health and metrics servers.
+func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers int, genericSecret string) (map[string]any, string, string, error) {
 	metricsPort, err := FreePort()
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	healthPort, err := FreePort()
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	versioned, err := loader.Versioned(cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	data, err := json.Marshal(versioned)
 	if err != nil {
-		return nil, "", fmt.Errorf("failed encoding the configuration: %w", err)
+		return nil, "", "", fmt.Errorf("failed encoding the configuration: %w", err)
 	}
 	configValues := map[string]any{}
 	if err := json.Unmarshal(data, &configValues); err != nil {
-		return nil, "", fmt.Errorf("failed encoding the configuration: %w", err)
+		return nil, "", "", fmt.Errorf("failed encoding the configuration: %w", err)
 	}
 	delete(configValues, "apiVersion")
 	delete(configValues, "kind")
@@ -328,14 +332,14 @@ func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers in
 	if !s.opts.HealthCheck {
 		values["disableControllers"] = []any{healthcheck.ControllerName}
 	}
-	return MergeValues(GardenletValues(), values), net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort)), nil
+	return MergeValues(GardenletValues(), values), net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort)), net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)), nil
 }
 
 // startDeployed installs the chart into the seed and runs its Deployment's pod. gardenAddress, if
 // set, is where the pod reaches the garden API server (see ExtensionSettings.GardenAddress).
 func (s *Sandbox) startDeployed(ctx context.Context, cfg *config.ControllerConfiguration, workers int, gardenAddress string) (*deployedExtension, error) {
 	genericSecret := genericKubeconfigSecret(gardenAddress)
-	values, healthAddr, err := s.deployedValues(cfg, workers, genericSecret)
+	values, healthAddr, metricsAddr, err := s.deployedValues(cfg, workers, genericSecret)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +379,7 @@ func (s *Sandbox) startDeployed(ctx context.Context, cfg *config.ControllerConfi
 	if err := WaitReady(ctx, healthAddr, pod.Exited); err != nil {
 		return nil, errors.Join(fmt.Errorf("the deployed extension (log: %s): %w", pod.LogPath, err), pod.Stop())
 	}
-	return &deployedExtension{pod: pod, healthAddr: healthAddr}, nil
+	return &deployedExtension{pod: pod, healthAddr: healthAddr, metricsAddr: metricsAddr}, nil
 }
 
 func (d *deployedExtension) stop() error {

@@ -44,6 +44,7 @@ import (
 	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
+	fluxmetrics "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 )
 
 var (
@@ -152,6 +153,8 @@ type Sandbox struct {
 	mu        sync.Mutex
 	extension *runner
 	deployed  *deployedExtension
+	// metricsAddr is where the running extension serves /metrics.
+	metricsAddr string
 	// deployedEnv is set with Options.Deployed.
 	deployedEnv *deployedEnv
 	extCache    client.Reader
@@ -295,7 +298,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		if err != nil {
 			return err
 		}
-		s.deployed = d
+		s.deployed, s.metricsAddr = d, d.metricsAddr
 		return nil
 	}
 
@@ -304,6 +307,11 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		return err
 	}
 	healthAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort))
+	metricsPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	metricsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort))
 	// The binary's manager starts with client-go's global scheme, to which SetUpManager adds the
 	// extension's kinds; a scheme of its own leaves the global one of this process alone.
 	scheme := runtime.NewScheme()
@@ -314,7 +322,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 	mgrOpts := manager.Options{
 		Scheme:                 scheme,
 		Logger:                 log,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: healthAddr,
 		// A restarted extension registers its controller name again in this process.
 		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
@@ -350,6 +358,11 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 			return fmt.Errorf("failed adding health check controller: %w", err)
 		}
 	}
+	// As in the extension binary; this process's registry holds the counters of every start.
+	if err := fluxmetrics.AddToManager(mgr, ""); err != nil {
+		r.cancel()
+		return fmt.Errorf("failed adding the extension's metrics: %w", err)
+	}
 	if err := r.start(ctx, log, mgr); err != nil {
 		return err
 	}
@@ -357,7 +370,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 	if err := WaitReady(ctx, healthAddr, r.exited); err != nil {
 		return errors.Join(fmt.Errorf("the extension: %w", err), r.stop())
 	}
-	s.extension, s.extCache = r, mgr.GetClient()
+	s.extension, s.extCache, s.metricsAddr = r, mgr.GetClient(), metricsAddr
 	return nil
 }
 
@@ -377,7 +390,7 @@ func (s *Sandbox) gardenConfig(gardenAddress string) *rest.Config {
 func (s *Sandbox) StopExtension() error {
 	s.mu.Lock()
 	r, d := s.extension, s.deployed
-	s.extension, s.extCache, s.deployed = nil, nil, nil
+	s.extension, s.extCache, s.deployed, s.metricsAddr = nil, nil, nil, ""
 	s.mu.Unlock()
 	return errors.Join(r.stop(), d.stop())
 }
@@ -392,6 +405,18 @@ func (s *Sandbox) ExtensionRunning() bool {
 // Deployed tells whether the extension runs as deployed (Options.Deployed).
 func (s *Sandbox) Deployed() bool {
 	return s.opts.Deployed
+}
+
+// ExtensionMetricsURL is the URL of the running extension's /metrics: the deployed binary's metrics
+// port (the chart's metrics.port), or the in-process manager's, whose registry is the one of this
+// process. It fails if the extension does not run.
+func (s *Sandbox) ExtensionMetricsURL() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.metricsAddr == "" {
+		return "", errors.New("the extension does not run")
+	}
+	return "http://" + s.metricsAddr + "/metrics", nil
 }
 
 // extensionCache returns the cached client of the running in-process extension, or nil.

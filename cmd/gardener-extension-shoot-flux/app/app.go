@@ -14,6 +14,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 )
 
 // NewControllerCommand returns the command that runs the shoot-flux extension controller.
@@ -72,6 +73,9 @@ func (o *Options) run(ctx context.Context) error {
 	o.reconcileOptions.Completed().Apply(&extension.DefaultAddOptions.IgnoreOperationAnnotation)
 	o.heartbeatOptions.Completed().Apply(&heartbeat.DefaultAddOptions)
 
+	if err := metrics.AddToManager(mgr, heartbeat.DefaultAddOptions.Namespace); err != nil {
+		return fmt.Errorf("could not add the metrics of the shoots: %w", err)
+	}
 	if err := o.controllerSwitches.Completed().AddToManager(ctx, mgr); err != nil {
 		return fmt.Errorf("could not add controllers to manager: %w", err)
 	}

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 )
 
 // Timeouts bound the waits of a ManagedResource component. They come from the controller
@@ -116,8 +117,9 @@ func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name
 		if errors.As(err, &failed) {
 			return failed
 		}
-		if lastErr != nil {
-			return fmt.Errorf("managed resource %s/%s was not applied within %s: %w", namespace, name, timeout, lastErr)
+		if lastErr != nil && wait.Interrupted(err) {
+			// Both are wrapped, so that the error is recognisable as a timeout (metrics class).
+			return fmt.Errorf("managed resource %s/%s was not applied within %s (%w): %w", namespace, name, timeout, err, lastErr)
 		}
 		return fmt.Errorf("managed resource %s/%s was not applied within %s: %w", namespace, name, timeout, err)
 	}
@@ -235,7 +237,8 @@ func (m *ManagedResource) deploy(ctx context.Context, annotations map[string]str
 	// The same name also means the same content, so the Secret of content written before (by an
 	// earlier reconcile, or before a change that was reverted) is reused: Reconcile finds it
 	// unchanged and writes nothing.
-	secretName, secret := managedresources.NewSecret(m.Client, m.Namespace, m.Name, data, true)
+	writer := metrics.CountManagedResourceWrites(m.Client, m.Name)
+	secretName, secret := managedresources.NewSecret(writer, m.Namespace, m.Name, data, true)
 	m.written = Write{SecretName: secretName, At: time.Now(), TakenOver: m.takenOver}
 	m.superseded = nil
 	existing := &resourcesv1alpha1.ManagedResource{}
@@ -256,7 +259,7 @@ func (m *ManagedResource) deploy(ctx context.Context, annotations map[string]str
 	if err := secret.Reconcile(ctx); err != nil {
 		return fmt.Errorf("failed writing the Secret of managed resource %s/%s: %w", m.Namespace, m.Name, err)
 	}
-	mr := managedresources.NewForShoot(m.Client, m.Namespace, m.Name, constants.Origin, false).WithSecretRef(secretName).WithAnnotations(annotations)
+	mr := managedresources.NewForShoot(writer, m.Namespace, m.Name, constants.Origin, false).WithSecretRef(secretName).WithAnnotations(annotations)
 	if err := mr.Reconcile(ctx); err != nil {
 		return fmt.Errorf("failed writing managed resource %s/%s: %w", m.Namespace, m.Name, err)
 	}

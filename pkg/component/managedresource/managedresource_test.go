@@ -16,8 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 )
 
 var _ = Describe("WaitUntilApplied", func() {
@@ -206,7 +208,43 @@ var _ = Describe("ManagedResource", func() {
 
 		changed := component("b")
 		Expect(changed.Deploy(ctx)).To(Succeed())
-		Expect(changed.Wait(ctx)).To(MatchError(ContainSubstring("was not applied within")))
+		err := changed.Wait(ctx)
+		Expect(err).To(MatchError(ContainSubstring("was not applied within")))
+		Expect(metrics.Classify(ctx, err)).To(Equal(metrics.ClassTimeout), "the wait ran out of time: %v", err)
+	})
+
+	It("counts its writes of the ManagedResource and its Secrets", func() {
+		writes := func(kind, verb string) float64 {
+			GinkgoHelper()
+			families, err := ctrlmetrics.Registry.Gather()
+			Expect(err).NotTo(HaveOccurred())
+			var sum float64
+			for _, f := range families {
+				if f.GetName() != "shoot_flux_managed_resource_writes_total" {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					labels := map[string]string{}
+					for _, l := range m.GetLabel() {
+						labels[l.GetName()] = l.GetValue()
+					}
+					if labels["managed_resource"] == name && labels["kind"] == kind && (verb == "" || labels["verb"] == verb) {
+						sum += m.GetCounter().GetValue()
+					}
+				}
+			}
+			return sum
+		}
+		secrets, mrCreates, mrWrites := writes("Secret", "create"), writes("ManagedResource", "create"), writes("ManagedResource", "")
+
+		Expect(component("a").Deploy(ctx)).To(Succeed())
+		Expect(writes("Secret", "create")).To(Equal(secrets + 1))
+		Expect(writes("ManagedResource", "create")).To(Equal(mrCreates + 1))
+
+		Expect(component("b").Deploy(ctx)).To(Succeed())
+		Expect(writes("Secret", "create")).To(Equal(secrets+2), "new content is a new immutable Secret")
+		Expect(writes("ManagedResource", "create")).To(Equal(mrCreates + 1))
+		Expect(writes("ManagedResource", "")).To(BeNumerically(">", mrWrites+1), "the ManagedResource is changed to reference it")
 	})
 
 	// secrets returns the names of the Secrets in the namespace.

@@ -22,6 +22,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/gardencluster"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 )
 
 const (
@@ -78,7 +79,7 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		return fmt.Errorf("failed adding the start-up check for deleted project ConfigMaps: %w", err)
 	}
 	return extension.Add(mgr, extension.AddArgs{
-		Actuator:                  NewActuator(mgr.GetClient(), garden.Client(), opts.Config),
+		Actuator:                  metrics.InstrumentActuator(NewActuator(mgr.GetClient(), garden.Client(), opts.Config)),
 		ControllerOptions:         opts.ControllerOptions,
 		Name:                      ControllerName,
 		FinalizerSuffix:           FinalizerSuffix,

@@ -1,0 +1,199 @@
+package metrics
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	gardenerextensions "github.com/gardener/gardener/pkg/extensions"
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+)
+
+// ConditionTypeBootstrapReady is the Extension condition the health check writes (the health
+// check package owns it; this package reads it and cannot import the health check).
+const ConditionTypeBootstrapReady = "BootstrapReady"
+
+// LabelUnknown is the label value of a mode, version or management the providerStatus does not
+// tell yet, e.g. before the first successful reconcile.
+const LabelUnknown = "unknown"
+
+// LabelNone is the kluctl_version of shoots without kluctl.
+const LabelNone = "none"
+
+// CollectTimeout bounds the cache reads of one scrape.
+var CollectTimeout = 5 * time.Second
+
+var (
+	shootsDesc = prometheus.NewDesc(Namespace+"_shoots",
+		"Shoots with the extension by the status of their BootstrapReady condition (True, False, Progressing, Unknown; Unknown also while the health check has not reported) and bootstrap mode (kluctl, flux, none, unknown).",
+		[]string{"state", "mode"}, nil)
+	versionsDesc = prometheus.NewDesc(Namespace+"_shoots_by_version",
+		"Shoots with the extension by installed Flux version, kluctl version (none without kluctl) and management mode (continuous, handover), as their providerStatus tells.",
+		[]string{"flux_version", "kluctl_version", "management"}, nil)
+	oldestFailingDesc = prometheus.NewDesc(Namespace+"_oldest_failing_bootstrap_seconds",
+		"Seconds since the BootstrapReady condition of the longest failing shoot turned False; 0 when no bootstrap fails.",
+		nil, nil)
+	heartbeatDesc = prometheus.NewDesc(Namespace+"_heartbeat_renew_timestamp_seconds",
+		"Unix time of the last renewal of the extension's heartbeat Lease gardener-extension-heartbeat; exported by the leader only.",
+		nil, nil)
+)
+
+var (
+	states = []gardencorev1beta1.ConditionStatus{gardencorev1beta1.ConditionTrue, gardencorev1beta1.ConditionFalse, gardencorev1beta1.ConditionProgressing, gardencorev1beta1.ConditionUnknown}
+	modes  = []string{string(fluxapi.BootstrapModeKluctl), string(fluxapi.BootstrapModeFlux), string(fluxapi.BootstrapModeNone), LabelUnknown}
+)
+
+// shoots computes the gauges of the shoots at scrape time from the manager's cache, so they never
+// drift from the Extensions: a counter kept by the reconciler would miss deletions while the
+// extension was down.
+var shoots = &shootCollector{}
+
+type shootCollector struct {
+	mu        sync.Mutex
+	reader    client.Reader
+	heartbeat client.ObjectKey
+	now       func() time.Time
+}
+
+// AddToManager makes the leader export the gauges of the shoots, read from mgr's cache; a
+// heartbeat Lease in heartbeatNamespace (empty: none) is exported as its renewal time. Only the
+// leader exports them, so that replicas do not report the same shoots twice.
+func AddToManager(mgr manager.Manager, heartbeatNamespace string) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		shoots.set(mgr.GetCache(), heartbeatNamespace)
+		<-ctx.Done()
+		shoots.set(nil, "")
+		return nil
+	}))
+}
+
+func (c *shootCollector) set(reader client.Reader, heartbeatNamespace string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reader = reader
+	c.heartbeat = client.ObjectKey{}
+	if heartbeatNamespace != "" {
+		c.heartbeat = client.ObjectKey{Namespace: heartbeatNamespace, Name: gardenerextensions.HeartBeatResourceName}
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *shootCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- shootsDesc
+	ch <- versionsDesc
+	ch <- oldestFailingDesc
+	ch <- heartbeatDesc
+}
+
+// Collect implements prometheus.Collector. Without a reader (not the leader, not started) it
+// exports nothing; a failed read drops the gauges of this scrape rather than failing it, so that
+// controller-runtime's metrics stay available.
+func (c *shootCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	reader, heartbeat, now := c.reader, c.heartbeat, c.now
+	c.mu.Unlock()
+	if reader == nil {
+		return
+	}
+	if now == nil {
+		now = time.Now
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), CollectTimeout)
+	defer cancel()
+
+	if heartbeat.Name != "" {
+		lease := &coordinationv1.Lease{}
+		if err := reader.Get(ctx, heartbeat, lease); err == nil && lease.Spec.RenewTime != nil {
+			ch <- prometheus.MustNewConstMetric(heartbeatDesc, prometheus.GaugeValue, float64(lease.Spec.RenewTime.UnixNano())/1e9)
+		}
+	}
+
+	list := &extensionsv1alpha1.ExtensionList{}
+	// The cache's objects are only read here.
+	if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return
+	}
+	for _, m := range shootMetrics(list.Items, now()) {
+		ch <- m
+	}
+}
+
+type versionKey struct{ flux, kluctl, management string }
+
+// shootMetrics returns the gauges of the shoot-flux Extensions among items at time now.
+func shootMetrics(items []extensionsv1alpha1.Extension, now time.Time) []prometheus.Metric {
+	type stateKey struct{ state, mode string }
+	byState := map[stateKey]int{}
+	byVersion := map[versionKey]int{}
+	var oldest time.Duration
+	for i := range items {
+		ex := &items[i]
+		if ex.Spec.Type != constants.ExtensionType {
+			continue
+		}
+		state, since := bootstrapState(ex)
+		if state == gardencorev1beta1.ConditionFalse && !since.IsZero() && now.Sub(since) > oldest {
+			oldest = now.Sub(since)
+		}
+		mode := LabelUnknown
+		status, err := helper.DecodeStatus(ex.Status.ProviderStatus)
+		if err == nil && status != nil {
+			if status.BootstrapMode != "" {
+				mode = status.BootstrapMode
+			}
+			if status.FluxVersion != "" {
+				byVersion[versions(status.FluxVersion, status.KluctlVersion, status.Management)]++
+			}
+		}
+		byState[stateKey{string(state), mode}]++
+	}
+
+	var out []prometheus.Metric
+	for _, state := range states {
+		for _, mode := range modes {
+			out = append(out, prometheus.MustNewConstMetric(shootsDesc, prometheus.GaugeValue, float64(byState[stateKey{string(state), mode}]), string(state), mode))
+		}
+	}
+	for k, n := range byVersion {
+		out = append(out, prometheus.MustNewConstMetric(versionsDesc, prometheus.GaugeValue, float64(n), k.flux, k.kluctl, k.management))
+	}
+	return append(out, prometheus.MustNewConstMetric(oldestFailingDesc, prometheus.GaugeValue, oldest.Seconds()))
+}
+
+// versions returns the version labels; the providerStatus holds only values the extension
+// resolved against its embedded releases, so their number is bounded.
+func versions(flux, kluctl, management string) versionKey {
+	k := versionKey{flux: flux, kluctl: kluctl, management: management}
+	if k.kluctl == "" {
+		k.kluctl = LabelNone
+	}
+	if k.management == "" {
+		k.management = string(fluxapi.ManagementContinuous)
+	}
+	return k
+}
+
+// bootstrapState returns the status of the BootstrapReady condition (Unknown without one) and
+// since when it holds.
+func bootstrapState(ex *extensionsv1alpha1.Extension) (gardencorev1beta1.ConditionStatus, time.Time) {
+	c := v1beta1helper.GetCondition(ex.Status.Conditions, ConditionTypeBootstrapReady)
+	if c == nil {
+		return gardencorev1beta1.ConditionUnknown, time.Time{}
+	}
+	switch c.Status {
+	case gardencorev1beta1.ConditionTrue, gardencorev1beta1.ConditionFalse, gardencorev1beta1.ConditionProgressing:
+		return c.Status, c.LastTransitionTime.Time
+	default:
+		return gardencorev1beta1.ConditionUnknown, c.LastTransitionTime.Time
+	}
+}
