@@ -35,6 +35,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // exampleObjects decodes an example file.
@@ -130,8 +131,8 @@ var _ = Describe("examples", func() {
 		ext := shoot.Spec.Extensions[0]
 		Expect(ext.Type).To(Equal(constants.ExtensionType))
 		defaults, supported := fluxDefaults()
-		Expect(fluxconfig.ValidateProviderConfig(ext.ProviderConfig, supported)).To(Succeed())
-		cfg, err := fluxconfig.Resolve(defaults, supported, nil, ext.ProviderConfig)
+		Expect(fluxconfig.ValidateProviderConfig(ext.ProviderConfig, supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
+		cfg, err := fluxconfig.Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), nil, ext.ProviderConfig)
 		Expect(err).NotTo(HaveOccurred())
 
 		Expect(cfg.Source).NotTo(BeNil())
@@ -179,8 +180,8 @@ var _ = Describe("examples", func() {
 		Expect(cm.Data).To(HaveKey(constants.ConfigMapKeyRepositoryType))
 
 		defaults, supported := fluxDefaults()
-		Expect(fluxconfig.ValidateConfigMap(cm, supported)).To(Succeed())
-		cfg, err := fluxconfig.Resolve(defaults, supported, cm, nil)
+		Expect(fluxconfig.ValidateConfigMap(cm, supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
+		cfg, err := fluxconfig.Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), cm, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.Source).NotTo(BeNil())
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // keepRow is a row of the table in docs/usage.md: the objects it names (`Kind` or `Kind name`, a
@@ -90,7 +91,7 @@ func delivered() []deliveredObject {
 		`{"flux":{"components":["source-controller","kustomize-controller"]},"source":{"url":"ssh://git@github.com/example/fleet"},"bootstrap":{"mode":"flux"}}`,
 	} {
 		cfg, err := fluxconfig.Resolve(fluxconfig.Defaults{FluxVersion: manifests.FluxVersions()[0], KluctlVersion: manifests.KluctlVersions()[0]},
-			manifests.SupportedVersions(), nil, &runtime.RawExtension{Raw: []byte(providerConfig)})
+			manifests.SupportedVersions(), sshkey.DefaultKnownHostsLimits(), nil, &runtime.RawExtension{Raw: []byte(providerConfig)})
 		Expect(err).NotTo(HaveOccurred())
 		decode(bootstrap.Data(bootstrap.Values{
 			Config:            cfg,
