@@ -3,6 +3,7 @@ package fluxconfig_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
@@ -418,6 +419,19 @@ bootstrap:
 				cfg, err := resolve(projectConfigMap(), raw(`{"source":{"url":"ssh://git@git.example.com/team/fleet","knownHosts":"`+shootHosts+`"}}`))
 				Expect(err).NotTo(HaveOccurred())
 				Expect(cfg.Source.KnownHosts).To(Equal(shootHosts))
+			})
+
+			It("bounds the knownHosts of every layer with the limits it is given", func() {
+				limits := sshkey.KnownHostsLimits{MaxBytes: 1024, MaxLines: 10, MaxPatternLength: 20, MaxWildcards: 1}
+				cm := configMap(legacyData())
+				cm.Data["config.yaml"] = "source:\n  knownHosts: '*.*.example.com " + strings.SplitN(projectHosts, " ", 2)[1] + "'\n"
+				_, err := Resolve(defaults, supported, limits, cm, raw(`{"source":{"knownHosts":"`+strings.Repeat("#", 1025)+`"}}`))
+				Expect(problems(err)).To(ConsistOf(
+					`ConfigMap garden-foo/flux-config: config.yaml: source.knownHosts: Invalid value: "*.*.example.com": line 1: host pattern has 2 wildcards (* and ?), may not have more than 1`,
+					`Extension providerConfig: source.knownHosts: Too long: is 1025 bytes, may not be more than 1024 bytes`,
+				))
+				Expect(ValidateConfigMap(cm, supported, limits)).To(MatchError(ContainSubstring("host pattern has 2 wildcards")))
+				Expect(ValidateConfigMap(cm, supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
 			})
 		})
 
