@@ -559,15 +559,15 @@ func (m *Manager) storeKnownHosts(ctx context.Context, log logr.Logger, namespac
 var knownHostsPath = field.NewPath("data").Key(constants.SecretKeyKnownHosts)
 
 // secretProblems reports what is wrong with the known_hosts of the deploy key Secret as a
-// configuration error, which names the Secret, the data key and the line; context, if any, says
+// configuration error, which names the Secret, the data key and the line; doing, if set, says
 // what the extension was doing.
-func secretProblems(key client.ObjectKey, errs field.ErrorList, context string) error {
+func secretProblems(key client.ObjectKey, errs field.ErrorList, doing string) error {
 	origin := "Secret " + key.String()
 	problems := make([]string, 0, len(errs))
 	for _, err := range errs {
 		problem := origin + ": " + err.Error()
-		if context != "" {
-			problem += " (" + context + ")"
+		if doing != "" {
+			problem += " (" + doing + ")"
 		}
 		problems = append(problems, problem)
 	}
