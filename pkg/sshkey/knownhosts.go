@@ -113,6 +113,12 @@ func validateLine(line string, lineNo int, limits KnownHostsLimits, fldPath *fie
 		return field.ErrorList{field.Invalid(fldPath, abbreviate(trimmed), fmt.Sprintf("line %d is not a known_hosts entry: %v", lineNo, err))}
 	}
 	allErrs := field.ErrorList{}
+	if hashed(hosts) {
+		if detail := checkHashed(hosts, limits); detail != "" {
+			allErrs = append(allErrs, field.Invalid(fldPath, abbreviate(hosts[0]), fmt.Sprintf("line %d: host pattern %s", lineNo, detail)))
+		}
+		return allErrs
+	}
 	for _, pattern := range hosts {
 		if detail := checkPattern(pattern, limits); detail != "" {
 			allErrs = append(allErrs, field.Invalid(fldPath, abbreviate(pattern), fmt.Sprintf("line %d: host pattern %s", lineNo, detail)))
@@ -126,7 +132,28 @@ const (
 	markerCertAuthority = "cert-authority"
 )
 
-// checkPattern returns what is wrong with one host pattern of a line, or "".
+// hashed reports whether the host field of a line is a hashed name, "|1|salt|hash". As for
+// OpenSSH and x/crypto, that is the case only if the field starts with "|"; elsewhere, e.g.
+// after a comma or a "!", such a name is a plain pattern that no host name matches.
+func hashed(hosts []string) bool {
+	return len(hosts) > 0 && strings.HasPrefix(hosts[0], "|")
+}
+
+// checkHashed returns what is wrong with the host field of a hashed line, or "".
+func checkHashed(hosts []string, limits KnownHostsLimits) string {
+	if limits.MaxPatternLength > 0 && len(hosts[0]) > limits.MaxPatternLength {
+		return fmt.Sprintf("is %d characters long, may not be more than %d", len(hosts[0]), limits.MaxPatternLength)
+	}
+	if len(hosts) > 1 {
+		return "is hashed and must be the only one of its line"
+	}
+	if _, _, err := decodeHashedHost(hosts[0]); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// checkPattern returns what is wrong with one plain host pattern of a line, or "".
 func checkPattern(pattern string, limits KnownHostsLimits) string {
 	if limits.MaxPatternLength > 0 && len(pattern) > limits.MaxPatternLength {
 		return fmt.Sprintf("is %d characters long, may not be more than %d", len(pattern), limits.MaxPatternLength)
@@ -137,11 +164,6 @@ func checkPattern(pattern string, limits KnownHostsLimits) string {
 		return "is a negation without following host name"
 	case p == "":
 		// "a,,b": x/crypto skips the empty pattern, and so does matching.
-		return ""
-	case strings.HasPrefix(p, "|"):
-		if _, _, err := decodeHashedHost(p); err != nil {
-			return err.Error()
-		}
 		return ""
 	case strings.HasPrefix(p, "["):
 		if _, _, err := net.SplitHostPort(p); err != nil {
@@ -172,9 +194,11 @@ type knownHostsDB struct {
 }
 
 type knownHostsLine struct {
-	patterns []string
-	key      ssh.PublicKey
-	line     int
+	// salt and hash are the HMAC-SHA1 of a hashed line, which has no patterns.
+	salt, hash []byte
+	patterns   []string
+	key        ssh.PublicKey
+	line       int
 }
 
 // parseKnownHosts parses all of data; any invalid line makes the whole data invalid, as for
@@ -199,13 +223,18 @@ func parseKnownHosts(data []byte) (*knownHostsDB, error) {
 		case markerCertAuthority:
 			// Host certificates are not used for git hosts; such lines vouch for no plain key.
 		default:
-			patterns := make([]string, 0, len(hosts))
-			for _, h := range hosts {
-				if h != "" {
-					patterns = append(patterns, h)
+			l := knownHostsLine{key: key, line: i + 1}
+			if hashed(hosts) {
+				// Validated above.
+				l.salt, l.hash, _ = decodeHashedHost(hosts[0])
+			} else {
+				for _, h := range hosts {
+					if h != "" {
+						l.patterns = append(l.patterns, h)
+					}
 				}
 			}
-			db.hosts = append(db.hosts, knownHostsLine{patterns: patterns, key: key, line: i + 1})
+			db.hosts = append(db.hosts, l)
 		}
 	}
 	return db, nil
@@ -226,9 +255,14 @@ func decodeHashedHost(pattern string) (salt, hash []byte, err error) {
 	return salt, hash, nil
 }
 
-// matches reports whether the line's patterns select host and port, like OpenSSH's
-// match_hostname: at least one pattern matches and no negated one does.
+// matches reports whether the line selects host and port: its hashed name is theirs, or, like
+// OpenSSH's match_hostname, at least one pattern matches and no negated one does.
 func (l knownHostsLine) matches(host, port string) bool {
+	if l.hash != nil {
+		mac := hmac.New(sha1.New, l.salt)
+		mac.Write([]byte(KnownHostsAddress(host, port)))
+		return hmac.Equal(mac.Sum(nil), l.hash)
+	}
 	matched := false
 	for _, pattern := range l.patterns {
 		p, negated := strings.CutPrefix(pattern, "!")
@@ -247,15 +281,6 @@ func (l knownHostsLine) matches(host, port string) bool {
 // known_hosts the extension delivers is read by x/crypto in Flux and kluctl, so the
 // extension must find the same entries they will.
 func patternMatches(pattern, host, port string) bool {
-	if strings.HasPrefix(pattern, "|") {
-		salt, want, err := decodeHashedHost(pattern)
-		if err != nil {
-			return false
-		}
-		mac := hmac.New(sha1.New, salt)
-		mac.Write([]byte(KnownHostsAddress(host, port)))
-		return hmac.Equal(mac.Sum(nil), want)
-	}
 	patternHost, patternPort := pattern, defaultSSHPort
 	if h, p, err := net.SplitHostPort(pattern); err == nil {
 		patternHost, patternPort = h, p
