@@ -86,11 +86,13 @@ var _ = Describe("known_hosts matching in memory", func() {
 	})
 
 	It("verifies like x/crypto's knownhosts", func() {
+		third := newHostKey("ed25519").PublicKey()
 		dir := GinkgoT().TempDir()
 		data := []byte("# pinned\n" +
 			knownhosts.Line([]string{"github.com"}, key) + "\n" +
 			"@revoked * " + lineKey(other) + "\n" +
-			knownhosts.HashHostname("[git.example.org]:2222") + " " + lineKey(key) + "\n")
+			knownhosts.HashHostname("[git.example.org]:2222") + " " + lineKey(key) + "\n" +
+			"*.example.org,!" + knownhosts.HashHostname("git.example.org") + ",![*.example.org]:*,git?.example.com " + lineKey(third) + "\n")
 		file := filepath.Join(dir, "known_hosts")
 		Expect(os.WriteFile(file, data, 0o600)).To(Succeed())
 		reference, err := knownhosts.New(file)
@@ -105,6 +107,7 @@ var _ = Describe("known_hosts matching in memory", func() {
 		}{
 			{"github.com:22", key}, {"github.com:22", other}, {"gitlab.com:22", key},
 			{"git.example.org:2222", key}, {"git.example.org:22", key}, {"git.example.org:2222", other},
+			{"git.example.org:22", third}, {"git1.example.com:22", third}, {"git.example.com:22", third}, {"git2.example.com:2222", third},
 		} {
 			want := reference(c.host, remote, c.key)
 			got := ours(c.host, remote, c.key)
