@@ -37,7 +37,7 @@ type KnownHostsLimits struct {
 //   - 300 characters per pattern: the longest DNS name (253) as "![name]:65535" needs 262;
 //     hashed names need 60.
 //   - 16 wildcards per pattern: real patterns use one to four ("*.example.org", "10.0.*.*",
-//     "[git-??.example.org]:*"). Matching here is linear whatever the count; the bound keeps
+//     "git-??.example.org"). Matching here is linear whatever the count; the bound keeps
 //     the recursive matchers of other known_hosts readers (x/crypto in Flux and kluctl, OpenSSH)
 //     from being handed patterns that only serve to stall them.
 func DefaultKnownHostsLimits() KnownHostsLimits {
