@@ -24,9 +24,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
@@ -115,6 +117,10 @@ type Manager struct {
 	// ExtraKnownHosts are known_hosts lines the operator trusts; they are appended to every
 	// result, and a git host found in them is not scanned.
 	ExtraKnownHosts []byte
+	// KnownHostsLimits bound the known_hosts of the Secret, which project admins write, and of
+	// Request.ConfiguredKnownHosts; a scan is not stored if the result would exceed them. Zero
+	// fields are unbounded.
+	KnownHostsLimits sshkey.KnownHostsLimits
 	// AllowInsecureHostKeys turns a failed host key scan into a key without host key checking
 	// instead of an error.
 	AllowInsecureHostKeys bool
@@ -453,12 +459,13 @@ func Fingerprint(privateKey []byte) (string, error) {
 }
 
 func (m *Manager) knownHosts(ctx context.Context, log logr.Logger, req Request, secret *corev1.Secret) ([]byte, bool, error) {
-	if err := sshkey.ValidateKnownHosts(m.ExtraKnownHosts); err != nil {
-		return nil, false, fmt.Errorf("operator configured known_hosts: %w", err)
+	if errs := sshkey.ValidateKnownHosts(string(m.ExtraKnownHosts), sshkey.KnownHostsLimits{}, field.NewPath("knownHosts")); len(errs) > 0 {
+		return nil, false, fmt.Errorf("operator configured known_hosts: %w", errs.ToAggregate())
 	}
 	if len(bytes.TrimSpace(req.ConfiguredKnownHosts)) > 0 {
-		if err := sshkey.ValidateKnownHosts(req.ConfiguredKnownHosts); err != nil {
-			return nil, false, fmt.Errorf("source.knownHosts: %w", err)
+		// The configuration resolution has checked them already, with the same limits.
+		if errs := sshkey.ValidateKnownHosts(string(req.ConfiguredKnownHosts), m.KnownHostsLimits, field.NewPath("source", "knownHosts")); len(errs) > 0 {
+			return nil, false, fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
 		}
 		return JoinKnownHosts(req.ConfiguredKnownHosts, m.ExtraKnownHosts), false, nil
 	}
@@ -468,8 +475,10 @@ func (m *Manager) knownHosts(ctx context.Context, log logr.Logger, req Request, 
 
 	key := client.ObjectKeyFromObject(secret)
 	stored := secret.Data[constants.SecretKeyKnownHosts]
-	if err := sshkey.ValidateKnownHosts(stored); err != nil {
-		return nil, false, fmt.Errorf("deploy key Secret %s, key %s: %w", key, constants.SecretKeyKnownHosts, err)
+	// Project admins edit the Secret: its known_hosts is bounded before it is matched, and a bad
+	// one is theirs to fix, not worth retrying.
+	if errs := sshkey.ValidateKnownHosts(string(stored), m.KnownHostsLimits, knownHostsPath); len(errs) > 0 {
+		return nil, false, secretProblems(key, errs, "")
 	}
 	// A stored entry wins over a new scan: the user may have checked or replaced it, and a
 	// changed host key must fail loudly rather than be trusted on sight.
@@ -512,8 +521,8 @@ func (m *Manager) scan(ctx context.Context, dial sshkey.DialFunc, hostPort strin
 	if err != nil {
 		return nil, err
 	}
-	if err := sshkey.ValidateKnownHosts(scanned); err != nil {
-		return nil, err
+	if errs := sshkey.ValidateKnownHosts(string(scanned), sshkey.KnownHostsLimits{}, field.NewPath("scan")); len(errs) > 0 {
+		return nil, errs.ToAggregate()
 	}
 	if !sshkey.KnownHostsContains(scanned, hostPort) {
 		return nil, errors.New("the scan returned no key for this host")
@@ -532,7 +541,12 @@ func (m *Manager) storeKnownHosts(ctx context.Context, log logr.Logger, namespac
 			stored = false
 			return false, nil
 		}
-		secret.Data[constants.SecretKeyKnownHosts] = JoinKnownHosts(current, scanned)
+		joined := JoinKnownHosts(current, scanned)
+		if errs := sshkey.ValidateKnownHosts(string(joined), m.KnownHostsLimits, knownHostsPath); len(errs) > 0 {
+			return false, secretProblems(client.ObjectKeyFromObject(secret), errs,
+				fmt.Sprintf("with the scanned host keys of %s; remove entries no longer needed or set source.knownHosts", hostPort))
+		}
+		secret.Data[constants.SecretKeyKnownHosts] = joined
 		stored = true
 		return true, nil
 	})
@@ -543,6 +557,25 @@ func (m *Manager) storeKnownHosts(ctx context.Context, log logr.Logger, namespac
 		log.Info("Stored scanned SSH host keys", "host", hostPort)
 	}
 	return secret.Data[constants.SecretKeyKnownHosts], nil
+}
+
+// knownHostsPath is the known_hosts of the deploy key Secret as a project admin edits it.
+var knownHostsPath = field.NewPath("data").Key(constants.SecretKeyKnownHosts)
+
+// secretProblems reports what is wrong with the known_hosts of the deploy key Secret as a
+// configuration error, which names the Secret, the data key and the line; doing, if set, says
+// what the extension was doing.
+func secretProblems(key client.ObjectKey, errs field.ErrorList, doing string) error {
+	origin := "Secret " + key.String()
+	problems := make([]string, 0, len(errs))
+	for _, err := range errs {
+		problem := origin + ": " + err.Error()
+		if doing != "" {
+			problem += " (" + doing + ")"
+		}
+		problems = append(problems, problem)
+	}
+	return &fluxconfig.ConfigurationError{Problems: problems}
 }
 
 // JoinKnownHosts concatenates known_hosts data, making sure every part ends with a newline so the

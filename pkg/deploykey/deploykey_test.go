@@ -26,6 +26,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
@@ -633,7 +634,7 @@ var _ = Describe("Manager", func() {
 		It("rejects invalid configured known_hosts", func() {
 			req.ConfiguredKnownHosts = []byte("git.example.org ssh-ed25519 AAAA\n")
 			_, err := m.Ensure(ctx, log, req)
-			Expect(err).To(MatchError(ContainSubstring("source.knownHosts: invalid known_hosts data")))
+			Expect(err).To(MatchError(ContainSubstring(`source.knownHosts: Invalid value: "git.example.org ssh-ed25519 AAAA": line 1 is not a known_hosts entry`)))
 		})
 
 		It("prefers a stored entry for the host over scanning", func() {
@@ -690,8 +691,44 @@ var _ = Describe("Manager", func() {
 				constants.SecretKeyKnownHosts: []byte("git.example.org ssh-ed25519 AAAA\n"),
 			}, nil))).To(Succeed())
 			_, err = m.Ensure(ctx, log, req)
-			Expect(err).To(MatchError(ContainSubstring("deploy key Secret garden-foo/shoot-flux-deploy-keys, key known_hosts: invalid known_hosts data")))
+			Expect(err).To(MatchError(`Secret garden-foo/shoot-flux-deploy-keys: data[known_hosts]: Invalid value: "git.example.org ssh-ed25519 AAAA": line 1 is not a known_hosts entry: ssh: short read`))
+			Expect(err).To(MatchError(fluxconfig.ErrInvalidConfig), "a project admin's mistake, not worth retrying")
 			expectNoKeyMaterial(err, own.PrivateKey)
+		})
+
+		// Issue 20: a pattern like this kept a worker busy for good while it was matched.
+		It("bounds the stored known_hosts before matching them", func() {
+			own, err := sshkey.Generate(sshkey.AlgorithmED25519, "")
+			Expect(err).NotTo(HaveOccurred())
+			crafted := strings.Repeat("*a", 17) + "z"
+			Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{
+				identityKey:                   own.PrivateKey,
+				constants.SecretKeyKnownHosts: []byte("# pinned\n" + crafted + " " + strings.SplitN(newFakeScanner().line(gitHost), " ", 2)[1]),
+			}, nil))).To(Succeed())
+			m.KnownHostsLimits = sshkey.DefaultKnownHostsLimits()
+
+			_, err = m.Ensure(ctx, log, req)
+			Expect(err).To(MatchError(`Secret garden-foo/shoot-flux-deploy-keys: data[known_hosts]: Invalid value: "` + crafted +
+				`": line 2: host pattern has 17 wildcards (* and ?), may not have more than 16`))
+			Expect(err).To(MatchError(fluxconfig.ErrInvalidConfig))
+			Expect(scanner.calls.Load()).To(BeZero())
+		})
+
+		It("does not store a scan that would exceed the limits", func() {
+			other := newFakeScanner().line("github.com:22")
+			own, err := sshkey.Generate(sshkey.AlgorithmED25519, "")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{
+				identityKey:                   own.PrivateKey,
+				constants.SecretKeyKnownHosts: []byte("# github.com\n" + other),
+			}, nil))).To(Succeed())
+			m.KnownHostsLimits = sshkey.KnownHostsLimits{MaxLines: 2}
+
+			_, err = m.Ensure(ctx, log, req)
+			Expect(err).To(MatchError(ContainSubstring("Secret garden-foo/shoot-flux-deploy-keys: data[known_hosts]: Too many: 3: has 3 lines, may not have more than 2 " +
+				"(with the scanned host keys of git.example.org:22; remove entries no longer needed or set source.knownHosts)")))
+			Expect(err).To(MatchError(fluxconfig.ErrInvalidConfig))
+			Expect(string(getSecret(c, constants.DeployKeysSecretName).Data[constants.SecretKeyKnownHosts])).To(Equal("# github.com\n" + other))
 		})
 
 		It("needs no host key without an SSH host", func() {

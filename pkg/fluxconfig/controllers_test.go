@@ -10,6 +10,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 var _ = Describe("Controller settings", func() {
@@ -35,7 +36,7 @@ controllers:
   kluctl-controller:
     tolerations: [{key: dedicated, operator: Exists}]
 `})
-		cfg, err := Resolve(operator(), supported, cm, raw(`{"controllers":{"source-controller":{"concurrent":2,"resources":{"requests":{"cpu":"200m"}}},"defaults":{"nodeSelector":{"pool":"gitops"}}}}`))
+		cfg, err := Resolve(operator(), supported, sshkey.DefaultKnownHostsLimits(), cm, raw(`{"controllers":{"source-controller":{"concurrent":2,"resources":{"requests":{"cpu":"200m"}}},"defaults":{"nodeSelector":{"pool":"gitops"}}}}`))
 		Expect(err).NotTo(HaveOccurred())
 
 		Expect(cfg.Controllers).To(HaveLen(5), "every controller gets the defaults")
@@ -56,19 +57,19 @@ controllers:
 	})
 
 	It("has no settings without any layer setting them", func() {
-		cfg, err := Resolve(defaults, supported, nil, nil)
+		cfg, err := Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), nil, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.Controllers).To(BeNil())
 	})
 
 	It("sets only the controllers named when there are no defaults", func() {
-		cfg, err := Resolve(defaults, supported, nil, raw(`{"controllers":{"helm-controller":{"concurrent":6}}}`))
+		cfg, err := Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), nil, raw(`{"controllers":{"helm-controller":{"concurrent":6}}}`))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.Controllers).To(Equal(map[string]flux.ControllerSettings{"helm-controller": {Concurrent: ptr.To[int32](6)}}))
 	})
 
 	It("names the layer and the field as written", func() {
-		_, err := Resolve(defaults, supported, configMap(map[string]string{"config.yaml": `{"controllers":{"defaults":{"priorityClassName":"Not_A_Name"}}}`}), raw(`{"controllers":{
+		_, err := Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), configMap(map[string]string{"config.yaml": `{"controllers":{"defaults":{"priorityClassName":"Not_A_Name"}}}`}), raw(`{"controllers":{
 			"source-controller":{"concurrent":0,"resources":{"requests":{"memory":"2Gi","nvidia.com/gpu":"1"},"limits":{"memory":"1Gi"}}},
 			"kluctl-controller":{"tolerations":[{"key":"a","operator":"Gt","value":"1"},{"operator":"Exists","value":"x","effect":"NoRun"}],"nodeSelector":{"bad key!":"x"}},
 			"image-automation-controller":{},
@@ -89,14 +90,14 @@ controllers:
 	})
 
 	It("names the field of a quantity that does not parse", func() {
-		_, err := Resolve(defaults, supported, nil, raw(`{"controllers":{"defaults":{"resources":{"limits":{"memory":"lots"}}}}}`))
+		_, err := Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), nil, raw(`{"controllers":{"defaults":{"resources":{"limits":{"memory":"lots"}}}}}`))
 		Expect(err).To(MatchError(`Extension providerConfig: controllers.defaults.resources.limits.memory: Invalid value: "lots": must be a quantity, e.g. 100m or 1Gi`))
 	})
 
 	It("names the operator's configuration for its settings", func() {
 		d := defaults
 		d.Controllers = map[string]v1alpha1.ControllerSettings{"defaults": {Concurrent: ptr.To[int32](-1)}}
-		_, err := Resolve(d, supported, nil, nil)
+		_, err := Resolve(d, supported, sshkey.DefaultKnownHostsLimits(), nil, nil)
 		Expect(err).To(MatchError(`controller configuration: controllers.defaults.concurrent: Invalid value: -1: must be between 1 and 100`))
 	})
 })

@@ -24,6 +24,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 const (
@@ -173,7 +174,7 @@ func addDecodeError(p *problems, origin, documentField string, err error) {
 // configMapLayers decodes the project ConfigMap into its legacy layer and its config.yaml layer, in
 // this order of precedence; the config.yaml layer is missing if the key is unset or cannot be
 // decoded.
-func configMapLayers(cm *corev1.ConfigMap, supported validation.SupportedVersions, p *problems) []layer {
+func configMapLayers(cm *corev1.ConfigMap, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits, p *problems) []layer {
 	origin := fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name)
 	unknownKeyMsg := "unknown key; the supported keys are " + strings.Join(configMapKeys, ", ")
 
@@ -200,7 +201,7 @@ func configMapLayers(cm *corev1.ConfigMap, supported validation.SupportedVersion
 				p.addf(origin, "%s: %v", constants.ConfigMapKeyConfig, err)
 			}
 		case cfg != nil:
-			p.addFieldErrors(yamlOrigin, validateLayer(cfg, supported))
+			p.addFieldErrors(yamlOrigin, validateLayer(cfg, supported, knownHosts))
 			layers = append(layers, layer{cfg: cfg, origin: yamlOrigin})
 		}
 	}
@@ -245,7 +246,7 @@ func legacyLayer(data map[string]string, supported validation.SupportedVersions,
 }
 
 // providerConfigLayer decodes the Extension providerConfig; nil if there is none.
-func providerConfigLayer(raw *runtime.RawExtension, supported validation.SupportedVersions, p *problems) *v1alpha1.FluxConfig {
+func providerConfigLayer(raw *runtime.RawExtension, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits, p *problems) *v1alpha1.FluxConfig {
 	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
 		return nil
 	}
@@ -256,7 +257,7 @@ func providerConfigLayer(raw *runtime.RawExtension, supported validation.Support
 		return nil
 	}
 	if cfg != nil {
-		p.addFieldErrors(originProviderConfig, validateLayer(cfg, supported))
+		p.addFieldErrors(originProviderConfig, validateLayer(cfg, supported, knownHosts))
 	}
 	return cfg
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // Every problem must say which object and which field or key it is about, e.g.
@@ -69,7 +70,7 @@ func FuzzResolve(f *testing.F) {
 			raw = &runtime.RawExtension{Raw: providerConfig}
 		}
 
-		cfg, err := fluxconfig.Resolve(fluxconfig.Defaults{FluxVersion: "v2.9.5", KluctlVersion: "v2.28.2"}, fuzzSupported, cm, raw)
+		cfg, err := fluxconfig.Resolve(fluxconfig.Defaults{FluxVersion: "v2.9.5", KluctlVersion: "v2.28.2"}, fuzzSupported, sshkey.DefaultKnownHostsLimits(), cm, raw)
 		checkProblems(t, err)
 		if err != nil {
 			return
@@ -87,12 +88,12 @@ func FuzzResolve(f *testing.F) {
 		}
 
 		// The admission webhook must not reject what the controller accepts.
-		checkProblems(t, fluxconfig.ValidateConfigMap(cm, fuzzSupported))
-		if err := fluxconfig.ValidateConfigMap(cm, fuzzSupported); err != nil {
+		checkProblems(t, fluxconfig.ValidateConfigMap(cm, fuzzSupported, sshkey.DefaultKnownHostsLimits()))
+		if err := fluxconfig.ValidateConfigMap(cm, fuzzSupported, sshkey.DefaultKnownHostsLimits()); err != nil {
 			t.Fatalf("admission rejects a ConfigMap that resolves: %v", err)
 		}
 		if raw != nil {
-			if err := fluxconfig.ValidateProviderConfig(raw, fuzzSupported); err != nil {
+			if err := fluxconfig.ValidateProviderConfig(raw, fuzzSupported, sshkey.DefaultKnownHostsLimits()); err != nil {
 				t.Fatalf("admission rejects a providerConfig that resolves: %v", err)
 			}
 		}
@@ -107,7 +108,7 @@ func FuzzValidateProviderConfig(f *testing.F) {
 	f.Add([]byte(`{"flux":{"version":"2.9.5","namespace":"Flux"}}`))
 
 	f.Fuzz(func(t *testing.T, providerConfig []byte) {
-		checkProblems(t, fluxconfig.ValidateProviderConfig(&runtime.RawExtension{Raw: providerConfig}, fuzzSupported))
+		checkProblems(t, fluxconfig.ValidateProviderConfig(&runtime.RawExtension{Raw: providerConfig}, fuzzSupported, sshkey.DefaultKnownHostsLimits()))
 	})
 }
 
@@ -121,6 +122,6 @@ func FuzzValidateConfigMap(f *testing.F) {
 			return
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "garden-fuzz", Name: "flux-config"}, Data: map[string]string{key1: value1, key2: value2}}
-		checkProblems(t, fluxconfig.ValidateConfigMap(cm, fuzzSupported))
+		checkProblems(t, fluxconfig.ValidateConfigMap(cm, fuzzSupported, sshkey.DefaultKnownHostsLimits()))
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // hostNotAllowedMessage is all a user learns about a refused repository host, whichever rule
@@ -32,7 +33,7 @@ func ValidateConfigMapHost(cm *corev1.ConfigMap, policy *hostpolicy.Policy) erro
 	}
 	// The layers are decoded as Resolve decodes them; their own problems are ValidateConfigMap's
 	// to report.
-	layers := configMapLayers(cm, validation.SupportedVersions{}, &problems{})
+	layers := configMapLayers(cm, validation.SupportedVersions{}, sshkey.KnownHostsLimits{}, &problems{})
 	merged := &v1alpha1.FluxConfig{}
 	// The URL is reported where the effective one was written: a legacy key or a field.
 	var urlLayer *layer

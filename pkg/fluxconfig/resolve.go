@@ -31,6 +31,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // Defaults are the operator's versions and controller settings, the lowest configuration layer.
@@ -45,14 +46,15 @@ type Defaults struct {
 // helper.ResolveVersion). cm and providerConfig may be nil. Without a source URL (git or OCI) in any layer, Source is nil and
 // the bootstrap mode is none: only the controllers are installed.
 //
-// Errors about the configuration are *ConfigurationError, which matches ErrInvalidConfig.
-func Resolve(defaults Defaults, supported validation.SupportedVersions, cm *corev1.ConfigMap, providerConfig *runtime.RawExtension) (*flux.FluxConfig, error) {
+// knownHosts bounds the source.knownHosts of the ConfigMap and the providerConfig, which tenants
+// write. Errors about the configuration are *ConfigurationError, which matches ErrInvalidConfig.
+func Resolve(defaults Defaults, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits, cm *corev1.ConfigMap, providerConfig *runtime.RawExtension) (*flux.FluxConfig, error) {
 	p := &problems{}
 	layers := []layer{{cfg: defaultsLayer(defaults, supported, p), origin: originDefaults}}
 	if cm != nil {
-		layers = append(layers, configMapLayers(cm, supported, p)...)
+		layers = append(layers, configMapLayers(cm, supported, knownHosts, p)...)
 	}
-	if cfg := providerConfigLayer(providerConfig, supported, p); cfg != nil {
+	if cfg := providerConfigLayer(providerConfig, supported, knownHosts, p); cfg != nil {
 		layers = append(layers, layer{cfg: cfg, origin: originProviderConfig})
 	}
 	if err := p.err(); err != nil {
@@ -138,21 +140,23 @@ func resolveVersions(cfg *flux.FluxConfig, supported validation.SupportedVersion
 }
 
 // ValidateConfigMap validates the project ConfigMap on its own: its keys, the decoding of
-// config.yaml and every field it sets. Rules that need the other layers are not checked.
-func ValidateConfigMap(cm *corev1.ConfigMap, supported validation.SupportedVersions) error {
+// config.yaml and every field it sets, source.knownHosts within knownHosts. Rules that need the
+// other layers are not checked.
+func ValidateConfigMap(cm *corev1.ConfigMap, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits) error {
 	if cm == nil {
 		return nil
 	}
 	p := &problems{}
-	configMapLayers(cm, supported, p)
+	configMapLayers(cm, supported, knownHosts, p)
 	return p.err()
 }
 
 // ValidateProviderConfig validates an Extension providerConfig on its own: its decoding and every
-// field it sets. Rules that need the other layers are not checked.
-func ValidateProviderConfig(raw *runtime.RawExtension, supported validation.SupportedVersions) error {
+// field it sets, source.knownHosts within knownHosts. Rules that need the other layers are not
+// checked.
+func ValidateProviderConfig(raw *runtime.RawExtension, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits) error {
 	p := &problems{}
-	providerConfigLayer(raw, supported, p)
+	providerConfigLayer(raw, supported, knownHosts, p)
 	return p.err()
 }
 
@@ -160,7 +164,7 @@ func ValidateProviderConfig(raw *runtime.RawExtension, supported validation.Supp
 // every problem as a field error below fldPath, the providerConfig's path in the object that
 // embeds it (e.g. a Shoot's spec.extensions[0].providerConfig). A document that cannot be decoded
 // is blamed on fldPath itself.
-func ProviderConfigFieldErrors(raw *runtime.RawExtension, supported validation.SupportedVersions, fldPath *field.Path) field.ErrorList {
+func ProviderConfigFieldErrors(raw *runtime.RawExtension, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits, fldPath *field.Path) field.ErrorList {
 	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
 		return nil
 	}
@@ -175,7 +179,7 @@ func ProviderConfigFieldErrors(raw *runtime.RawExtension, supported validation.S
 	if cfg == nil {
 		return nil
 	}
-	return reroot(validateLayer(cfg, supported), fldPath)
+	return reroot(validateLayer(cfg, supported, knownHosts), fldPath)
 }
 
 // reroot places field errors with paths relative to a document below the document's path.

@@ -3,6 +3,7 @@ package fluxconfig_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
@@ -17,6 +18,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // supportedFluxMsg lists the selectors of supported.Flux: every release and its minor.
@@ -76,7 +78,7 @@ func problems(err error) []string {
 
 var _ = Describe("Resolve", func() {
 	resolve := func(cm *corev1.ConfigMap, providerConfig *runtime.RawExtension) (*flux.FluxConfig, error) {
-		return Resolve(defaults, supported, cm, providerConfig)
+		return Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), cm, providerConfig)
 	}
 
 	Describe("without configuration", func() {
@@ -418,6 +420,19 @@ bootstrap:
 				Expect(err).NotTo(HaveOccurred())
 				Expect(cfg.Source.KnownHosts).To(Equal(shootHosts))
 			})
+
+			It("bounds the knownHosts of every layer with the limits it is given", func() {
+				limits := sshkey.KnownHostsLimits{MaxBytes: 1024, MaxLines: 10, MaxPatternLength: 20, MaxWildcards: 1}
+				cm := configMap(legacyData())
+				cm.Data["config.yaml"] = "source:\n  knownHosts: '*.*.example.com " + strings.SplitN(projectHosts, " ", 2)[1] + "'\n"
+				_, err := Resolve(defaults, supported, limits, cm, raw(`{"source":{"knownHosts":"`+strings.Repeat("#", 1025)+`"}}`))
+				Expect(problems(err)).To(ConsistOf(
+					`ConfigMap garden-foo/flux-config: config.yaml: source.knownHosts: Invalid value: "*.*.example.com": line 1: host pattern has 2 wildcards (* and ?), may not have more than 1`,
+					`Extension providerConfig: source.knownHosts: Too long: is 1025 bytes, may not be more than 1024 bytes`,
+				))
+				Expect(ValidateConfigMap(cm, supported, limits)).To(MatchError(ContainSubstring("host pattern has 2 wildcards")))
+				Expect(ValidateConfigMap(cm, supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
+			})
 		})
 
 		Describe("the Flux path: a shoot's value beats the project's, whichever field sets it", func() {
@@ -675,27 +690,27 @@ source:
 
 		It("resolves a default minor to its newest patch, below every other layer", func() {
 			minorDefaults := Defaults{FluxVersion: "v2.9", KluctlVersion: "2.28.x"}
-			cfg, err := Resolve(minorDefaults, supported, nil, nil)
+			cfg, err := Resolve(minorDefaults, supported, sshkey.DefaultKnownHostsLimits(), nil, nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(cfg.Flux.Version).To(Equal("v2.9.5"))
 			Expect(cfg.Kluctl.Version).To(Equal("v2.28.2"))
 
-			cfg, err = Resolve(minorDefaults, supported, configMap(map[string]string{"fluxVersion": "2.8.x"}), nil)
+			cfg, err = Resolve(minorDefaults, supported, sshkey.DefaultKnownHostsLimits(), configMap(map[string]string{"fluxVersion": "2.8.x"}), nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(cfg.Flux.Version).To(Equal("v2.8.0"))
 
-			cfg, err = Resolve(minorDefaults, supported, configMap(map[string]string{"fluxVersion": "2.8.x"}), raw(`{"flux":{"version":"v2.9.4"}}`))
+			cfg, err = Resolve(minorDefaults, supported, sshkey.DefaultKnownHostsLimits(), configMap(map[string]string{"fluxVersion": "2.8.x"}), raw(`{"flux":{"version":"v2.9.4"}}`))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(cfg.Flux.Version).To(Equal("v2.9.4"))
 		})
 
 		It("names the operator's configuration for unsupported default versions", func() {
-			_, err := Resolve(Defaults{FluxVersion: "2.0.0", KluctlVersion: "v2.28.2"}, supported, nil, nil)
+			_, err := Resolve(Defaults{FluxVersion: "2.0.0", KluctlVersion: "v2.28.2"}, supported, sshkey.DefaultKnownHostsLimits(), nil, nil)
 			Expect(err).To(MatchError(`controller configuration: defaultFluxVersion: Unsupported value: "2.0.0": ` + supportedFluxMsg))
 		})
 
 		It("needs versions if the operator sets no defaults", func() {
-			_, err := Resolve(Defaults{}, supported, nil, nil)
+			_, err := Resolve(Defaults{}, supported, sshkey.DefaultKnownHostsLimits(), nil, nil)
 			Expect(problems(err)).To(ConsistOf(
 				"effective configuration: flux.version: Required value: must not be empty",
 				"effective configuration: kluctl.version: Required value: must not be empty",
@@ -737,17 +752,17 @@ source:
 
 var _ = Describe("ValidateConfigMap", func() {
 	It("accepts no ConfigMap", func() {
-		Expect(ValidateConfigMap(nil, supported)).To(Succeed())
+		Expect(ValidateConfigMap(nil, supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
 	})
 
 	It("accepts a valid ConfigMap", func() {
 		cm := configMap(legacyData())
 		cm.Data["config.yaml"] = "bootstrap:\n  mode: kluctl\n"
-		Expect(ValidateConfigMap(cm, supported)).To(Succeed())
+		Expect(ValidateConfigMap(cm, supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
 	})
 
 	It("accepts a partial layer that relies on other layers", func() {
-		Expect(ValidateConfigMap(configMap(map[string]string{"repositoryBranch": "main", "config.yaml": "kluctl:\n  enabled: false\n"}), supported)).To(Succeed())
+		Expect(ValidateConfigMap(configMap(map[string]string{"repositoryBranch": "main", "config.yaml": "kluctl:\n  enabled: false\n"}), supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
 	})
 
 	It("reports every problem of the ConfigMap", func() {
@@ -755,7 +770,7 @@ var _ = Describe("ValidateConfigMap", func() {
 			"fluxVersion": "0.29.5",
 			"config.yaml": "source:\n  ref:\n    commit: abc\n",
 			"extra":       "",
-		}), supported)
+		}), supported, sshkey.DefaultKnownHostsLimits())
 		Expect(err).To(MatchError(ErrInvalidConfig))
 		Expect(problems(err)).To(Equal([]string{
 			"ConfigMap garden-foo/flux-config: extra: Forbidden: unknown key; the supported keys are config.yaml, fluxVersion, repositoryBranch, repositoryType, repositoryUrl",
@@ -767,20 +782,20 @@ var _ = Describe("ValidateConfigMap", func() {
 
 var _ = Describe("ValidateProviderConfig", func() {
 	It("accepts no providerConfig", func() {
-		Expect(ValidateProviderConfig(nil, supported)).To(Succeed())
-		Expect(ValidateProviderConfig(&runtime.RawExtension{}, supported)).To(Succeed())
+		Expect(ValidateProviderConfig(nil, supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
+		Expect(ValidateProviderConfig(&runtime.RawExtension{}, supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
 	})
 
 	It("accepts a partial layer that relies on other layers", func() {
-		Expect(ValidateProviderConfig(raw(`{"source":{"ref":{"tag":"v1"}},"kluctl":{"enabled":false}}`), supported)).To(Succeed())
+		Expect(ValidateProviderConfig(raw(`{"source":{"ref":{"tag":"v1"}},"kluctl":{"enabled":false}}`), supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
 	})
 
 	It("rejects unknown fields", func() {
-		Expect(ValidateProviderConfig(raw(`{"source":{"url":"ssh://git@host/r","tag":"v1"}}`), supported)).To(MatchError(`Extension providerConfig: source.tag: Forbidden: unknown field`))
+		Expect(ValidateProviderConfig(raw(`{"source":{"url":"ssh://git@host/r","tag":"v1"}}`), supported, sshkey.DefaultKnownHostsLimits())).To(MatchError(`Extension providerConfig: source.tag: Forbidden: unknown field`))
 	})
 
 	It("rejects invalid values", func() {
-		Expect(ValidateProviderConfig(raw(`{"flux":{"namespace":"Flux"}}`), supported)).To(MatchError(`Extension providerConfig: flux.namespace: Invalid value: "Flux": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`))
+		Expect(ValidateProviderConfig(raw(`{"flux":{"namespace":"Flux"}}`), supported, sshkey.DefaultKnownHostsLimits())).To(MatchError(`Extension providerConfig: flux.namespace: Invalid value: "Flux": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`))
 	})
 })
 
@@ -795,25 +810,25 @@ var _ = Describe("ProviderConfigFieldErrors", func() {
 	}
 
 	It("accepts an empty or valid providerConfig", func() {
-		Expect(ProviderConfigFieldErrors(nil, supported, fldPath)).To(BeEmpty())
-		Expect(ProviderConfigFieldErrors(raw(`{"source":{"url":"ssh://git@host/r"}}`), supported, fldPath)).To(BeEmpty())
+		Expect(ProviderConfigFieldErrors(nil, supported, sshkey.DefaultKnownHostsLimits(), fldPath)).To(BeEmpty())
+		Expect(ProviderConfigFieldErrors(raw(`{"source":{"url":"ssh://git@host/r"}}`), supported, sshkey.DefaultKnownHostsLimits(), fldPath)).To(BeEmpty())
 	})
 
 	It("places field errors below the providerConfig's path", func() {
-		Expect(errorStrings(ProviderConfigFieldErrors(raw(`{"source":{"url":"http://h/r"},"additionalSecretResources":[{"name":""}]}`), supported, fldPath))).To(ConsistOf(
+		Expect(errorStrings(ProviderConfigFieldErrors(raw(`{"source":{"url":"http://h/r"},"additionalSecretResources":[{"name":""}]}`), supported, sshkey.DefaultKnownHostsLimits(), fldPath))).To(ConsistOf(
 			HavePrefix("spec.extensions[2].providerConfig.source.url: Invalid value"),
 			HavePrefix("spec.extensions[2].providerConfig.additionalSecretResources[0].name: Required value"),
 		))
 	})
 
 	It("places unknown fields below the providerConfig's path", func() {
-		Expect(errorStrings(ProviderConfigFieldErrors(raw(`{"source":{"uri":"x"}}`), supported, fldPath))).To(ConsistOf(
+		Expect(errorStrings(ProviderConfigFieldErrors(raw(`{"source":{"uri":"x"}}`), supported, sshkey.DefaultKnownHostsLimits(), fldPath))).To(ConsistOf(
 			"spec.extensions[2].providerConfig.source.uri: Forbidden: unknown field",
 		))
 	})
 
 	It("blames a document that cannot be decoded on the providerConfig itself", func() {
-		Expect(errorStrings(ProviderConfigFieldErrors(raw(`[1]`), supported, fldPath))).To(ConsistOf(
+		Expect(errorStrings(ProviderConfigFieldErrors(raw(`[1]`), supported, sshkey.DefaultKnownHostsLimits(), fldPath))).To(ConsistOf(
 			"spec.extensions[2].providerConfig: Invalid value: must be a FluxConfig object",
 		))
 	})

@@ -7,12 +7,13 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // validateLayer checks every field a single layer sets on its own. Rules that combine fields of
 // different sections are left to the effective configuration, because another layer may supply the
 // missing part.
-func validateLayer(cfg *v1alpha1.FluxConfig, supported validation.SupportedVersions) field.ErrorList {
+func validateLayer(cfg *v1alpha1.FluxConfig, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits) field.ErrorList {
 	allErrs := field.ErrorList{}
 
 	if f := cfg.Flux; f != nil {
@@ -42,7 +43,7 @@ func validateLayer(cfg *v1alpha1.FluxConfig, supported validation.SupportedVersi
 	}
 
 	if s := cfg.Source; s != nil {
-		allErrs = append(allErrs, validateSourceLayer(s, field.NewPath("source"))...)
+		allErrs = append(allErrs, validateSourceLayer(s, knownHosts, field.NewPath("source"))...)
 	}
 
 	if b := cfg.Bootstrap; b != nil {
@@ -92,7 +93,7 @@ func ValidateControllers(controllers map[string]v1alpha1.ControllerSettings, fld
 	return allErrs
 }
 
-func validateSourceLayer(s *v1alpha1.Source, fldPath *field.Path) field.ErrorList {
+func validateSourceLayer(s *v1alpha1.Source, knownHosts sshkey.KnownHostsLimits, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	if s.URL != nil {
 		allErrs = append(allErrs, validation.ValidateGitURL(*s.URL, fldPath.Child("url"))...)
@@ -108,7 +109,7 @@ func validateSourceLayer(s *v1alpha1.Source, fldPath *field.Path) field.ErrorLis
 		allErrs = append(allErrs, validation.ValidateRepositoryType(flux.RepositoryType(*s.Type), fldPath.Child("type"))...)
 	}
 	if s.KnownHosts != nil {
-		allErrs = append(allErrs, validation.ValidateKnownHosts(*s.KnownHosts, fldPath.Child("knownHosts"))...)
+		allErrs = append(allErrs, sshkey.ValidateKnownHosts(*s.KnownHosts, knownHosts, fldPath.Child("knownHosts"))...)
 	}
 	if s.SecretResourceName != nil && *s.SecretResourceName == "" {
 		allErrs = append(allErrs, field.Required(fldPath.Child("secretResourceName"), "must name a Shoot spec.resources Secret if set"))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"time"
@@ -161,22 +160,6 @@ func scanOnce(ctx context.Context, dial DialFunc, address string, algorithms []s
 		err = errors.New("server did not present a host key")
 	}
 	return nil, err
-}
-
-// ValidateKnownHosts returns an error if known_hosts data contains a line that is not a valid
-// known_hosts entry. Empty data is valid.
-func ValidateKnownHosts(knownHosts []byte) error {
-	rest := knownHosts
-	for {
-		var err error
-		_, _, _, _, rest, err = ssh.ParseKnownHosts(rest)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("invalid known_hosts data: %w", err)
-		}
-	}
 }
 
 // VerifyHostKeyCallback returns a host key callback that accepts only the keys in knownHosts,

@@ -5,11 +5,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
@@ -53,7 +56,29 @@ var _ = Describe("known_hosts matching in memory", func() {
 		Entry("upper-case pattern", "GitHub.COM", "github.com", true),
 		Entry("hashed host with port", knownhosts.HashHostname("[git.example.org]:2222"), "git.example.org:2222", true),
 		Entry("hashed host, other port", knownhosts.HashHostname("[git.example.org]:2222"), "git.example.org:22", false),
+		// As for OpenSSH and x/crypto, a hashed name counts only at the start of the line.
+		Entry("hashed name after a negation is a plain pattern", "*.example.org,!"+knownhosts.HashHostname("git.example.org"), "git.example.org", true),
+		Entry("upper-case host", "*.example.org", "GIT.Example.org", true),
+		Entry("star at the end matches the empty string", "git.example.org*", "git.example.org", true),
+		Entry("question mark at the end", "git.example.or?", "git.example.org", true),
+		Entry("one of a comma list", "a.example.org,b.example.org,c.example.org", "c.example.org", true),
+		Entry("empty pattern in a list is skipped", "a.example.org,,b.example.org", "b.example.org", true),
+		Entry("only negated patterns select nothing", "!a.example.org", "b.example.org", false),
+		// x/crypto in Flux and kluctl compares the port; OpenSSH would match the string.
+		Entry("ports are compared, not matched", "[git.example.org]:*", "git.example.org:2222", false),
+		Entry("a bare pattern means port 22", "*", "git.example.org:2222", false),
 	)
+
+	// Issue 20: a project admin's pattern kept a worker at 100% CPU for good, since matching
+	// recursed at every '*' (4 wildcards: 0.4 s, 5: 21 s, 6: minutes). The bound is not a
+	// performance goal (BenchmarkMatchHost has those) but catches a hang.
+	It("answers at once for a crafted pattern and a long host name", func() {
+		data := []byte(strings.Repeat("*a", 9) + "z " + lineKey(key) + "\n")
+		host := strings.Repeat("a", 180)
+		done := make(chan bool, 1)
+		go func() { done <- sshkey.KnownHostsContains(data, host) }()
+		Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeFalse()))
+	})
 
 	It("does not count @cert-authority or @revoked lines as entries", func() {
 		data := []byte("@cert-authority *.example.org " + lineKey(key) + "\n@revoked git.example.org " + lineKey(other) + "\n")
@@ -61,11 +86,13 @@ var _ = Describe("known_hosts matching in memory", func() {
 	})
 
 	It("verifies like x/crypto's knownhosts", func() {
+		third := newHostKey("ed25519").PublicKey()
 		dir := GinkgoT().TempDir()
 		data := []byte("# pinned\n" +
 			knownhosts.Line([]string{"github.com"}, key) + "\n" +
 			"@revoked * " + lineKey(other) + "\n" +
-			knownhosts.HashHostname("[git.example.org]:2222") + " " + lineKey(key) + "\n")
+			knownhosts.HashHostname("[git.example.org]:2222") + " " + lineKey(key) + "\n" +
+			"*.example.org,!" + knownhosts.HashHostname("git.example.org") + ",![*.example.org]:*,git?.example.com " + lineKey(third) + "\n")
 		file := filepath.Join(dir, "known_hosts")
 		Expect(os.WriteFile(file, data, 0o600)).To(Succeed())
 		reference, err := knownhosts.New(file)
@@ -80,6 +107,7 @@ var _ = Describe("known_hosts matching in memory", func() {
 		}{
 			{"github.com:22", key}, {"github.com:22", other}, {"gitlab.com:22", key},
 			{"git.example.org:2222", key}, {"git.example.org:22", key}, {"git.example.org:2222", other},
+			{"git.example.org:22", third}, {"git1.example.com:22", third}, {"git.example.com:22", third}, {"git2.example.com:2222", third},
 		} {
 			want := reference(c.host, remote, c.key)
 			got := ours(c.host, remote, c.key)
@@ -89,7 +117,85 @@ var _ = Describe("known_hosts matching in memory", func() {
 
 	It("names the line of an invalid entry", func() {
 		_, err := sshkey.VerifyHostKeyCallback([]byte("# one\n" + knownhosts.Line([]string{"a"}, key) + "\n!," + " " + lineKey(key) + "\n"))
-		Expect(err).To(MatchError(ContainSubstring("line 3")))
+		Expect(err).To(MatchError(ContainSubstring("line 3: host pattern is a negation without following host name")))
+	})
+})
+
+var _ = Describe("ValidateKnownHosts", func() {
+	var (
+		key    ssh.PublicKey
+		limits sshkey.KnownHostsLimits
+		fld    *field.Path
+	)
+
+	BeforeEach(func() {
+		key = newHostKey("ed25519").PublicKey()
+		limits = sshkey.KnownHostsLimits{MaxBytes: 4096, MaxLines: 10, MaxPatternLength: 64, MaxWildcards: 3}
+		fld = field.NewPath("source", "knownHosts")
+	})
+
+	line := func(patterns string) string { return patterns + " " + lineKey(key) + "\n" }
+
+	It("accepts what a scan stores and what users write", func() {
+		data := "# git hosts of the fleet\n\n" +
+			line("github.com") + line("[git.example.org]:2222") + line("*.example.org,!evil.example.org") +
+			line("10.0.*.?") + line(knownhosts.HashHostname("gitlab.com")) +
+			"@revoked * " + lineKey(newHostKey("ecdsa").PublicKey()) + "\n" +
+			"@cert-authority *.example.org " + lineKey(key) + " ca\r\n"
+		Expect(sshkey.ValidateKnownHosts(data, limits, fld)).To(BeEmpty())
+		Expect(sshkey.ValidateKnownHosts(data, sshkey.DefaultKnownHostsLimits(), fld)).To(BeEmpty())
+	})
+
+	It("bounds the size before it parses anything", func() {
+		data := strings.Repeat("#", 4097)
+		Expect(sshkey.ValidateKnownHosts(data, limits, fld).ToAggregate()).To(MatchError(
+			"source.knownHosts: Too long: is 4097 bytes, may not be more than 4096 bytes"))
+	})
+
+	It("bounds the lines", func() {
+		Expect(sshkey.ValidateKnownHosts(strings.Repeat("#\n", 10), limits, fld)).To(BeEmpty())
+		Expect(sshkey.ValidateKnownHosts(strings.Repeat("#\n", 10)+"#", limits, fld).ToAggregate()).To(MatchError(
+			"source.knownHosts: Too many: 11: has 11 lines, may not have more than 10"))
+	})
+
+	It("bounds the length of a host pattern", func() {
+		long := strings.Repeat("a", 53) + ".example.org"
+		Expect(sshkey.ValidateKnownHosts(line("github.com,"+long), limits, fld).ToAggregate()).To(MatchError(
+			`source.knownHosts: Invalid value: "` + long + `": line 1: host pattern is 65 characters long, may not be more than 64`))
+	})
+
+	It("bounds the wildcards of a host pattern", func() {
+		Expect(sshkey.ValidateKnownHosts(line("*.*.?.example.org"), limits, fld)).To(BeEmpty())
+		Expect(sshkey.ValidateKnownHosts("# ok\n"+line("*a*a*a?z"), limits, fld).ToAggregate()).To(MatchError(
+			`source.knownHosts: Invalid value: "*a*a*a?z": line 2: host pattern has 4 wildcards (* and ?), may not have more than 3`))
+	})
+
+	It("treats zero limits as unbounded", func() {
+		data := strings.Repeat(line(strings.Repeat("*a", 100)+"z"), 20)
+		Expect(sshkey.ValidateKnownHosts(data, sshkey.KnownHostsLimits{}, fld)).To(BeEmpty())
+	})
+
+	DescribeTable("rejects what x/crypto's reader rejects",
+		func(data, want string) {
+			Expect(sshkey.ValidateKnownHosts(data, limits, fld).ToAggregate()).To(MatchError(ContainSubstring(want)))
+		},
+		Entry("negation without host", "!,a "+"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+			`Invalid value: "!": line 1: host pattern is a negation without following host name`),
+		Entry("bracket without port", "[git.example.org] ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+			`line 1: host pattern must be "[host]:port"`),
+		Entry("bad hash", "|2|abc|def ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+			`line 1: host pattern unsupported hashed host "|2|abc|def"`),
+		Entry("hashed name in a list", knownhosts.HashHostname("github.com")+",gitlab.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+			`line 1: host pattern is hashed and must be the only one of its line`),
+		Entry("unknown marker", "@trusted a ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+			"line 1 is not a known_hosts entry: unknown marker @trusted, expected @cert-authority or @revoked"),
+		Entry("no key", "github.com ssh-ed25519", "line 1 is not a known_hosts entry"),
+	)
+
+	It("reports a bounded number of bad lines", func() {
+		errs := sshkey.ValidateKnownHosts(strings.Repeat("bad\n", 12), sshkey.DefaultKnownHostsLimits(), fld)
+		Expect(errs).To(HaveLen(11))
+		Expect(errs[10].Error()).To(Equal("source.knownHosts: Invalid value: 2 more lines are invalid"))
 	})
 })
 

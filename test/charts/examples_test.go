@@ -37,6 +37,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // exampleObjects decodes an example file.
@@ -149,8 +150,8 @@ var _ = Describe("examples", func() {
 		ext := shoot.Spec.Extensions[0]
 		Expect(ext.Type).To(Equal(constants.ExtensionType))
 		defaults, supported := fluxDefaults()
-		Expect(fluxconfig.ValidateProviderConfig(ext.ProviderConfig, supported)).To(Succeed())
-		cfg, err := fluxconfig.Resolve(defaults, supported, nil, ext.ProviderConfig)
+		Expect(fluxconfig.ValidateProviderConfig(ext.ProviderConfig, supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
+		cfg, err := fluxconfig.Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), nil, ext.ProviderConfig)
 		Expect(err).NotTo(HaveOccurred())
 
 		Expect(cfg.Source).NotTo(BeNil())
@@ -198,8 +199,8 @@ var _ = Describe("examples", func() {
 		Expect(cm.Data).To(HaveKey(constants.ConfigMapKeyRepositoryType))
 
 		defaults, supported := fluxDefaults()
-		Expect(fluxconfig.ValidateConfigMap(cm, supported)).To(Succeed())
-		cfg, err := fluxconfig.Resolve(defaults, supported, cm, nil)
+		Expect(fluxconfig.ValidateConfigMap(cm, supported, sshkey.DefaultKnownHostsLimits())).To(Succeed())
+		cfg, err := fluxconfig.Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), cm, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.Source).NotTo(BeNil())
 	})
@@ -219,7 +220,7 @@ var _ = Describe("examples", func() {
 		}
 
 		defaults, supported := fluxDefaults()
-		cfg, err := fluxconfig.Resolve(defaults, supported, cm, nil)
+		cfg, err := fluxconfig.Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), cm, nil)
 		Expect(err).NotTo(HaveOccurred())
 		if cfg.Bootstrap.Mode != fluxapi.BootstrapModeKluctl {
 			Expect(cfg.Kluctl.Enabled).To(BeFalse(), "mode %s does not use the kluctl controller", cfg.Bootstrap.Mode)

@@ -25,6 +25,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // ---- Secret names ----
@@ -313,7 +314,7 @@ func bootstrapIntervals() (kluctl, flux time.Duration) {
 	defaults := fluxconfig.Defaults{FluxVersion: manifests.FluxVersions()[0], KluctlVersion: manifests.KluctlVersions()[0]}
 	for _, mode := range []string{"kluctl", "flux"} {
 		raw := fmt.Sprintf(`{"flux":{"components":["source-controller","kustomize-controller"]},"source":{"url":"https://github.com/example/fleet"},"bootstrap":{"mode":%q}}`, mode)
-		cfg, err := fluxconfig.Resolve(defaults, manifests.SupportedVersions(), nil, &runtime.RawExtension{Raw: []byte(raw)})
+		cfg, err := fluxconfig.Resolve(defaults, manifests.SupportedVersions(), sshkey.DefaultKnownHostsLimits(), nil, &runtime.RawExtension{Raw: []byte(raw)})
 		Expect(err).NotTo(HaveOccurred())
 		if mode == "kluctl" {
 			kluctl = cfg.Bootstrap.Kluctl.Interval.Duration

@@ -16,6 +16,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // keepRow is a row of the table in docs/usage.md: the objects it names (`Kind` or `Kind name`, a
@@ -93,7 +94,7 @@ func delivered() []deliveredObject {
 		`{"flux":{"components":["source-controller","kustomize-controller"]},"source":{"oci":{"url":"oci://registry.example.com/fleet"}},"bootstrap":{"mode":"flux"}}`,
 	} {
 		cfg, err := fluxconfig.Resolve(fluxconfig.Defaults{FluxVersion: manifests.FluxVersions()[0], KluctlVersion: manifests.KluctlVersions()[0]},
-			manifests.SupportedVersions(), nil, &runtime.RawExtension{Raw: []byte(providerConfig)})
+			manifests.SupportedVersions(), sshkey.DefaultKnownHostsLimits(), nil, &runtime.RawExtension{Raw: []byte(providerConfig)})
 		Expect(err).NotTo(HaveOccurred())
 		url, credentials := cfg.Source.URL, &bootstrap.Credentials{Host: "github.com", Data: map[string][]byte{"identity": []byte("key"), "known_hosts": []byte("github.com ssh-ed25519 AAAA")}}
 		if cfg.Source.OCI != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -117,7 +118,7 @@ func renderKluctlDeployment(providerConfig string, withCredentials, withDecrypti
 	GinkgoHelper()
 	cfg := sb.ExtensionConfig()
 	resolved, err := fluxconfig.Resolve(fluxconfig.Defaults{FluxVersion: cfg.DefaultFluxVersion, KluctlVersion: cfg.DefaultKluctlVersion},
-		manifests.SupportedVersions(), nil, &runtime.RawExtension{Raw: compactJSON(providerConfig)})
+		manifests.SupportedVersions(), sshkey.DefaultKnownHostsLimits(), nil, &runtime.RawExtension{Raw: compactJSON(providerConfig)})
 	Expect(err).NotTo(HaveOccurred())
 	url, err := helper.ParseGitURL(resolved.Source.URL)
 	Expect(err).NotTo(HaveOccurred())

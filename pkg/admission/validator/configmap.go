@@ -14,12 +14,15 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // configMap validates the project ConfigMaps named flux-config.
 type configMap struct {
 	supported validation.SupportedVersions
 	hosts     *hostpolicy.Policy
+	// knownHosts bounds source.knownHosts of config.yaml as the extension controller does.
+	knownHosts sshkey.KnownHostsLimits
 }
 
 // NewConfigMapValidator returns a validator for project ConfigMaps named flux-config: their keys,
@@ -28,7 +31,7 @@ type configMap struct {
 // scan against the host policy. Other ConfigMaps are admitted; the webhook registration normally
 // keeps them away from the webhook.
 func NewConfigMapValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy) extensionswebhook.Validator {
-	return &configMap{supported: supported, hosts: hosts}
+	return &configMap{supported: supported, hosts: hosts, knownHosts: sshkey.DefaultKnownHostsLimits()}
 }
 
 // Validate validates a created or updated ConfigMap. An update that keeps data and binaryData is
@@ -51,7 +54,7 @@ func (c *configMap) Validate(_ context.Context, newObj, oldObj client.Object) er
 			return nil
 		}
 	}
-	if err := fluxconfig.ValidateConfigMap(cm, c.supported); err != nil {
+	if err := fluxconfig.ValidateConfigMap(cm, c.supported, c.knownHosts); err != nil {
 		return err
 	}
 	return fluxconfig.ValidateConfigMapHost(cm, c.hosts)

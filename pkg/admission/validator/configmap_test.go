@@ -2,6 +2,7 @@ package validator_test
 
 import (
 	"context"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -48,9 +49,11 @@ var _ = Describe("ConfigMap validator", func() {
 		})
 
 		DescribeTable("rejects invalid content with the key in the message",
-			func(data map[string]string, message string) {
+			func(data map[string]string, messages ...string) {
 				err := validator.Validate(ctx, projectConfigMap(data), nil)
-				Expect(err).To(MatchError(ContainSubstring(message)))
+				for _, message := range messages {
+					Expect(err).To(MatchError(ContainSubstring(message)))
+				}
 			},
 			Entry("bad repositoryUrl",
 				map[string]string{"repositoryUrl": "ftp://example.com/repo"},
@@ -86,6 +89,12 @@ var _ = Describe("ConfigMap validator", func() {
 			Entry("config.yaml with an invalid field",
 				map[string]string{"config.yaml": "bootstrap:\n  mode: helm\n"},
 				`config.yaml: bootstrap.mode: Unsupported value: "helm"`),
+			Entry("config.yaml with too many known_hosts lines",
+				map[string]string{"config.yaml": "source:\n  knownHosts: |\n" + strings.Repeat("    # comment\n", 1001)},
+				`ConfigMap garden-dev/flux-config: config.yaml: source.knownHosts: Too many: 1001: has 1001 lines, may not have more than 1000`),
+			Entry("config.yaml with too long a known_hosts pattern",
+				map[string]string{"config.yaml": "source:\n  knownHosts: " + strings.Repeat("a", 301) + " ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"},
+				`ConfigMap garden-dev/flux-config: config.yaml: source.knownHosts: Invalid value: "aaaa`, `line 1: host pattern is 301 characters long, may not be more than 300`),
 			Entry("config.yaml with an unknown management mode",
 				map[string]string{"config.yaml": "flux:\n  management: Handover\n"},
 				`ConfigMap garden-dev/flux-config: config.yaml: flux.management: Unsupported value: "Handover": supported values: "continuous", "handover"`),

@@ -19,12 +19,15 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // shoot validates the shoot-flux extension of Shoots.
 type shoot struct {
 	supported validation.SupportedVersions
 	hosts     *hostpolicy.Policy
+	// knownHosts bounds source.knownHosts of the providerConfig as the extension controller does.
+	knownHosts sshkey.KnownHostsLimits
 }
 
 // NewShootValidator returns a validator for the shoot-flux entry of a Shoot's spec.extensions: the
@@ -32,7 +35,7 @@ type shoot struct {
 // SSH host key the extension would scan against the host policy (without DNS and seed networks,
 // which only the controller knows), and the Shoot spec.resources entries it references.
 func NewShootValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy) extensionswebhook.Validator {
-	return &shoot{supported: supported, hosts: hosts}
+	return &shoot{supported: supported, hosts: hosts, knownHosts: sshkey.DefaultKnownHostsLimits()}
 }
 
 // Validate validates a created or updated Shoot. An update is only checked for what it changes:
@@ -66,7 +69,7 @@ func (s *shoot) Validate(_ context.Context, newObj, oldObj client.Object) error 
 	var errs field.ErrorList
 	configChanged := oldExt == nil || !sameProviderConfig(oldExt.ProviderConfig, ext.ProviderConfig)
 	if configChanged {
-		errs = append(errs, fluxconfig.ProviderConfigFieldErrors(ext.ProviderConfig, s.supported, fldPath)...)
+		errs = append(errs, fluxconfig.ProviderConfigFieldErrors(ext.ProviderConfig, s.supported, s.knownHosts, fldPath)...)
 		errs = append(errs, fluxconfig.ProviderConfigHostErrors(ext.ProviderConfig, s.hosts, fldPath)...)
 	}
 

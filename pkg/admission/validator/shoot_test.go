@@ -129,6 +129,13 @@ var _ = Describe("Shoot validator", func() {
 			Entry("wrong kind",
 				`{"apiVersion": "v1", "kind": "ConfigMap"}`,
 				`spec.extensions[1].providerConfig: Invalid value: apiVersion and kind must be shoot-flux.extensions.gardener.cloud/v1alpha1 FluxConfig`),
+			// Issue 20: matching such a pattern against a long host name hung the extension.
+			Entry("a known_hosts pattern with too many wildcards",
+				`{"source": {"url": "ssh://git@github.com/owner/repo", "knownHosts": "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*az ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"}}`,
+				`spec.extensions[1].providerConfig.source.knownHosts: Invalid value: "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*az": line 1: host pattern has 17 wildcards (* and ?), may not have more than 16`),
+			Entry("a known_hosts line that is no entry",
+				`{"source": {"url": "ssh://git@github.com/owner/repo", "knownHosts": "# ok\ngithub.com"}}`,
+				`spec.extensions[1].providerConfig.source.knownHosts: Invalid value: "github.com": line 2 is not a known_hosts entry`),
 			Entry("several problems at once",
 				`{"flux": {"version": "v2.0.0"}, "source": {"url": "ftp://example.com/repo"}}`,
 				`spec.extensions[1].providerConfig.flux.version: Unsupported value`, `spec.extensions[1].providerConfig.source.url: Invalid value`),

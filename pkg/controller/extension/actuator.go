@@ -29,21 +29,25 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // NewActuator returns the actuator of shoot-flux Extensions. seedClient should be the manager's
 // (cached) client, gardenClient a client of the garden cluster whose cache holds the project
 // ConfigMaps and which fails at once while the garden is not reachable (gardencluster.Client).
 func NewActuator(seedClient client.Client, gardenClient client.Client, cfg config.ControllerConfiguration) extension.Actuator {
+	knownHostsLimits := sshkey.DefaultKnownHostsLimits()
 	return &actuator{
-		client: seedClient,
-		garden: gardenClient,
-		config: cfg,
+		client:           seedClient,
+		garden:           gardenClient,
+		config:           cfg,
+		knownHostsLimits: knownHostsLimits,
 		keys: &deploykey.Manager{
 			Client:                gardenClient,
 			Algorithm:             sshkeyAlgorithm(cfg),
 			ScanTimeout:           cfg.Timeouts.HostKeyScan.Duration,
 			ExtraKnownHosts:       []byte(cfg.KnownHosts),
+			KnownHostsLimits:      knownHostsLimits,
 			AllowInsecureHostKeys: cfg.AllowInsecureHostKeys,
 		},
 	}
@@ -53,7 +57,10 @@ type actuator struct {
 	client client.Client
 	garden client.Client
 	config config.ControllerConfiguration
-	keys   *deploykey.Manager
+	// knownHostsLimits bound every known_hosts a tenant writes: source.knownHosts, the deploy key
+	// Secret and the credentials Secret of source.secretResourceName. keys has the same.
+	knownHostsLimits sshkey.KnownHostsLimits
+	keys             *deploykey.Manager
 }
 
 // Reconcile resolves the configuration, ensures credentials and deploys both ManagedResources.
@@ -229,7 +236,7 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 		FluxVersion:   a.config.DefaultFluxVersion,
 		KluctlVersion: a.config.DefaultKluctlVersion,
 		Controllers:   a.config.Controllers,
-	}, manifests.SupportedVersions(), cm, ex.Spec.ProviderConfig)
+	}, manifests.SupportedVersions(), a.knownHostsLimits, cm, ex.Spec.ProviderConfig)
 	if err != nil {
 		// Resolve returns configuration errors that carry ERR_CONFIGURATION_PROBLEM already.
 		return nil, "", err

@@ -363,6 +363,49 @@ var _ = Describe("Actuator", func() {
 			Expect(providerStatus(ex).Fingerprint).To(Equal(fingerprint))
 		})
 
+		// Issue 20: the known_hosts of the deploy key Secret, which project admins edit, hung a
+		// worker with a crafted pattern; now it is bounded, and a bad one keeps what was deployed.
+		It("rejects an oversized known_hosts pattern in the deploy key Secret and keeps the deployment", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{
+				"repositoryUrl":  "ssh://git@git.example.com/org/repo",
+				"repositoryType": "private",
+			})})
+			Expect(reconcile()).To(Succeed())
+			deployed := managedResourceObjects(seed, constants.ManagedResourceBootstrap)
+
+			key := &corev1.Secret{}
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeysSecretName}, key)).To(Succeed())
+			crafted := strings.Repeat("*a", 17) + "z"
+			key.Data[constants.SecretKeyKnownHosts] = append(key.Data[constants.SecretKeyKnownHosts], []byte(crafted+" "+strings.SplitN(hostKeyLine, " ", 2)[1])...)
+			Expect(garden.Update(ctx, key)).To(Succeed())
+			rec.reset()
+
+			err := reconcile()
+			Expect(err).To(MatchError(ContainSubstring(`Secret garden-foo/shoot-flux-deploy-keys: data[known_hosts]: Invalid value: "` + crafted +
+				`": line 2: host pattern has 17 wildcards (* and ?), may not have more than 16`)))
+			Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+			Expect(rec.reset()).To(BeEmpty())
+			Expect(managedResourceObjects(seed, constants.ManagedResourceBootstrap)).To(Equal(deployed))
+		})
+
+		It("rejects an oversized known_hosts in the credentials Secret of the shoot", func() {
+			own, err := sshkey.Generate(sshkey.AlgorithmED25519, "")
+			Expect(err).NotTo(HaveOccurred())
+			theShoot.Spec.Resources = []gardencorev1beta1.NamedResourceReference{{Name: "git", ResourceRef: autoscalingRef("my-git")}}
+			build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "ssh://git@git.example.com/org/repo"})},
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ref-my-git", Namespace: seedNamespace}, Data: map[string][]byte{
+					constants.SecretKeyIdentity:   own.PrivateKey,
+					constants.SecretKeyKnownHosts: []byte(strings.Repeat("# padding\n", 1001)),
+				}})
+			ex.Spec.ProviderConfig = providerConfig(`{"source":{"secretResourceName":"git"}}`)
+			Expect(seed.Update(ctx, ex)).To(Succeed())
+
+			err = reconcile()
+			Expect(err).To(MatchError("source.secretResourceName: Secret data[known_hosts]: Too many: 1001: has 1001 lines, may not have more than 1000"))
+			Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+			Expect(err.Error()).NotTo(ContainSubstring("PRIVATE KEY"))
+		})
+
 		It("delivers the shoot's identity and follows changes of the Cluster", func() {
 			theShoot.Spec.Kubernetes.Version = "1.33.2"
 			theShoot.Spec.Region = "eu-1"

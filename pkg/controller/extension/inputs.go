@@ -14,6 +14,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
@@ -184,20 +185,26 @@ func secretResources(ctx context.Context, refs *resourceReader, cfg *fluxapi.Flu
 // credentials need known_hosts from the Secret, the configuration or the operator.
 func (a *actuator) userCredentials(cfg *fluxapi.FluxConfig, url *helper.GitURL, data map[string][]byte) (*bootstrap.Credentials, bool, error) {
 	creds := &bootstrap.Credentials{Host: url.CredentialsHost(), Data: map[string][]byte{}}
-	field := "source.secretResourceName"
+	fieldName := "source.secretResourceName"
 
 	if identity, ok := data[constants.SecretKeyIdentity]; ok {
 		if url.Scheme != helper.SchemeSSH {
-			return nil, false, configurationError(fmt.Errorf("%s: Secret key %q needs an ssh URL, got %s", field, constants.SecretKeyIdentity, url.Scheme))
+			return nil, false, configurationError(fmt.Errorf("%s: Secret key %q needs an ssh URL, got %s", fieldName, constants.SecretKeyIdentity, url.Scheme))
 		}
 		if _, err := sshkey.ParsePrivateKey(identity); err != nil {
-			return nil, false, configurationError(fmt.Errorf("%s: Secret key %q is not a valid unencrypted SSH private key", field, constants.SecretKeyIdentity))
+			return nil, false, configurationError(fmt.Errorf("%s: Secret key %q is not a valid unencrypted SSH private key", fieldName, constants.SecretKeyIdentity))
 		}
 		creds.Data[constants.SecretKeyIdentity] = identity
+		// The shoot's Flux or kluctl reads these; like the deploy key Secret, the tenant's data is
+		// bounded and must parse, so that a mistake shows here and not in the shoot.
+		userKnownHosts := string(data[constants.SecretKeyKnownHosts])
+		if errs := sshkey.ValidateKnownHosts(userKnownHosts, a.knownHostsLimits, field.NewPath("data").Key(constants.SecretKeyKnownHosts)); len(errs) > 0 {
+			return nil, false, configurationError(fmt.Errorf("%s: Secret %w", fieldName, errs.ToAggregate()))
+		}
 		knownHosts := deploykey.JoinKnownHosts(data[constants.SecretKeyKnownHosts], []byte(cfg.Source.KnownHosts), []byte(a.config.KnownHosts))
 		if len(knownHosts) == 0 {
 			if !a.config.AllowInsecureHostKeys {
-				return nil, false, configurationError(fmt.Errorf("%s: no known_hosts for %s: add key %q to the Secret or set source.knownHosts", field, url.Host, constants.SecretKeyKnownHosts))
+				return nil, false, configurationError(fmt.Errorf("%s: no known_hosts for %s: add key %q to the Secret or set source.knownHosts", fieldName, url.Host, constants.SecretKeyKnownHosts))
 			}
 			return creds, true, nil
 		}
@@ -208,10 +215,10 @@ func (a *actuator) userCredentials(cfg *fluxapi.FluxConfig, url *helper.GitURL, 
 	username, hasUser := data[constants.SecretKeyUsername]
 	password, hasPassword := data[constants.SecretKeyPassword]
 	if !hasUser || !hasPassword {
-		return nil, false, configurationError(fmt.Errorf("%s: Secret must contain %q (and %q) or %q and %q", field, constants.SecretKeyIdentity, constants.SecretKeyKnownHosts, constants.SecretKeyUsername, constants.SecretKeyPassword))
+		return nil, false, configurationError(fmt.Errorf("%s: Secret must contain %q (and %q) or %q and %q", fieldName, constants.SecretKeyIdentity, constants.SecretKeyKnownHosts, constants.SecretKeyUsername, constants.SecretKeyPassword))
 	}
 	if url.Scheme != helper.SchemeHTTPS {
-		return nil, false, configurationError(fmt.Errorf("%s: username/password credentials need an https URL, got %s", field, url.Scheme))
+		return nil, false, configurationError(fmt.Errorf("%s: username/password credentials need an https URL, got %s", fieldName, url.Scheme))
 	}
 	creds.Data[constants.SecretKeyUsername] = username
 	creds.Data[constants.SecretKeyPassword] = password

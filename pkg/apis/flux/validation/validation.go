@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode"
 
-	"golang.org/x/crypto/ssh"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -23,6 +21,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // SupportedVersions are the Flux and kluctl releases the extension has manifests for, each with a
@@ -363,24 +362,11 @@ func ValidateBootstrapMode(mode flux.BootstrapMode, fldPath *field.Path) field.E
 	return nil
 }
 
-// ValidateKnownHosts checks that every line of knownHosts is empty, a comment or a known_hosts entry.
+// ValidateKnownHosts checks that every line of knownHosts is empty, a comment or a known_hosts
+// entry, see sshkey.ValidateKnownHosts. It bounds nothing: the limits of tenant input are applied
+// where a layer is read (package fluxconfig).
 func ValidateKnownHosts(knownHosts string, fldPath *field.Path) field.ErrorList {
-	allErrs := field.ErrorList{}
-	for i, line := range strings.Split(knownHosts, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
-			continue
-		}
-		_, _, _, _, _, err := ssh.ParseKnownHosts([]byte(line))
-		if errors.Is(err, io.EOF) {
-			// The parser silently skips lines without a field separator; ssh would ignore them too.
-			err = errors.New(`expected "[@marker] hosts key-type base64-key [comment]"`)
-		}
-		if err != nil {
-			allErrs = append(allErrs, field.Invalid(fldPath, trimmed, fmt.Sprintf("line %d is not a known_hosts entry: %v", i+1, err)))
-		}
-	}
-	return allErrs
+	return sshkey.ValidateKnownHosts(knownHosts, sshkey.KnownHostsLimits{}, fldPath)
 }
 
 // ValidateKluctlArgs checks that args, if set, is a JSON object, the only shape kluctl accepts.
