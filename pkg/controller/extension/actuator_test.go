@@ -363,6 +363,31 @@ var _ = Describe("Actuator", func() {
 			Expect(providerStatus(ex).Fingerprint).To(Equal(fingerprint))
 		})
 
+		It("warns once about data keys a requested rotation left alone", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{
+				"repositoryUrl":  "ssh://git@git.example.com/org/repo",
+				"repositoryType": "private",
+			})})
+			Expect(reconcile()).To(Succeed())
+			before := providerStatus(ex).Fingerprint
+
+			key := &corev1.Secret{}
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeysSecretName}, key)).To(Succeed())
+			key.Data["notes.identity"] = []byte("the project admin's")
+			metav1.SetMetaDataAnnotation(&key.ObjectMeta, constants.AnnotationRotate, "true")
+			Expect(garden.Update(ctx, key)).To(Succeed())
+
+			Expect(reconcile()).To(Succeed())
+			status := providerStatus(ex)
+			Expect(status.Fingerprint).NotTo(Equal(before))
+			Expect(status.Warnings).To(ConsistOf(`The rotation requested on Secret garden-foo/shoot-flux-deploy-keys left data keys alone that are no key pairs of the extension: "notes.identity".`))
+			Expect(garden.Get(ctx, client.ObjectKeyFromObject(key), key)).To(Succeed())
+			Expect(key.Data).To(HaveKeyWithValue("notes.identity", []byte("the project admin's")))
+
+			Expect(reconcile()).To(Succeed())
+			Expect(providerStatus(ex).Warnings).To(BeEmpty())
+		})
+
 		It("delivers the shoot's identity and follows changes of the Cluster", func() {
 			theShoot.Spec.Kubernetes.Version = "1.33.2"
 			theShoot.Spec.Region = "eu-1"

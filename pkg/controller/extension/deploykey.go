@@ -74,6 +74,12 @@ func (a *actuator) deployKey(ctx context.Context, log logr.Logger, seedNamespace
 		status.Warnings = append(status.Warnings, fmt.Sprintf("The deploy key of an earlier release (%s) could not be moved into Secret %s, so a new key was generated: register it at the repository.", previous.DeployKeySecret, constants.DeployKeysSecretName))
 	}
 
+	if key.RotationSkipped != "" {
+		// Only the reconcile that carried the rotation out reports it, in its own shoot's status:
+		// the request is gone from the Secret then.
+		status.Warnings = append(status.Warnings, fmt.Sprintf("The rotation requested on Secret %s/%s left data keys alone that are no key pairs of the extension: %s.", shoot.Namespace, key.SecretName, key.RotationSkipped))
+	}
+
 	status.PublicKey = key.AuthorizedKey
 	status.Fingerprint = key.Fingerprint
 	status.DeployKeySecret = shoot.Namespace + "/" + key.SecretName
