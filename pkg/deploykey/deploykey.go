@@ -363,7 +363,6 @@ func (m *Manager) rotateIfRequested(secret *corev1.Secret, generated map[string]
 		names   []string
 		ignored []string
 	)
-	// The annotation is the project admin's; every name it repeats is rotated once.
 	if strings.TrimSpace(value) == RotateAll {
 		names = slices.Sorted(maps.Keys(own))
 		ignored = foreignDataKeys(secret, own)
@@ -379,6 +378,7 @@ func (m *Manager) rotateIfRequested(secret *corev1.Secret, generated map[string]
 			}
 		}
 	}
+	// The annotation is the project admin's: a name it repeats is rotated once.
 	slices.Sort(names)
 	var result rotation
 	for _, name := range slices.Compact(names) {
