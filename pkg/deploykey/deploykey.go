@@ -19,6 +19,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -139,6 +140,9 @@ type Manager struct {
 	// MaxDataKeys bounds the number of data keys of the deploy key Secret that Ensure handles;
 	// zero means DefaultMaxDataKeys.
 	MaxDataKeys int
+
+	// rotating holds the project namespaces whose Secret a reconcile of this process is rotating.
+	rotating sync.Map
 }
 
 // Request describes the deploy key one shoot needs.
@@ -225,15 +229,35 @@ func (m *Manager) Ensure(ctx context.Context, log logr.Logger, req Request) (*De
 		// new ones, since generating an RSA key takes up to seconds of CPU.
 		generated = map[string]*sshkey.KeyPair{}
 		pair      *sshkey.KeyPair
+		// rotating is set while this call holds the project's rotation. The shoots of a project
+		// reconcile at once when its ConfigMap changes, and all would see the request: one
+		// generates the keys, the others go on with the keys they read, as a reconcile that read
+		// just before the rotation does, and pick the new ones up on their next reconcile.
+		rotating bool
 	)
+	defer func() {
+		if rotating {
+			m.rotating.Delete(req.Namespace)
+		}
+	}()
 	secret, err := m.write(ctx, req.Namespace, true, func(secret *corev1.Secret) (bool, error) {
 		created, adopted, rotated, skipped = false, false, false, ""
 		if err := m.checkDataKeys(secret); err != nil {
 			return false, err
 		}
-		rotation, changed, err := m.rotateIfRequested(secret, generated)
-		if err != nil {
-			return false, err
+		if _, requested := secret.Annotations[constants.AnnotationRotate]; requested && !rotating {
+			_, busy := m.rotating.LoadOrStore(req.Namespace, struct{}{})
+			rotating = !busy
+		}
+		var (
+			rotation rotation
+			changed  bool
+			err      error
+		)
+		if rotating {
+			if rotation, changed, err = m.rotateIfRequested(secret, generated); err != nil {
+				return false, err
+			}
 		}
 		rotated, skipped = slices.Contains(rotation.rotated, req.KeyName), rotation.skipped
 		if _, ok := secret.Data[req.KeyName+suffixIdentity]; ok {

@@ -700,6 +700,49 @@ var _ = Describe("Manager", func() {
 			})
 		})
 
+		It("leaves a rotation another reconcile of the process is doing to it", func() {
+			annotate("true")
+			inUpdate, release := make(chan struct{}), make(chan struct{})
+			var updates atomic.Int32
+			m.Client = newClient(interceptor.Funcs{
+				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					if updates.Add(1) == 1 {
+						close(inUpdate)
+						<-release
+					}
+					return c.Update(ctx, obj, opts...)
+				},
+			}, getSecret(c, constants.DeployKeysSecretName))
+			c = m.Client.(client.WithWatch)
+
+			first := make(chan *deploykey.DeployKey, 1)
+			go func() {
+				defer GinkgoRecover()
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				first <- key
+			}()
+			Eventually(inUpdate).Should(BeClosed())
+
+			second, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(second.Rotated).To(BeFalse())
+			Expect(second.Fingerprint).To(Equal(original.Fingerprint))
+			Expect(updates.Load()).To(Equal(int32(1)), "the second reconcile wrote nothing")
+
+			close(release)
+			var rotated *deploykey.DeployKey
+			Eventually(first).Should(Receive(&rotated))
+			Expect(rotated.Rotated).To(BeTrue())
+			Expect(fingerprintOf(getSecret(c, constants.DeployKeysSecretName))).To(Equal(rotated.Fingerprint))
+
+			By("taking the next rotation request itself")
+			annotate("true")
+			again, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(again.Rotated).To(BeTrue())
+		})
+
 		It("retries a write that lost a race with the keys it generated, not new ones", func() {
 			annotate("true")
 			var (
