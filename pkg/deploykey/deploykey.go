@@ -508,10 +508,24 @@ func (m *Manager) checkDataKeys(secret *corev1.Secret) error {
 		limit = DefaultMaxDataKeys
 	}
 	if len(secret.Data) > limit {
-		return fmt.Errorf("deploy key Secret %s/%s: data: %d keys, more than the %d allowed; remove the key pairs no shoot uses",
-			secret.Namespace, secret.Name, len(secret.Data), limit)
+		return &DataKeysError{Secret: client.ObjectKeyFromObject(secret), Count: len(secret.Data), Limit: limit}
 	}
 	return nil
+}
+
+// DataKeysError tells that the deploy key Secret has (or would get) more data keys than the
+// Manager handles: the project's admins have to remove some, a retry does not help.
+type DataKeysError struct {
+	// Secret is the deploy key Secret.
+	Secret client.ObjectKey
+	// Count is the number of its data keys.
+	Count int
+	// Limit is the Manager's MaxDataKeys.
+	Limit int
+}
+
+func (e *DataKeysError) Error() string {
+	return fmt.Sprintf("deploy key Secret %s: data: %d keys, more than the %d allowed; remove the key pairs no shoot uses", e.Secret, e.Count, e.Limit)
 }
 
 // commentOf keeps the comment of a key pair's public key for its successor.

@@ -2,6 +2,7 @@ package extension
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -67,6 +68,9 @@ func (a *actuator) deployKey(ctx context.Context, log logr.Logger, seedNamespace
 		Adopt:                inUse,
 	})
 	if err != nil {
+		if _, ok := errors.AsType[*deploykey.DataKeysError](err); ok {
+			return nil, configurationError(fmt.Errorf("failed ensuring deploy key: %w", err))
+		}
 		return nil, fmt.Errorf("failed ensuring deploy key: %w", err)
 	}
 	if migrateErr != nil && key.Created && !key.Adopted {
