@@ -109,12 +109,12 @@ func bootstrapStatus(ex *extensionsv1alpha1.Extension) *fluxv1alpha1.FluxStatus 
 	return status
 }
 
-// bootstrapNamespace returns the namespace of the bootstrap objects in the shoot, which the
-// configuration chooses (flux.namespace, kluctl.namespace): where gardener-resource-manager
-// applied deployer, the object of that kind named constants.BootstrapName, as it records in the
-// status of the bootstrap ManagedResource in the seed; the mode's default namespace while there is
-// no such record. The seed knows it, so the check reads a fixed number of objects of the shoot by
-// name rather than listing what the shoot's admin may have created in any number.
+// bootstrapNamespace returns the namespace of the bootstrap objects in the shoot, which
+// flux.namespace or kluctl.namespace chooses. gardener-resource-manager records it in the status
+// of the bootstrap ManagedResource in the seed, with the deploying object (deployer, named
+// constants.BootstrapName) it applied; before it did, the mode's default namespace is the best
+// guess. So the check reads a fixed number of objects of the shoot by name instead of listing
+// what the shoot's admin may have created in any number.
 func bootstrapNamespace(ctx context.Context, seed client.Client, seedNamespace string, deployer schema.GroupVersionKind) (string, error) {
 	mr := &resourcesv1alpha1.ManagedResource{}
 	if err := seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceBootstrap}, mr); client.IgnoreNotFound(err) != nil {
