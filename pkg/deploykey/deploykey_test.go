@@ -376,6 +376,77 @@ var _ = Describe("Manager", func() {
 			})
 		})
 
+		It("retries a create that lost a race with the key it generated", func() {
+			var (
+				creates int
+				first   []byte
+			)
+			c = newClient(interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					creates++
+					if creates == 1 {
+						first = obj.(*corev1.Secret).Data[identityKey]
+						// Another reconcile created the Secret, with other keys only.
+						Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{"notes": []byte("x")}, nil))).To(Succeed())
+						return apierrors.NewAlreadyExists(corev1.Resource("secrets"), constants.DeployKeysSecretName)
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+			})
+			m.Client = c
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(key.Created).To(BeTrue())
+			Expect(key.PrivateKey).To(Equal(first))
+		})
+
+		Describe("the number of data keys", func() {
+			secretWith := func(n int) *corev1.Secret {
+				data := map[string][]byte{}
+				for i := range n {
+					data[fmt.Sprintf("x%d.identity", i)] = []byte("dummy")
+				}
+				return userSecret(constants.DeployKeysSecretName, data, map[string]string{constants.AnnotationRotate: "true"})
+			}
+
+			It("is bounded by default, and the error names the Secret and the field", func() {
+				Expect(c.Create(ctx, secretWith(deploykey.DefaultMaxDataKeys+1))).To(Succeed())
+				_, err := m.Ensure(ctx, log, req)
+				Expect(err).To(MatchError(fmt.Sprintf("deploy key Secret garden-foo/shoot-flux-deploy-keys: data: %d keys, more than the %d allowed; remove the key pairs no shoot uses",
+					deploykey.DefaultMaxDataKeys+1, deploykey.DefaultMaxDataKeys)))
+				Expect(getSecret(c, constants.DeployKeysSecretName).Annotations).To(HaveKey(constants.AnnotationRotate), "nothing was done")
+			})
+
+			It("counts the key pair to add", func() {
+				m.MaxDataKeys = 5
+				Expect(c.Create(ctx, secretWith(3))).To(Succeed())
+				_, err := m.Ensure(ctx, log, req)
+				Expect(err).To(MatchError(ContainSubstring("cannot add key pair " + keyName + ": deploy key Secret garden-foo/shoot-flux-deploy-keys: data: 6 keys, more than the 5 allowed")))
+				Expect(getSecret(c, constants.DeployKeysSecretName).Data).To(HaveLen(3))
+			})
+
+			It("handles a full Secret and leaves its dummy keys alone on rotation", func() {
+				// Room for a key pair and known_hosts.
+				Expect(c.Create(ctx, secretWith(deploykey.DefaultMaxDataKeys-4))).To(Succeed())
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.Created).To(BeTrue())
+				Expect(key.RotationSkipped).To(HaveSuffix(fmt.Sprintf("and %d more", deploykey.DefaultMaxDataKeys-4-5)))
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				Expect(secret.Data).To(HaveLen(deploykey.DefaultMaxDataKeys))
+				Expect(secret.Data).To(HaveKeyWithValue("x0.identity", []byte("dummy")))
+				_, err = m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+			})
+
+			It("counts known_hosts to add", func() {
+				m.MaxDataKeys = 6
+				Expect(c.Create(ctx, secretWith(3))).To(Succeed())
+				_, err := m.Ensure(ctx, log, req)
+				Expect(err).To(MatchError(ContainSubstring("storing SSH host keys: deploy key Secret garden-foo/shoot-flux-deploy-keys: data: 7 keys, more than the 6 allowed")))
+			})
+		})
+
 		It("returns errors other than AlreadyExists from create", func() {
 			c = newClient(interceptor.Funcs{
 				Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
@@ -428,6 +499,7 @@ var _ = Describe("Manager", func() {
 		It("rotates only the keys the annotation names", func() {
 			other := projectRequest()
 			other.KeyName = deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/b")
+			other.Repository = "git.example.org:22/org/b"
 			otherKey, err := m.Ensure(ctx, log, other)
 			Expect(err).NotTo(HaveOccurred())
 
@@ -448,6 +520,7 @@ var _ = Describe("Manager", func() {
 			rotatedKeys := metricValue("shoot_flux_deploy_keys_rotated_total", "", "")
 			other := projectRequest()
 			other.KeyName = deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/b")
+			other.Repository = "git.example.org:22/org/b"
 			_, err := m.Ensure(ctx, log, other)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(metricValue("shoot_flux_deploy_keys_generated_total", "", "")).To(Equal(generated + 1))
@@ -569,6 +642,153 @@ var _ = Describe("Manager", func() {
 			})
 		})
 
+		Describe("data keys that are no key pairs of the extension", func() {
+			var (
+				// foreign are data keys a project admin added: a key pair without a repository, one
+				// named like the extension's whose repository does not make its name, and others.
+				foreign map[string][]byte
+				other   *deploykey.DeployKey
+			)
+
+			JustBeforeEach(func() {
+				mine, err := sshkey.Generate(sshkey.AlgorithmED25519, "mine")
+				Expect(err).NotTo(HaveOccurred())
+				impostor := deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/impostor")
+				foreign = map[string][]byte{
+					"mine.identity":                mine.PrivateKey,
+					"mine.identity.pub":            []byte(mine.AuthorizedKey),
+					impostor + ".identity":         []byte("dummy"),
+					impostor + ".repository":       []byte("git.example.org:22/org/not-the-impostor"),
+					"shoot..x-0123456789.identity": []byte("dummy"),
+					"notes":                        []byte("hands off"),
+				}
+				otherReq := projectRequest()
+				otherReq.KeyName = deploykey.KeyName(deploykey.ScopeShoot, "bar", "git.example.org:22/org/b")
+				otherReq.Repository = "git.example.org:22/org/b"
+				other, err = m.Ensure(ctx, log, otherReq)
+				Expect(err).NotTo(HaveOccurred())
+
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				for k, v := range foreign {
+					secret.Data[k] = v
+				}
+				Expect(c.Update(ctx, secret)).To(Succeed())
+			})
+
+			It("rotates all key pairs of the extension and leaves the others alone, reporting them", func() {
+				annotate("true")
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.Rotated).To(BeTrue())
+				Expect(key.Fingerprint).NotTo(Equal(original.Fingerprint))
+
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				for k, v := range foreign {
+					Expect(secret.Data).To(HaveKeyWithValue(k, v))
+				}
+				otherIdentity, _ := deploykey.DataKeys(other.KeyName)
+				Expect(secret.Data[otherIdentity]).NotTo(Equal(other.PrivateKey), "the shoot-scoped key pair is the extension's too")
+				Expect(key.RotationSkipped).To(Equal(fmt.Sprintf(`"mine.identity", "mine.identity.pub", "notes", %q, %q and 1 more`,
+					deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/impostor")+".identity",
+					deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/impostor")+".repository")))
+
+				again, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(again.RotationSkipped).To(BeEmpty(), "reported once, with the rotation")
+			})
+
+			It("leaves named data keys alone that are no key pairs of the extension, reporting them", func() {
+				impostor := deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/impostor")
+				long := strings.Repeat("x", 1000)
+				annotate("mine, " + impostor + ", " + keyName + ", mine, " + long)
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.Rotated).To(BeTrue())
+				Expect(key.RotationSkipped).To(Equal(fmt.Sprintf(`"mine", %q, %q`, impostor, strings.Repeat("x", 253)+"...")))
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				for k, v := range foreign {
+					Expect(secret.Data).To(HaveKeyWithValue(k, v))
+				}
+			})
+
+			It("does not offer a rotation for a broken key pair it would not rotate", func() {
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				delete(secret.Data, keyName+".repository")
+				secret.Data[identityKey] = []byte("garbage")
+				Expect(c.Update(ctx, secret)).To(Succeed())
+				_, err := m.Ensure(ctx, log, req)
+				Expect(err).To(MatchError(ContainSubstring("remove the data keys " + keyName + "* to get a new key")))
+				Expect(err.Error()).NotTo(ContainSubstring(constants.AnnotationRotate))
+			})
+		})
+
+		It("leaves a rotation another reconcile of the process is doing to it", func() {
+			annotate("true")
+			inUpdate, release := make(chan struct{}), make(chan struct{})
+			var updates atomic.Int32
+			m.Client = newClient(interceptor.Funcs{
+				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					if updates.Add(1) == 1 {
+						close(inUpdate)
+						<-release
+					}
+					return c.Update(ctx, obj, opts...)
+				},
+			}, getSecret(c, constants.DeployKeysSecretName))
+			c = m.Client.(client.WithWatch)
+
+			first := make(chan *deploykey.DeployKey, 1)
+			go func() {
+				defer GinkgoRecover()
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				first <- key
+			}()
+			Eventually(inUpdate).Should(BeClosed())
+
+			second, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(second.Rotated).To(BeFalse())
+			Expect(second.Fingerprint).To(Equal(original.Fingerprint))
+			Expect(updates.Load()).To(Equal(int32(1)), "the second reconcile wrote nothing")
+
+			close(release)
+			var rotated *deploykey.DeployKey
+			Eventually(first).Should(Receive(&rotated))
+			Expect(rotated.Rotated).To(BeTrue())
+			Expect(fingerprintOf(getSecret(c, constants.DeployKeysSecretName))).To(Equal(rotated.Fingerprint))
+
+			By("taking the next rotation request itself")
+			annotate("true")
+			again, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(again.Rotated).To(BeTrue())
+		})
+
+		It("retries a write that lost a race with the keys it generated, not new ones", func() {
+			annotate("true")
+			var (
+				attempts int
+				first    []byte
+			)
+			m.Client = newClient(interceptor.Funcs{
+				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					attempts++
+					if attempts == 1 {
+						first = obj.(*corev1.Secret).Data[identityKey]
+						return apierrors.NewConflict(corev1.Resource("secrets"), constants.DeployKeysSecretName, errors.New("changed"))
+					}
+					return c.Update(ctx, obj, opts...)
+				},
+			}, getSecret(c, constants.DeployKeysSecretName))
+			key, err := m.Ensure(ctx, log, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(attempts).To(Equal(2))
+			Expect(key.Rotated).To(BeTrue())
+			Expect(key.Fingerprint).NotTo(Equal(original.Fingerprint))
+			Expect(key.PrivateKey).To(Equal(first))
+		})
+
 		It("gives up after repeated conflicts without revealing a key", func() {
 			annotate("true")
 			m.Client = newClient(interceptor.Funcs{
@@ -585,7 +805,7 @@ var _ = Describe("Manager", func() {
 	Describe("unusable Secrets", func() {
 		DescribeTable("fail with a hint instead of replacing the user's data",
 			func(identity []byte, want string) {
-				Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{identityKey: identity}, nil))).To(Succeed())
+				Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{identityKey: identity, keyName + ".repository": []byte(repository)}, nil))).To(Succeed())
 				_, err := m.Ensure(ctx, log, req)
 				Expect(err).To(MatchError(And(
 					ContainSubstring("deploy key Secret garden-foo/shoot-flux-deploy-keys "+want),

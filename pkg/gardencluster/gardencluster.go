@@ -47,8 +47,8 @@ var (
 )
 
 // Cluster is the extension's access to the garden. Its cache only holds the project ConfigMaps
-// named flux-config (a field selector keeps a big garden's ConfigMaps out of memory), without
-// managedFields; Secrets are never cached.
+// named flux-config (a field selector keeps a big garden's ConfigMaps out of memory), and of them
+// only what the extension reads (TransformProjectConfigMap); Secrets are never cached.
 //
 // Add it to the manager as a Runnable. Unlike a cluster.Cluster, it does not hold up the start of
 // the manager until the garden cache synced, and until then every request through Client fails at
@@ -78,7 +78,10 @@ func New(cfg *rest.Config, log logr.Logger) (*Cluster, error) {
 		// while the garden does not answer.
 		o.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return restMapper(), nil }
 		o.Cache.ByObject = map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", constants.ProjectConfigMapName)},
+			&corev1.ConfigMap{}: {
+				Field:     fields.OneTermEqualSelector("metadata.name", constants.ProjectConfigMapName),
+				Transform: TransformProjectConfigMap,
+			},
 		}
 		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
 		o.Cache.DefaultWatchErrorHandler = c.watchError
@@ -90,6 +93,41 @@ func New(cfg *rest.Config, log logr.Logger) (*Cluster, error) {
 	c.cluster = cl
 	c.client = &syncedClient{Client: cl.GetClient(), garden: c}
 	return c, nil
+}
+
+// TransformProjectConfigMap keeps of a project ConfigMap what the extension reads: the name,
+// namespace, identity and version, data, and the names of binaryData keys, which are rejected
+// with an error naming them. Every seed caches the ConfigMaps of all projects of the garden, which
+// project admins write: annotations (kubectl's last-applied-configuration repeats the whole
+// data), labels, managedFields and binaryData values would only take memory. It implements
+// toolscache.TransformFunc.
+func TransformProjectConfigMap(obj any) (any, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		// A tombstone of a deleted object (DeletedFinalStateUnknown) is passed on as it is.
+		return obj, nil
+	}
+	kept := &corev1.ConfigMap{
+		TypeMeta: cm.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              cm.Name,
+			Namespace:         cm.Namespace,
+			UID:               cm.UID,
+			ResourceVersion:   cm.ResourceVersion,
+			Generation:        cm.Generation,
+			CreationTimestamp: cm.CreationTimestamp,
+			DeletionTimestamp: cm.DeletionTimestamp,
+		},
+		Data:      cm.Data,
+		Immutable: cm.Immutable,
+	}
+	if len(cm.BinaryData) > 0 {
+		kept.BinaryData = make(map[string][]byte, len(cm.BinaryData))
+		for key := range cm.BinaryData {
+			kept.BinaryData[key] = nil
+		}
+	}
+	return kept, nil
 }
 
 // restMapper maps the garden kinds the extension reads and writes: project ConfigMaps and deploy

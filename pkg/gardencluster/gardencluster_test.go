@@ -3,6 +3,7 @@ package gardencluster_test
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -181,3 +183,33 @@ func silentListener() string {
 	})
 	return l.Addr().String()
 }
+
+var _ = Describe("TransformProjectConfigMap", func() {
+	It("keeps what the extension reads and drops the rest", func() {
+		now := metav1.Now()
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: constants.ProjectConfigMapName, Namespace: "garden-foo", UID: "1", ResourceVersion: "7", DeletionTimestamp: &now,
+				Annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 100000)},
+				Labels:          map[string]string{"team": "a"},
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+				OwnerReferences: []metav1.OwnerReference{{Name: "owner"}},
+				Finalizers:      []string{"example.com/keep"},
+			},
+			Data:       map[string]string{"config.yaml": "flux: {}"},
+			BinaryData: map[string][]byte{"blob": make([]byte, 100000)},
+		}
+		out, err := gardencluster.TransformProjectConfigMap(cm)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(Equal(&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: constants.ProjectConfigMapName, Namespace: "garden-foo", UID: "1", ResourceVersion: "7", DeletionTimestamp: &now},
+			Data:       map[string]string{"config.yaml": "flux: {}"},
+			BinaryData: map[string][]byte{"blob": nil},
+		}))
+	})
+
+	It("passes on what is not a ConfigMap", func() {
+		tombstone := toolscache.DeletedFinalStateUnknown{Key: "garden-foo/flux-config"}
+		Expect(gardencluster.TransformProjectConfigMap(tombstone)).To(Equal(tombstone))
+	})
+})

@@ -359,7 +359,7 @@ var _ = Describe("extension chart", func() {
 				rbacv1.PolicyRule{APIGroups: []string{"extensions.gardener.cloud"}, Resources: []string{"clusters"}, Verbs: []string{"get", "list", "watch"}},
 				rbacv1.PolicyRule{APIGroups: []string{"extensions.gardener.cloud"}, Resources: []string{"extensions", "extensions/status"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
 				rbacv1.PolicyRule{APIGroups: []string{"resources.gardener.cloud"}, Resources: []string{"managedresources"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "patch", "delete"}},
 				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 				rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list", "watch"}},
 				rbacv1.PolicyRule{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},

@@ -10,11 +10,13 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -172,15 +174,23 @@ var _ = Describe("Deploy keys", func() {
 		oldSecret, err := credentials(ctx, h, kluctlNamespace)
 		Expect(err).NotTo(HaveOccurred())
 
-		rotateDeployKey(ctx, h, before.DeployKey)
+		By("leaving a data key alone that a project admin added")
+		key, _ := deployKeys(ctx, projectNamespace)
+		patch := client.MergeFrom(key.DeepCopy())
+		key.Data["notes"] = []byte("hands off")
+		Expect(sb.Garden.Client.Patch(ctx, key, patch)).To(Succeed())
+
+		rotateDeployKey(ctx, h, deploykey.RotateAll)
 
 		after, err := h.ProviderStatus(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(after.Fingerprint).NotTo(Equal(before.Fingerprint))
 		Expect(after.PublicKey).NotTo(Equal(before.PublicKey))
+		Expect(after.Warnings).To(ConsistOf(ContainSubstring(`left data keys alone that are no key pairs of the extension: "notes"`)))
 
 		key, keys := deployKeys(ctx, projectNamespace)
 		Expect(key.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
+		Expect(key.Data).To(HaveKeyWithValue("notes", []byte("hands off")))
 		Expect(keys).To(HaveLen(1))
 		Expect(keys[0].Pub).To(Equal(after.PublicKey))
 

@@ -406,6 +406,54 @@ var _ = Describe("Actuator", func() {
 			Expect(err.Error()).NotTo(ContainSubstring("PRIVATE KEY"))
 		})
 
+		It("warns once about data keys a requested rotation left alone", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{
+				"repositoryUrl":  "ssh://git@git.example.com/org/repo",
+				"repositoryType": "private",
+			})})
+			Expect(reconcile()).To(Succeed())
+			before := providerStatus(ex).Fingerprint
+
+			key := &corev1.Secret{}
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeysSecretName}, key)).To(Succeed())
+			key.Data["notes.identity"] = []byte("the project admin's")
+			metav1.SetMetaDataAnnotation(&key.ObjectMeta, constants.AnnotationRotate, "true")
+			Expect(garden.Update(ctx, key)).To(Succeed())
+
+			Expect(reconcile()).To(Succeed())
+			status := providerStatus(ex)
+			Expect(status.Fingerprint).NotTo(Equal(before))
+			Expect(status.Warnings).To(ConsistOf(`The rotation requested on Secret garden-foo/shoot-flux-deploy-keys left data keys alone that are no key pairs of the extension: "notes.identity".`))
+			Expect(garden.Get(ctx, client.ObjectKeyFromObject(key), key)).To(Succeed())
+			Expect(key.Data).To(HaveKeyWithValue("notes.identity", []byte("the project admin's")))
+
+			Expect(reconcile()).To(Succeed())
+			Expect(providerStatus(ex).Warnings).To(BeEmpty())
+		})
+
+		It("keeps the last good deployment when the deploy key Secret has too many data keys, as a configuration problem", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{
+				"repositoryUrl":  "ssh://git@git.example.com/org/repo",
+				"repositoryType": "private",
+			})})
+			Expect(reconcile()).To(Succeed())
+			before := managedResourceObjects(seed, constants.ManagedResourceBootstrap)
+
+			key := &corev1.Secret{}
+			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeysSecretName}, key)).To(Succeed())
+			for i := len(key.Data); i <= deploykey.DefaultMaxDataKeys; i++ {
+				key.Data[fmt.Sprintf("dummy%d", i)] = nil
+			}
+			Expect(garden.Update(ctx, key)).To(Succeed())
+			ex.Spec.ProviderConfig = providerConfig(`{"source":{"ref":{"branch":"other"}}}`)
+			Expect(seed.Update(ctx, ex)).To(Succeed())
+
+			err := reconcile()
+			Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("deploy key Secret garden-foo/shoot-flux-deploy-keys: data: %d keys, more than the %d allowed", deploykey.DefaultMaxDataKeys+1, deploykey.DefaultMaxDataKeys))))
+			Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+			Expect(managedResourceObjects(seed, constants.ManagedResourceBootstrap)).To(Equal(before))
+		})
+
 		It("delivers the shoot's identity and follows changes of the Cluster", func() {
 			theShoot.Spec.Kubernetes.Version = "1.33.2"
 			theShoot.Spec.Region = "eu-1"

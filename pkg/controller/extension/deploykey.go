@@ -2,6 +2,7 @@ package extension
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -67,11 +68,20 @@ func (a *actuator) deployKey(ctx context.Context, log logr.Logger, seedNamespace
 		Adopt:                inUse,
 	})
 	if err != nil {
+		if _, ok := errors.AsType[*deploykey.DataKeysError](err); ok {
+			return nil, configurationError(fmt.Errorf("failed ensuring deploy key: %w", err))
+		}
 		return nil, fmt.Errorf("failed ensuring deploy key: %w", err)
 	}
 	if migrateErr != nil && key.Created && !key.Adopted {
 		log.Info("Generated a new deploy key: the one this shoot used cannot be read", "reason", migrateErr.Error())
 		status.Warnings = append(status.Warnings, fmt.Sprintf("The deploy key of an earlier release (%s) could not be moved into Secret %s, so a new key was generated: register it at the repository.", previous.DeployKeySecret, constants.DeployKeysSecretName))
+	}
+
+	if key.RotationSkipped != "" {
+		// Only the reconcile that carried the rotation out reports it, in its own shoot's status:
+		// the request is gone from the Secret then.
+		status.Warnings = append(status.Warnings, fmt.Sprintf("The rotation requested on Secret %s/%s left data keys alone that are no key pairs of the extension: %s.", shoot.Namespace, key.SecretName, key.RotationSkipped))
 	}
 
 	status.PublicKey = key.AuthorizedKey

@@ -8,7 +8,10 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/healthcheck"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -85,7 +88,11 @@ func CheckBootstrapState(ctx context.Context, seed, shoot client.Client, request
 	if len(kinds) == 0 {
 		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue, Detail: "no bootstrap configured"}, "", nil
 	}
-	result, applied, err := checkObjects(ctx, shoot, kinds...)
+	namespace, err := bootstrapNamespace(ctx, seed, request.Namespace, kinds[len(kinds)-1])
+	if err != nil {
+		return nil, "", err
+	}
+	result, applied, err := checkObjects(ctx, shoot, namespace, kinds...)
 	if err != nil || applied == status.LastAppliedRevision {
 		return result, "", err
 	}
@@ -102,31 +109,49 @@ func bootstrapStatus(ex *extensionsv1alpha1.Extension) *fluxv1alpha1.FluxStatus 
 	return status
 }
 
-// checkObjects returns the readiness of the first object of gvks that is not ready, and the
-// revision that the last of them, the one that deploys, reports as applied.
-func checkObjects(ctx context.Context, shoot client.Client, gvks ...schema.GroupVersionKind) (*healthcheck.SingleCheckResult, string, error) {
+// bootstrapNamespace returns the namespace of the bootstrap objects in the shoot, which
+// flux.namespace or kluctl.namespace chooses. gardener-resource-manager records it in the status
+// of the bootstrap ManagedResource in the seed, with the deploying object (deployer, named
+// constants.BootstrapName) it applied; before it did, the mode's default namespace is the best
+// guess. So the check reads a fixed number of objects of the shoot by name instead of listing
+// what the shoot's admin may have created in any number.
+func bootstrapNamespace(ctx context.Context, seed client.Client, seedNamespace string, deployer schema.GroupVersionKind) (string, error) {
+	mr := &resourcesv1alpha1.ManagedResource{}
+	if err := seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceBootstrap}, mr); client.IgnoreNotFound(err) != nil {
+		return "", fmt.Errorf("failed reading managed resource %s: %w", constants.ManagedResourceBootstrap, err)
+	}
+	for _, ref := range mr.Status.Resources {
+		if ref.Kind == deployer.Kind && ref.Name == constants.BootstrapName && ref.Namespace != "" {
+			if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == deployer.Group {
+				return ref.Namespace, nil
+			}
+		}
+	}
+	if deployer == bootstrap.KluctlDeploymentGVK {
+		return fluxv1alpha1.DefaultKluctlNamespace, nil
+	}
+	return fluxv1alpha1.DefaultFluxNamespace, nil
+}
+
+// checkObjects returns the readiness of the first object of gvks in namespace that is not ready,
+// and the revision that the last of them, the one that deploys, reports as applied.
+func checkObjects(ctx context.Context, shoot client.Client, namespace string, gvks ...schema.GroupVersionKind) (*healthcheck.SingleCheckResult, string, error) {
 	var result *healthcheck.SingleCheckResult
 	applied := ""
 	for _, gvk := range gvks {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := shoot.List(ctx, list, client.MatchingLabels{constants.LabelManagedBy: constants.ExtensionName}); err != nil {
-			return nil, "", fmt.Errorf("failed listing %s in the shoot: %w", gvk.Kind, err)
-		}
 		kind := gvk.Kind
-		idx := -1
-		for i, item := range list.Items {
-			if item.GetName() == constants.BootstrapName {
-				idx = i
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		if err := shoot.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.BootstrapName}, obj); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: fmt.Sprintf("%s %s not found in the shoot (namespace %s)", kind, constants.BootstrapName, namespace)}, "", nil
 			}
+			return nil, "", fmt.Errorf("failed reading %s %s/%s in the shoot: %w", kind, namespace, constants.BootstrapName, err)
 		}
-		if idx < 0 {
-			return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: fmt.Sprintf("%s %s not found in the shoot", kind, constants.BootstrapName)}, "", nil
-		}
-		if rev := appliedRevision(kind, &list.Items[idx]); rev != "" {
+		if rev := appliedRevision(kind, obj); rev != "" {
 			applied = rev
 		}
-		if r := readiness(kind, &list.Items[idx]); r.Status != gardencorev1beta1.ConditionTrue && result == nil {
+		if r := readiness(kind, obj); r.Status != gardencorev1beta1.ConditionTrue && result == nil {
 			result = r
 		}
 	}
@@ -185,11 +210,11 @@ func readiness(kind string, obj *unstructured.Unstructured) *healthcheck.SingleC
 // carry it: the health check library writes a fixed message for a healthy one. The applied
 // revision also goes to the providerStatus, through the RevisionReporter.
 func revision(kind string, obj *unstructured.Unstructured) string {
-	label, path := revisionField(kind)
-	if rev, _, _ := unstructured.NestedString(obj.Object, path...); rev != "" && path != nil {
-		return label + " " + rev
+	label, rev := readRevision(kind, obj)
+	if rev == "" {
+		return ""
 	}
-	return ""
+	return label + " " + rev
 }
 
 // appliedRevision is the revision an object that deploys (KluctlDeployment, Kustomization)
@@ -198,12 +223,31 @@ func appliedRevision(kind string, obj *unstructured.Unstructured) string {
 	if kind == bootstrap.GitRepositoryGVK.Kind || kind == bootstrap.OCIRepositoryGVK.Kind {
 		return ""
 	}
-	_, path := revisionField(kind)
-	if path == nil {
-		return ""
-	}
-	rev, _, _ := unstructured.NestedString(obj.Object, path...)
+	_, rev := readRevision(kind, obj)
 	return rev
+}
+
+// MaxRevisionLength bounds a revision read from the shoot, in bytes. The shoot's admin controls
+// the status of the bootstrap objects, and the revision goes into the seed's Extension status
+// (condition detail, providerStatus.lastAppliedRevision); real ones are a few dozen characters
+// (main@sha1:<40 hex>, an OCI tag with a sha256 digest).
+const MaxRevisionLength = 256
+
+// revisionCut ends a revision that was cut to MaxRevisionLength.
+const revisionCut = "...(cut)"
+
+// readRevision reads the revision of an object as revisionField names it, cut to
+// MaxRevisionLength: the one place where revisions enter from the shoot.
+func readRevision(kind string, obj *unstructured.Unstructured) (label, rev string) {
+	label, path := revisionField(kind)
+	if path == nil {
+		return "", ""
+	}
+	rev, _, _ = unstructured.NestedString(obj.Object, path...)
+	if len(rev) > MaxRevisionLength {
+		rev = strings.ToValidUTF8(rev[:MaxRevisionLength-len(revisionCut)], "") + revisionCut
+	}
+	return label, rev
 }
 
 func revisionField(kind string) (label string, path []string) {

@@ -3,19 +3,24 @@ package healthcheck_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
+	"unicode/utf8"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
@@ -73,6 +78,28 @@ var _ = Describe("Bootstrap health check", func() {
 		_, rev, err := CheckBootstrapState(ctx, seed, shoot, request)
 		Expect(err).NotTo(HaveOccurred())
 		return rev
+	}
+
+	// shootWithoutList is a shoot whose objects can be read by name only: the check must not list
+	// what the shoot's admin may have created in any number.
+	shootWithoutList := func(objs ...client.Object) client.Client {
+		return fake.NewClientBuilder().WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+			List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+				return errors.New("the health check listed objects of the shoot")
+			},
+		}).Build()
+	}
+
+	// appliedTo is the bootstrap ManagedResource as gardener-resource-manager records the objects
+	// it applied.
+	appliedTo := func(refs ...resourcesv1alpha1.ObjectReference) *resourcesv1alpha1.ManagedResource {
+		return &resourcesv1alpha1.ManagedResource{
+			ObjectMeta: metav1.ObjectMeta{Namespace: request.Namespace, Name: constants.ManagedResourceBootstrap},
+			Status:     resourcesv1alpha1.ManagedResourceStatus{Resources: refs},
+		}
+	}
+	ref := func(apiVersion, kind, namespace string) resourcesv1alpha1.ObjectReference {
+		return resourcesv1alpha1.ObjectReference{ObjectReference: corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: namespace, Name: constants.BootstrapName}}
 	}
 
 	kluctlStatus := &fluxv1alpha1.FluxStatus{Repository: "ssh://git@example.com/repo", BootstrapMode: "kluctl"}
@@ -215,7 +242,52 @@ var _ = Describe("Bootstrap health check", func() {
 
 		status, detail = check(extension(ociStatus), ks)
 		Expect(status).To(Equal(gardencorev1beta1.ConditionFalse))
-		Expect(detail).To(Equal("OCIRepository shoot-flux-bootstrap not found in the shoot"))
+		Expect(detail).To(Equal("OCIRepository shoot-flux-bootstrap not found in the shoot (namespace flux-system)"))
+	})
+
+	Describe("reading the bootstrap objects", func() {
+		It("reads them by name where the resource manager applied them, listing nothing", func() {
+			ex := extension(kluctlStatus)
+			seed := fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).WithObjects(ex, appliedTo(
+				ref("v1", "Secret", "gitops"),
+				ref("kluctl.io/v1", "KluctlDeployment", "decoy"),
+				ref("gitops.kluctl.io/v1beta1", "KluctlDeployment", "gitops"),
+			)).Build()
+			shoot := shootWithoutList(
+				bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "gitops", ready("False", "PrepareFailed", "in gitops")),
+				bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system", ready("True", "Success", "")),
+			)
+			result, _, err := CheckBootstrapState(ctx, seed, shoot, request)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(result.Detail).To(Equal("KluctlDeployment gitops/shoot-flux-bootstrap is not ready (PrepareFailed): in gitops"))
+		})
+
+		It("reads them in the mode's default namespace before the resource manager applied them", func() {
+			seed := fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).WithObjects(extension(fluxStatus), appliedTo()).Build()
+			shoot := shootWithoutList(
+				bootstrapObject("source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", ready("True", "Succeeded", "")),
+				bootstrapObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", ready("True", "ReconciliationSucceeded", "")),
+			)
+			result, _, err := CheckBootstrapState(ctx, seed, shoot, request)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(result.Status).To(Equal(gardencorev1beta1.ConditionTrue))
+		})
+	})
+
+	It("cuts a long revision, marked, before it reaches the Extension status", func() {
+		long := strings.Repeat("ü", 1000)
+		obj := bootstrapObject("gitops.kluctl.io/v1beta1", "KluctlDeployment", "kluctl-system", ready("False", "PrepareFailed", "cause"))
+		Expect(unstructured.SetNestedField(obj.Object, long, "status", "lastDeployResult", "gitInfo", "commit")).To(Succeed())
+
+		rev := newRevision(extension(kluctlStatus), obj)
+		Expect(len(rev)).To(BeNumerically("<=", MaxRevisionLength))
+		Expect(len(rev)).To(BeNumerically(">", MaxRevisionLength-10))
+		Expect(rev).To(HavePrefix("üü"))
+		Expect(rev).To(HaveSuffix("...(cut)"))
+		Expect(utf8.ValidString(rev)).To(BeTrue())
+
+		_, detail := check(extension(kluctlStatus), obj)
+		Expect(detail).To(Equal("KluctlDeployment kluctl-system/shoot-flux-bootstrap (last deployed commit " + rev + ") is not ready (PrepareFailed): cause"))
 	})
 
 	Describe("the applied revision", func() {
