@@ -32,6 +32,71 @@ func SetDefaults_ControllerConfiguration(obj *ControllerConfiguration) {
 	if obj.AllowInsecureHostKeys == nil {
 		obj.AllowInsecureHostKeys = ptr.To(false)
 	}
+	if obj.Limits == nil {
+		obj.Limits = &Limits{}
+	}
+}
+
+// The default limits, picked from what a real fleet needs, with headroom. They are the only
+// source of the defaults: the admission's flags take theirs from DefaultLimits too.
+const (
+	// The example project ConfigMap is 1 KiB; a config.yaml with a source, kluctl args and settings
+	// for all six controllers stays below 8 KiB. Every seed caches every project's ConfigMap, so
+	// 1000 projects keep at most 48 MiB.
+	DefaultProjectConfigMapMaxBytes = 48 << 10
+	DefaultProjectConfigMaxBytes    = 32 << 10
+	// kluctl args are deployment arguments (target, environment, a few flags), well below 1 KiB;
+	// they are copied into the KluctlDeployment of every shoot on every change.
+	DefaultKluctlArgsMaxBytes = 16 << 10
+	// Resources, tolerations, a nodeSelector and a priority class for six controllers take about
+	// 2 KiB; every distinct value is another render of the controllers' ManagedResource.
+	DefaultControllersMaxBytes = 16 << 10
+	// A decryption key, registry credentials and a few application Secrets; each becomes a Secret
+	// in the shoot.
+	DefaultAdditionalSecretResourcesMaxCount = 16
+	// The Secrets travel in the bootstrap ManagedResource Secret (at most 1 MiB, like every Secret)
+	// next to the bootstrap objects, and every change writes a new copy into the seed's etcd; keys,
+	// tokens and certificates are a few KiB each.
+	DefaultAdditionalSecretResourcesMaxBytes = 256 << 10
+	// An rsa-4096 host key line is about 750 bytes: 64 KiB are the keys of more than 80 hosts,
+	// while a project deploys from a few.
+	DefaultKnownHostsMaxBytes = 64 << 10
+	// Three key types for each of the few hosts a project uses; 512 also fits one line per shoot
+	// of a large project.
+	DefaultKnownHostsMaxLines = 512
+	// A DNS name has at most 253 characters, [name]:port at most 261, a hashed host (|1|salt|hash)
+	// about 60.
+	DefaultHostPatternMaxLength = 512
+	// Real patterns use one or two wildcards (*.example.com, git-?.corp.*).
+	DefaultHostPatternMaxWildcards = 8
+	// A key pair takes three data keys (.identity, .identity.pub, .repository), besides the shared
+	// known_hosts: 512 pairs, e.g. 250 shoots with two repositories each in scope shoot. rsa-4096
+	// pairs (about 4 KiB) reach the Secret's 1 MiB first, at about 250.
+	DefaultDeployKeysMaxEntries = 1536
+)
+
+// SetDefaults_Limits sets the default limits.
+func SetDefaults_Limits(obj *Limits) {
+	for _, l := range []struct {
+		field **int32
+		value int32
+	}{
+		{&obj.ProjectConfigMapMaxBytes, DefaultProjectConfigMapMaxBytes},
+		{&obj.ProjectConfigMaxBytes, DefaultProjectConfigMaxBytes},
+		{&obj.KluctlArgsMaxBytes, DefaultKluctlArgsMaxBytes},
+		{&obj.ControllersMaxBytes, DefaultControllersMaxBytes},
+		{&obj.AdditionalSecretResourcesMaxCount, DefaultAdditionalSecretResourcesMaxCount},
+		{&obj.AdditionalSecretResourcesMaxBytes, DefaultAdditionalSecretResourcesMaxBytes},
+		{&obj.KnownHostsMaxBytes, DefaultKnownHostsMaxBytes},
+		{&obj.KnownHostsMaxLines, DefaultKnownHostsMaxLines},
+		{&obj.HostPatternMaxLength, DefaultHostPatternMaxLength},
+		{&obj.HostPatternMaxWildcards, DefaultHostPatternMaxWildcards},
+		{&obj.DeployKeysMaxEntries, DefaultDeployKeysMaxEntries},
+	} {
+		if *l.field == nil {
+			*l.field = ptr.To(l.value)
+		}
+	}
 }
 
 // SetDefaults_SSHKeyConfig sets the defaults of generated deploy keys.
