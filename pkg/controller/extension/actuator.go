@@ -229,6 +229,7 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 		FluxVersion:   a.config.DefaultFluxVersion,
 		KluctlVersion: a.config.DefaultKluctlVersion,
 		Controllers:   a.config.Controllers,
+		Limits:        a.config.Limits,
 	}, manifests.SupportedVersions(), cm, ex.Spec.ProviderConfig)
 	if err != nil {
 		// Resolve returns configuration errors that carry ERR_CONFIGURATION_PROBLEM already.
