@@ -87,6 +87,10 @@ hostPolicy:
 healthCheckConfig:
 {{ toYaml . | indent 2 }}
 {{- end }}
+{{- with $c.limits }}
+limits:
+{{ toYaml . | indent 2 }}
+{{- end }}
 {{- end -}}
 
 {{- define "image-pull-secret.dir" -}}
