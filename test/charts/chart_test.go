@@ -99,7 +99,7 @@ func customValues() map[string]any {
 			},
 			"allowInsecureHostKeys": true,
 			"healthCheckConfig":     map[string]any{"syncPeriod": "1m"},
-			"limits":                map[string]any{"kluctlArgsMaxBytes": 65536, "deployKeysMaxEntries": 3000},
+			"limits":                map[string]any{"projectConfigMapMaxBytes": 1 << 20, "kluctlArgsMaxBytes": 65536, "deployKeysMaxEntries": 3000},
 			"controllers": map[string]any{
 				"defaults":          map[string]any{"priorityClassName": "system-cluster-critical", "tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists"}}},
 				"source-controller": map[string]any{"concurrent": 8, "resources": map[string]any{"limits": map[string]any{"memory": "1Gi"}}, "nodeSelector": map[string]any{"pool": "gitops"}},
@@ -458,6 +458,7 @@ var _ = Describe("extension chart", func() {
 			values := customValues()["config"].(map[string]any)
 			// The limits that are not set keep their defaults.
 			limits := configv1alpha1.DefaultLimits()
+			limits.ProjectConfigMapMaxBytes = 1 << 20
 			limits.KluctlArgsMaxBytes = 65536
 			limits.DeployKeysMaxEntries = 3000
 			Expect(cfg).To(Equal(&config.ControllerConfiguration{
