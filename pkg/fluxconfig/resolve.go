@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
@@ -34,11 +35,14 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
-// Defaults are the operator's versions and controller settings, the lowest configuration layer.
+// Defaults are the operator's versions and controller settings, the lowest configuration layer,
+// and the operator's limits of the other layers.
 type Defaults struct {
 	FluxVersion   string
 	KluctlVersion string
 	Controllers   map[string]v1alpha1.ControllerSettings
+	// Limits bound the tenants' layers (see ValidateConfigMapLimits); zero limits are not checked.
+	Limits config.Limits
 }
 
 // Resolve merges the configuration layers (see the package documentation), defaults and validates
@@ -50,6 +54,10 @@ type Defaults struct {
 // write. Errors about the configuration are *ConfigurationError, which matches ErrInvalidConfig.
 func Resolve(defaults Defaults, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits, cm *corev1.ConfigMap, providerConfig *runtime.RawExtension) (*flux.FluxConfig, error) {
 	p := &problems{}
+	// Before anything decodes the tenants' documents: an oversized one is refused for its size.
+	if limitProblems(defaults.Limits, cm, providerConfig, p); p.err() != nil {
+		return nil, p.err()
+	}
 	layers := []layer{{cfg: defaultsLayer(defaults, supported, p), origin: originDefaults}}
 	if cm != nil {
 		layers = append(layers, configMapLayers(cm, supported, knownHosts, p)...)

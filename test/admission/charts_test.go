@@ -292,6 +292,8 @@ var _ = Describe("Admission charts", func() {
 			Expect(port).To(Equal(10250))
 			// Without values, the admission has the host policy defaults of the controller.
 			Expect(container.Args).NotTo(ContainElement(HavePrefix("--host-policy-")))
+			// And its default limits.
+			Expect(container.Args).NotTo(ContainElement(HavePrefix("--limits-")))
 
 			secret := typed[corev1.Secret](find(objs, "Secret"))
 			Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
@@ -330,6 +332,13 @@ var _ = Describe("Admission charts", func() {
 				"podLabels":       map[string]any{"team": "platform"},
 				"gardener":        map[string]any{"runtimeCluster": map[string]any{"priorityClassName": ""}},
 				"hostPolicy":      map[string]any{"allowedNetworks": []any{"10.20.0.0/16", "fd00::/8"}, "allowedPorts": []any{"22", "1024-65535"}},
+				"limits": map[string]any{
+					"projectConfigMapMaxBytes":          1 << 20,
+					"projectConfigMaxBytes":             512 << 10,
+					"kluctlArgsMaxBytes":                65536,
+					"controllersMaxBytes":               32768,
+					"additionalSecretResourcesMaxCount": 32,
+				},
 			})
 			Expect(kinds(objs)).To(ConsistOf("Deployment", "Service", "ServiceAccount", "Secret"))
 			for _, o := range objs {
@@ -350,6 +359,17 @@ var _ = Describe("Admission charts", func() {
 			ports, err := cmd.Flags().GetStringSlice("host-policy-allowed-ports")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ports).To(Equal([]string{"22", "1024-65535"}))
+			for flag, value := range map[string]int32{
+				"limits-project-config-map-max-bytes":          1 << 20,
+				"limits-project-config-max-bytes":              512 << 10,
+				"limits-kluctl-args-max-bytes":                 65536,
+				"limits-controllers-max-bytes":                 32768,
+				"limits-additional-secret-resources-max-count": 32,
+			} {
+				got, err := cmd.Flags().GetInt32(flag)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got).To(Equal(value), flag)
+			}
 		})
 
 		It("requires the serving certificate", func() {

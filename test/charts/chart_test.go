@@ -35,6 +35,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
+	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 )
@@ -98,6 +99,7 @@ func customValues() map[string]any {
 			},
 			"allowInsecureHostKeys": true,
 			"healthCheckConfig":     map[string]any{"syncPeriod": "1m"},
+			"limits":                map[string]any{"projectConfigMapMaxBytes": 1 << 20, "kluctlArgsMaxBytes": 65536, "deployKeysMaxEntries": 3000},
 			"controllers": map[string]any{
 				"defaults":          map[string]any{"priorityClassName": "system-cluster-critical", "tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists"}}},
 				"source-controller": map[string]any{"concurrent": 8, "resources": map[string]any{"limits": map[string]any{"memory": "1Gi"}}, "nodeSelector": map[string]any{"pool": "gitops"}},
@@ -480,6 +482,11 @@ var _ = Describe("extension chart", func() {
 		It("writes every configuration field so that the controller loads it", func() {
 			cfg := loadConfig(objs)
 			values := customValues()["config"].(map[string]any)
+			// The limits that are not set keep their defaults.
+			limits := configv1alpha1.DefaultLimits()
+			limits.ProjectConfigMapMaxBytes = 1 << 20
+			limits.KluctlArgsMaxBytes = 65536
+			limits.DeployKeysMaxEntries = 3000
 			Expect(cfg).To(Equal(&config.ControllerConfiguration{
 				DefaultFluxVersion:    "v2.9.5",
 				DefaultKluctlVersion:  "v2.28.2",
@@ -496,6 +503,7 @@ var _ = Describe("extension chart", func() {
 				HealthCheckConfig:   &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},
 				HostPolicy:          config.HostPolicy{AllowedNetworks: []string{"10.20.0.0/16"}, AllowedPorts: []string{"22", "7999-8000"}},
 				ImagePullSecretFile: "/etc/shoot-flux-image-pull/.dockerconfigjson",
+				Limits:              limits,
 				Controllers: map[string]fluxv1alpha1.ControllerSettings{
 					"defaults": {
 						PriorityClassName: ptr.To("system-cluster-critical"),

@@ -1,8 +1,16 @@
 package integration
 
 import (
+	"bytes"
+	"strings"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -45,7 +53,57 @@ var _ = Describe("Bad configuration", Ordered, Label(labelDeployed), func() {
 		Entry("args that are no object", `{"bootstrap":{"kluctl":{"args":["a","b"]}}}`, "bootstrap.kluctl.args"),
 		Entry("a Secret that is not in spec.resources", `{"source":{"secretResourceName":"git-credentials"}}`, "source.secretResourceName"),
 		Entry("an additional Secret named like the extension's own", `{"additionalSecretResources":[{"name":"pull","targetName":"shoot-flux-git-credentials"}]}`, "additionalSecretResources[0].targetName"),
+		// The default limit is 16 KiB.
+		Entry("kluctl args over the operator's limit", `{"bootstrap":{"kluctl":{"args":{"big":"`+strings.Repeat("x", 17<<10)+`"}}}}`,
+			"Extension providerConfig: bootstrap.kluctl.args: Too long: has 17418 bytes as JSON, more than the operator's limit of 16384 bytes (limits.kluctlArgsMaxBytes)"),
 	)
+
+	It("rejects additional Secrets whose data exceed the operator's limit together and keeps the last good deployment", func(ctx SpecContext) {
+		// Two Secrets of 150 KiB, as gardenlet copies them from spec.resources; together they are
+		// over the default limit of 256 KiB.
+		for _, name := range []string{"big-a", "big-b"} {
+			Expect(sb.Seed.Client.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: h.SeedNamespace, Name: v1beta1constants.ReferencedResourcesPrefix + name},
+				Data:       map[string][]byte{"data": bytes.Repeat([]byte("x"), 150<<10)},
+			})).To(Succeed())
+		}
+		Expect(h.UpdateProviderConfig(ctx, []byte(goodConfig))).To(Succeed())
+		Expect(h.UpdateShootSpec(ctx, func(spec *gardencorev1beta1.ShootSpec) {
+			for _, name := range []string{"big-a", "big-b"} {
+				spec.Resources = append(spec.Resources, gardencorev1beta1.NamedResourceReference{
+					Name: name, ResourceRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "v1", Kind: "Secret", Name: name}})
+			}
+		})).To(Succeed())
+		_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		last := snapshotManagedResources(ctx, h)
+
+		Expect(h.UpdateProviderConfig(ctx, []byte(`{"source":{"path":"clusters/good"},"bootstrap":{"kluctl":{"args":{"stage":"good"}}},`+
+			`"additionalSecretResources":[{"name":"big-a"},{"name":"big-b"}]}`))).To(Succeed())
+		expectConfigurationRejected(ctx, h, last, "additionalSecretResources[1].name: Too long: with this Secret, the data of the Secrets of additionalSecretResources has 307208 bytes, "+
+			"more than the operator's limit of 262144 bytes (limits.additionalSecretResourcesMaxBytes)")
+	})
+
+	It("rejects a project config.yaml over the operator's limit and keeps the last good deployment", func(ctx SpecContext) {
+		Expect(h.UpdateProviderConfig(ctx, []byte(goodConfig))).To(Succeed())
+		_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		last := snapshotManagedResources(ctx, h)
+
+		Expect(h.Checkpoint(ctx)).To(Succeed())
+		big := legacyConfig(publicURL, "main", "public")
+		// A comment only: refused for its size (32 KiB by default) without being decoded.
+		big["config.yaml"] = "#" + strings.Repeat("x", 40<<10)
+		setProjectConfig(ctx, projectNamespace, big)
+		expectConfigurationRejected(ctx, h, last, "ConfigMap "+projectNamespace+"/flux-config: config.yaml: Too long: has 40961 bytes, "+
+			"more than the operator's limit of 32768 bytes (limits.projectConfigMaxBytes)")
+
+		By("shrinking the ConfigMap")
+		Expect(h.Checkpoint(ctx)).To(Succeed())
+		setProjectConfig(ctx, projectNamespace, legacyConfig(publicURL, "main", "public"))
+		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+	})
 
 	It("rejects a bad project ConfigMap and keeps the last good deployment", func(ctx SpecContext) {
 		Expect(h.UpdateProviderConfig(ctx, []byte(goodConfig))).To(Succeed())

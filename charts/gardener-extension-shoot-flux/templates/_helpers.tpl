@@ -87,6 +87,17 @@ hostPolicy:
 healthCheckConfig:
 {{ toYaml . | indent 2 }}
 {{- end }}
+{{- /* YAML numbers reach the template as floats: large ones would render as 1.048576e+06. */}}
+{{- $limits := dict }}
+{{- range $name, $value := ($c.limits | default dict) }}
+{{- if $value }}
+{{- $_ := set $limits $name ($value | int64) }}
+{{- end }}
+{{- end }}
+{{- with $limits }}
+limits:
+{{ toYaml . | indent 2 }}
+{{- end }}
 {{- end -}}
 
 {{- define "image-pull-secret.dir" -}}

@@ -17,6 +17,7 @@ type Options struct {
 	restOptions      *controllercmd.RESTOptions
 	managerOptions   *controllercmd.ManagerOptions
 	hostPolicy       *admissioncmd.HostPolicyOptions
+	limits           *admissioncmd.LimitsOptions
 	webhookSwitches  *webhookcmd.SwitchOptions
 	optionAggregator controllercmd.OptionAggregator
 }
@@ -24,6 +25,7 @@ type Options struct {
 // NewOptions returns the options with their defaults.
 func NewOptions() *Options {
 	hostPolicy := &admissioncmd.HostPolicyOptions{}
+	limits := admissioncmd.NewLimitsOptions()
 	o := &Options{
 		restOptions: &controllercmd.RESTOptions{},
 		managerOptions: &controllercmd.ManagerOptions{
@@ -36,12 +38,14 @@ func NewOptions() *Options {
 			WebhookCertDir:          "/etc/" + Name + "/tls",
 		},
 		hostPolicy:      hostPolicy,
-		webhookSwitches: admissioncmd.WebhookSwitchOptions(hostPolicy),
+		limits:          limits,
+		webhookSwitches: admissioncmd.WebhookSwitchOptions(hostPolicy, limits),
 	}
 	o.optionAggregator = controllercmd.NewOptionAggregator(
 		o.restOptions,
 		o.managerOptions,
 		o.hostPolicy,
+		o.limits,
 		o.webhookSwitches,
 	)
 	return o

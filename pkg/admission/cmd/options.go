@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 )
 
@@ -50,15 +52,66 @@ func (o *HostPolicyOptions) Completed() *hostpolicy.Policy {
 	return o.policy
 }
 
+// LimitsOptions are the operator's limits of tenant inputs that the admission can check without
+// reading other objects: the same settings as the controller's limits, with the same defaults
+// (configv1alpha1.DefaultLimits). The size of additional Secrets, known_hosts in Secrets and the
+// deploy keys are only checked by the controller.
+type LimitsOptions struct {
+	limits config.Limits
+}
+
+// NewLimitsOptions returns the options with the controller's default limits.
+func NewLimitsOptions() *LimitsOptions {
+	return &LimitsOptions{limits: configv1alpha1.DefaultLimits()}
+}
+
+// AddFlags implements controllercmd.Flagger.
+func (o *LimitsOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.Int32Var(&o.limits.ProjectConfigMapMaxBytes, "limits-project-config-map-max-bytes", o.limits.ProjectConfigMapMaxBytes,
+		"Maximum size of the data of a project ConfigMap flux-config; the controller's limits.projectConfigMapMaxBytes.")
+	fs.Int32Var(&o.limits.ProjectConfigMaxBytes, "limits-project-config-max-bytes", o.limits.ProjectConfigMaxBytes,
+		"Maximum size of config.yaml of a project ConfigMap flux-config; the controller's limits.projectConfigMaxBytes.")
+	fs.Int32Var(&o.limits.KluctlArgsMaxBytes, "limits-kluctl-args-max-bytes", o.limits.KluctlArgsMaxBytes,
+		"Maximum size of bootstrap.kluctl.args of a configuration layer as JSON; the controller's limits.kluctlArgsMaxBytes.")
+	fs.Int32Var(&o.limits.ControllersMaxBytes, "limits-controllers-max-bytes", o.limits.ControllersMaxBytes,
+		"Maximum size of controllers of a configuration layer as JSON; the controller's limits.controllersMaxBytes.")
+	fs.Int32Var(&o.limits.AdditionalSecretResourcesMaxCount, "limits-additional-secret-resources-max-count", o.limits.AdditionalSecretResourcesMaxCount,
+		"Maximum number of additionalSecretResources; the controller's limits.additionalSecretResourcesMaxCount.")
+}
+
+// Complete implements controllercmd.Completer.
+func (o *LimitsOptions) Complete() error {
+	for _, l := range []struct {
+		flag  string
+		value int32
+	}{
+		{"limits-project-config-map-max-bytes", o.limits.ProjectConfigMapMaxBytes},
+		{"limits-project-config-max-bytes", o.limits.ProjectConfigMaxBytes},
+		{"limits-kluctl-args-max-bytes", o.limits.KluctlArgsMaxBytes},
+		{"limits-controllers-max-bytes", o.limits.ControllersMaxBytes},
+		{"limits-additional-secret-resources-max-count", o.limits.AdditionalSecretResourcesMaxCount},
+	} {
+		if l.value <= 0 {
+			return fmt.Errorf("--%s must be positive, got %d", l.flag, l.value)
+		}
+	}
+	return nil
+}
+
+// Completed returns the limits. Only call it after a successful Complete.
+func (o *LimitsOptions) Completed() config.Limits {
+	return o.limits
+}
+
 // WebhookSwitchOptions are the admission's webhooks; --disable-webhooks turns single ones off. The
-// webhooks are created after the options are completed, with the completed host policy.
-func WebhookSwitchOptions(hosts *HostPolicyOptions) *webhookcmd.SwitchOptions {
+// webhooks are created after the options are completed, with the completed host policy and limits.
+func WebhookSwitchOptions(hosts *HostPolicyOptions, limits *LimitsOptions) *webhookcmd.SwitchOptions {
 	return webhookcmd.NewSwitchOptions(
 		webhookcmd.Switch(validator.ShootWebhookName, func(mgr manager.Manager) (*extensionswebhook.Webhook, error) {
-			return validator.NewShootWebhook(mgr, hosts.Completed())
+			return validator.NewShootWebhook(mgr, hosts.Completed(), limits.Completed())
 		}),
 		webhookcmd.Switch(validator.ConfigMapWebhookName, func(mgr manager.Manager) (*extensionswebhook.Webhook, error) {
-			return validator.NewConfigMapWebhook(mgr, hosts.Completed())
+			return validator.NewConfigMapWebhook(mgr, hosts.Completed(), limits.Completed())
 		}),
 	)
 }

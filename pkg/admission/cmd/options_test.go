@@ -16,6 +16,7 @@ import (
 
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
+	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 )
 
@@ -38,12 +39,15 @@ var _ = Describe("AddToManager", func() {
 	switches := func(args ...string) *webhookcmd.SwitchConfig {
 		GinkgoHelper()
 		hosts := &HostPolicyOptions{}
-		opts := WebhookSwitchOptions(hosts)
+		limits := NewLimitsOptions()
+		opts := WebhookSwitchOptions(hosts, limits)
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 		hosts.AddFlags(fs)
+		limits.AddFlags(fs)
 		opts.AddFlags(fs)
 		Expect(fs.Parse(args)).To(Succeed())
 		Expect(hosts.Complete()).To(Succeed())
+		Expect(limits.Complete()).To(Succeed())
 		Expect(opts.Complete()).To(Succeed())
 		return opts.Completed()
 	}
@@ -72,7 +76,7 @@ var _ = Describe("AddToManager", func() {
 	})
 
 	It("rejects unknown webhook names", func() {
-		opts := WebhookSwitchOptions(&HostPolicyOptions{})
+		opts := WebhookSwitchOptions(&HostPolicyOptions{}, NewLimitsOptions())
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 		opts.AddFlags(fs)
 		Expect(fs.Parse([]string{"--disable-webhooks=secrets"})).To(Succeed())
@@ -116,4 +120,35 @@ var _ = Describe("HostPolicyOptions", func() {
 		Entry("network", "--host-policy-allowed-networks=10.0.0.0/33", `invalid allowed network "10.0.0.0/33"`),
 		Entry("port", "--host-policy-allowed-ports=0", `invalid port or port range "0"`),
 	)
+})
+
+var _ = Describe("LimitsOptions", func() {
+	complete := func(args ...string) (*LimitsOptions, error) {
+		GinkgoHelper()
+		opts := NewLimitsOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		opts.AddFlags(fs)
+		Expect(fs.Parse(args)).To(Succeed())
+		return opts, opts.Complete()
+	}
+
+	It("has the controller's defaults", func() {
+		opts, err := complete()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(opts.Completed()).To(Equal(configv1alpha1.DefaultLimits()))
+	})
+
+	It("takes every limit the admission checks from a flag", func() {
+		opts, err := complete("--limits-project-config-map-max-bytes=1000", "--limits-project-config-max-bytes=900",
+			"--limits-kluctl-args-max-bytes=800", "--limits-controllers-max-bytes=700", "--limits-additional-secret-resources-max-count=3")
+		Expect(err).NotTo(HaveOccurred())
+		l := opts.Completed()
+		Expect([]int32{l.ProjectConfigMapMaxBytes, l.ProjectConfigMaxBytes, l.KluctlArgsMaxBytes, l.ControllersMaxBytes, l.AdditionalSecretResourcesMaxCount}).
+			To(Equal([]int32{1000, 900, 800, 700, 3}))
+	})
+
+	It("rejects a limit that is not positive", func() {
+		_, err := complete("--limits-kluctl-args-max-bytes=0")
+		Expect(err).To(MatchError("--limits-kluctl-args-max-bytes must be positive, got 0"))
+	})
 })

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
@@ -21,6 +22,7 @@ import (
 type configMap struct {
 	supported validation.SupportedVersions
 	hosts     *hostpolicy.Policy
+	limits    config.Limits
 	// knownHosts bounds source.knownHosts of config.yaml as the extension controller does.
 	knownHosts sshkey.KnownHostsLimits
 }
@@ -28,10 +30,11 @@ type configMap struct {
 // NewConfigMapValidator returns a validator for project ConfigMaps named flux-config: their keys,
 // the legacy values and the FluxConfig document under config.yaml, as the extension controller
 // decodes and checks them, and the host of a repository whose SSH host key the extension would
-// scan against the host policy. Other ConfigMaps are admitted; the webhook registration normally
-// keeps them away from the webhook.
-func NewConfigMapValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy) extensionswebhook.Validator {
-	return &configMap{supported: supported, hosts: hosts, knownHosts: sshkey.DefaultKnownHostsLimits()}
+// scan against the host policy, and the operator's limits of the ConfigMap's size, of its
+// kluctl args, controller settings and additionalSecretResources, and of source.knownHosts. Other
+// ConfigMaps are admitted; the webhook registration normally keeps them away from the webhook.
+func NewConfigMapValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy, limits config.Limits) extensionswebhook.Validator {
+	return &configMap{supported: supported, hosts: hosts, limits: limits, knownHosts: sshkey.KnownHostsLimits(limits.KnownHosts())}
 }
 
 // Validate validates a created or updated ConfigMap. An update that keeps data and binaryData is
@@ -53,6 +56,10 @@ func (c *configMap) Validate(_ context.Context, newObj, oldObj client.Object) er
 		if maps.Equal(old.Data, cm.Data) && maps.EqualFunc(old.BinaryData, cm.BinaryData, bytes.Equal) {
 			return nil
 		}
+	}
+	// First, so that an oversized document is refused without being decoded.
+	if err := fluxconfig.ValidateConfigMapLimits(cm, c.limits); err != nil {
+		return err
 	}
 	if err := fluxconfig.ValidateConfigMap(cm, c.supported, c.knownHosts); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
@@ -26,6 +27,7 @@ import (
 type shoot struct {
 	supported validation.SupportedVersions
 	hosts     *hostpolicy.Policy
+	limits    config.Limits
 	// knownHosts bounds source.knownHosts of the providerConfig as the extension controller does.
 	knownHosts sshkey.KnownHostsLimits
 }
@@ -33,9 +35,11 @@ type shoot struct {
 // NewShootValidator returns a validator for the shoot-flux entry of a Shoot's spec.extensions: the
 // providerConfig as the extension controller decodes and checks it, the host of a repository whose
 // SSH host key the extension would scan against the host policy (without DNS and seed networks,
-// which only the controller knows), and the Shoot spec.resources entries it references.
-func NewShootValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy) extensionswebhook.Validator {
-	return &shoot{supported: supported, hosts: hosts, knownHosts: sshkey.DefaultKnownHostsLimits()}
+// which only the controller knows), the Shoot spec.resources entries it references and the
+// operator's limits of kluctl args, controller settings, the number of additionalSecretResources
+// and source.knownHosts. The size of the referenced Secrets is only known to the controller.
+func NewShootValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy, limits config.Limits) extensionswebhook.Validator {
+	return &shoot{supported: supported, hosts: hosts, limits: limits, knownHosts: sshkey.KnownHostsLimits(limits.KnownHosts())}
 }
 
 // Validate validates a created or updated Shoot. An update is only checked for what it changes:
@@ -69,6 +73,10 @@ func (s *shoot) Validate(_ context.Context, newObj, oldObj client.Object) error 
 	var errs field.ErrorList
 	configChanged := oldExt == nil || !sameProviderConfig(oldExt.ProviderConfig, ext.ProviderConfig)
 	if configChanged {
+		if limitErrs := fluxconfig.ProviderConfigLimitErrors(ext.ProviderConfig, s.limits, fldPath); len(limitErrs) > 0 {
+			// An input over a limit is not checked further, as the controller does.
+			return limitErrs.ToAggregate()
+		}
 		errs = append(errs, fluxconfig.ProviderConfigFieldErrors(ext.ProviderConfig, s.supported, s.knownHosts, fldPath)...)
 		errs = append(errs, fluxconfig.ProviderConfigHostErrors(ext.ProviderConfig, s.hosts, fldPath)...)
 	}

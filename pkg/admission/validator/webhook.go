@@ -12,6 +12,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
@@ -34,8 +35,8 @@ var AddToScheme = schemeBuilder.AddToScheme
 var schemeBuilder = runtime.NewSchemeBuilder(clientgoscheme.AddToScheme, gardencorev1beta1.AddToScheme)
 
 // NewShootWebhook creates the webhook that validates the shoot-flux providerConfig of Shoots, with
-// the operator's host policy for repository hosts.
-func NewShootWebhook(mgr manager.Manager, hosts *hostpolicy.Policy) (*extensionswebhook.Webhook, error) {
+// the operator's host policy for repository hosts and limits of tenant inputs.
+func NewShootWebhook(mgr manager.Manager, hosts *hostpolicy.Policy, limits config.Limits) (*extensionswebhook.Webhook, error) {
 	return extensionswebhook.New(mgr, extensionswebhook.Args{
 		Name: ShootWebhookName,
 		Path: ShootWebhookPath,
@@ -43,20 +44,20 @@ func NewShootWebhook(mgr manager.Manager, hosts *hostpolicy.Policy) (*extensions
 		// admission does not use: the application chart registers the webhooks.
 		Target: extensionswebhook.TargetSeed,
 		Validators: map[extensionswebhook.Validator][]extensionswebhook.Type{
-			NewShootValidator(manifests.SupportedVersions(), hosts): {{Obj: &gardencorev1beta1.Shoot{}}},
+			NewShootValidator(manifests.SupportedVersions(), hosts, limits): {{Obj: &gardencorev1beta1.Shoot{}}},
 		},
 	})
 }
 
 // NewConfigMapWebhook creates the webhook that validates the project ConfigMaps named flux-config,
-// with the operator's host policy for repository hosts.
-func NewConfigMapWebhook(mgr manager.Manager, hosts *hostpolicy.Policy) (*extensionswebhook.Webhook, error) {
+// with the operator's host policy for repository hosts and limits of tenant inputs.
+func NewConfigMapWebhook(mgr manager.Manager, hosts *hostpolicy.Policy, limits config.Limits) (*extensionswebhook.Webhook, error) {
 	return extensionswebhook.New(mgr, extensionswebhook.Args{
 		Name:   ConfigMapWebhookName,
 		Path:   ConfigMapWebhookPath,
 		Target: extensionswebhook.TargetSeed,
 		Validators: map[extensionswebhook.Validator][]extensionswebhook.Type{
-			NewConfigMapValidator(manifests.SupportedVersions(), hosts): {{Obj: &corev1.ConfigMap{}}},
+			NewConfigMapValidator(manifests.SupportedVersions(), hosts, limits): {{Obj: &corev1.ConfigMap{}}},
 		},
 	})
 }

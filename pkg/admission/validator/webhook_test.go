@@ -75,7 +75,7 @@ var _ = Describe("Webhooks", func() {
 
 		BeforeEach(func() {
 			var err error
-			wh, err = NewShootWebhook(mgr, defaultHosts)
+			wh, err = NewShootWebhook(mgr, defaultHosts, defaultLimits)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(wh.Path).To(Equal(ShootWebhookPath))
 			Expect(wh.Action).To(Equal(extensionswebhook.ActionValidating))
@@ -118,7 +118,7 @@ var _ = Describe("Webhooks", func() {
 
 		BeforeEach(func() {
 			var err error
-			wh, err = NewConfigMapWebhook(mgr, defaultHosts)
+			wh, err = NewConfigMapWebhook(mgr, defaultHosts, defaultLimits)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(wh.Path).To(Equal(ConfigMapWebhookPath))
 		})

@@ -67,6 +67,55 @@ type ControllerConfiguration struct {
 	HealthCheckConfig *healthcheckconfigv1alpha1.HealthCheckConfig
 	// HostPolicy limits the hosts the controller connects to from the seed to scan SSH host keys.
 	HostPolicy HostPolicy
+	// Limits bound the inputs of project admins and shoot owners.
+	Limits Limits
+}
+
+// Limits bound what project admins and shoot owners can make the extension read, keep and write.
+// The defaults and their reasons are in the versioned API (v1alpha1.SetDefaults_Limits).
+type Limits struct {
+	// ProjectConfigMapMaxBytes bounds the keys and values of data and binaryData of a project
+	// ConfigMap flux-config.
+	ProjectConfigMapMaxBytes int32
+	// ProjectConfigMaxBytes bounds the key config.yaml of a project ConfigMap flux-config.
+	ProjectConfigMaxBytes int32
+	// KluctlArgsMaxBytes bounds bootstrap.kluctl.args of one configuration layer, serialized as
+	// compact JSON.
+	KluctlArgsMaxBytes int32
+	// ControllersMaxBytes bounds the controllers of one configuration layer, serialized as compact
+	// JSON.
+	ControllersMaxBytes int32
+	// AdditionalSecretResourcesMaxCount bounds the entries of additionalSecretResources.
+	AdditionalSecretResourcesMaxCount int32
+	// AdditionalSecretResourcesMaxBytes bounds the sum of the keys and values of the Secrets that
+	// additionalSecretResources name.
+	AdditionalSecretResourcesMaxBytes int32
+	// KnownHostsMaxBytes bounds a known_hosts document of a tenant.
+	KnownHostsMaxBytes int32
+	// KnownHostsMaxLines bounds the lines of a known_hosts document of a tenant.
+	KnownHostsMaxLines int32
+	// HostPatternMaxLength bounds one host pattern of a known_hosts line.
+	HostPatternMaxLength int32
+	// HostPatternMaxWildcards bounds the wildcards (* and ?) of one host pattern.
+	HostPatternMaxWildcards int32
+	// DeployKeysMaxEntries bounds the data keys of a project's Secret shoot-flux-deploy-keys.
+	DeployKeysMaxEntries int32
+}
+
+// KnownHostsLimits are the limits of a tenant's known_hosts, in the form of
+// sshkey.KnownHostsLimits, so that a conversion sshkey.KnownHostsLimits(l) turns one into the other.
+type KnownHostsLimits struct {
+	MaxBytes, MaxLines, MaxPatternLength, MaxWildcards int
+}
+
+// KnownHosts returns the limits of a tenant's known_hosts.
+func (l Limits) KnownHosts() KnownHostsLimits {
+	return KnownHostsLimits{
+		MaxBytes:         int(l.KnownHostsMaxBytes),
+		MaxLines:         int(l.KnownHostsMaxLines),
+		MaxPatternLength: int(l.HostPatternMaxLength),
+		MaxWildcards:     int(l.HostPatternMaxWildcards),
+	}
 }
 
 // HostPolicy limits the hosts the controller connects to from the seed to scan SSH host keys.

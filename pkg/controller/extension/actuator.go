@@ -36,7 +36,11 @@ import (
 // (cached) client, gardenClient a client of the garden cluster whose cache holds the project
 // ConfigMaps and which fails at once while the garden is not reachable (gardencluster.Client).
 func NewActuator(seedClient client.Client, gardenClient client.Client, cfg config.ControllerConfiguration) extension.Actuator {
-	knownHostsLimits := sshkey.DefaultKnownHostsLimits()
+	knownHostsLimits := sshkey.KnownHostsLimits(cfg.Limits.KnownHosts())
+	if knownHostsLimits == (sshkey.KnownHostsLimits{}) {
+		// A configuration that was not defaulted (tools, tests) gets the default bounds, never none.
+		knownHostsLimits = sshkey.DefaultKnownHostsLimits()
+	}
 	return &actuator{
 		client:           seedClient,
 		garden:           gardenClient,
@@ -48,6 +52,7 @@ func NewActuator(seedClient client.Client, gardenClient client.Client, cfg confi
 			ScanTimeout:           cfg.Timeouts.HostKeyScan.Duration,
 			ExtraKnownHosts:       []byte(cfg.KnownHosts),
 			KnownHostsLimits:      knownHostsLimits,
+			MaxDataKeys:           int(cfg.Limits.DeployKeysMaxEntries),
 			AllowInsecureHostKeys: cfg.AllowInsecureHostKeys,
 		},
 	}
@@ -236,6 +241,7 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 		FluxVersion:   a.config.DefaultFluxVersion,
 		KluctlVersion: a.config.DefaultKluctlVersion,
 		Controllers:   a.config.Controllers,
+		Limits:        a.config.Limits,
 	}, manifests.SupportedVersions(), a.knownHostsLimits, cm, ex.Spec.ProviderConfig)
 	if err != nil {
 		// Resolve returns configuration errors that carry ERR_CONFIGURATION_PROBLEM already.

@@ -22,6 +22,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -171,9 +172,15 @@ func secretResources(ctx context.Context, refs *resourceReader, cfg *fluxapi.Flu
 		values.Decryption = data
 	}
 
+	total := 0
 	for i, s := range cfg.AdditionalSecretResources {
 		data, err := refs.secret(ctx, s.Name, fmt.Sprintf("additionalSecretResources[%d].name", i))
 		if err != nil {
+			return err
+		}
+		// Only here are the sizes known: the admission cannot read the Secrets.
+		total += fluxconfig.SecretDataSize(data)
+		if err := fluxconfig.AdditionalSecretsSizeError(refs.actuator.config.Limits, i, total); err != nil {
 			return err
 		}
 		values.AdditionalSecrets = append(values.AdditionalSecrets, bootstrap.Secret{Name: s.TargetName, Namespace: s.Namespace, Data: data})

@@ -2,6 +2,7 @@ package loader_test
 
 import (
 	"encoding/json"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 	"os"
 	"path/filepath"
 	"time"
@@ -27,6 +28,20 @@ var _ = Describe("Loader", func() {
 				HostKeyScan:            metav1.Duration{Duration: 10 * time.Second},
 				BootstrapFinalizers:    metav1.Duration{Duration: time.Minute},
 			},
+			// Literal numbers, so that a changed default shows here and in docs/operations.md.
+			Limits: config.Limits{
+				ProjectConfigMapMaxBytes:          48 * 1024,
+				ProjectConfigMaxBytes:             32 * 1024,
+				KluctlArgsMaxBytes:                16 * 1024,
+				ControllersMaxBytes:               16 * 1024,
+				AdditionalSecretResourcesMaxCount: 16,
+				AdditionalSecretResourcesMaxBytes: 256 * 1024,
+				KnownHostsMaxBytes:                64 * 1024,
+				KnownHostsMaxLines:                1000,
+				HostPatternMaxLength:              300,
+				HostPatternMaxWildcards:           16,
+				DeployKeysMaxEntries:              1500,
+			},
 		}
 	}
 
@@ -46,6 +61,7 @@ var _ = Describe("Loader", func() {
 			cfg.Timeouts.Deletion = metav1.Duration{Duration: time.Minute}
 			cfg.HealthCheckConfig = &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: 5 * time.Second}}
 			cfg.HostPolicy = config.HostPolicy{AllowedNetworks: []string{"127.0.0.0/8"}, AllowedPorts: []string{"1024-65535"}}
+			cfg.Limits.ControllersMaxBytes = 1 << 20
 
 			versioned, err := Versioned(cfg)
 			Expect(err).NotTo(HaveOccurred())
@@ -59,6 +75,12 @@ var _ = Describe("Loader", func() {
 	Describe("Defaults", func() {
 		It("returns the defaulted configuration", func() {
 			Expect(Defaults()).To(Equal(defaults()))
+		})
+
+		It("hands the known_hosts limits over in the form of sshkey.KnownHostsLimits", func() {
+			cfg, err := Defaults()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(sshkey.KnownHostsLimits(cfg.Limits.KnownHosts())).To(Equal(sshkey.DefaultKnownHostsLimits()))
 		})
 	})
 
@@ -91,8 +113,14 @@ timeouts:
 allowInsecureHostKeys: true
 healthCheckConfig:
   syncPeriod: 1m
+limits:
+  kluctlArgsMaxBytes: 65536
+  deployKeysMaxEntries: 3000
 `))
 			Expect(err).NotTo(HaveOccurred())
+			limits := defaults().Limits
+			limits.KluctlArgsMaxBytes = 65536
+			limits.DeployKeysMaxEntries = 3000
 			Expect(cfg).To(Equal(&config.ControllerConfiguration{
 				DefaultFluxVersion:   "v2.8.0",
 				DefaultKluctlVersion: "v2.27.0",
@@ -107,6 +135,7 @@ healthCheckConfig:
 				},
 				AllowInsecureHostKeys: true,
 				HealthCheckConfig:     &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},
+				Limits:                limits,
 			}))
 		})
 

@@ -90,3 +90,18 @@ func Convert_config_HostPolicy_To_Pointer_v1alpha1_HostPolicy(in *config.HostPol
 	*out = &HostPolicy{}
 	return Convert_config_HostPolicy_To_v1alpha1_HostPolicy(in, *out, s)
 }
+
+// Convert_Pointer_v1alpha1_Limits_To_config_Limits converts optional Limits.
+func Convert_Pointer_v1alpha1_Limits_To_config_Limits(in **Limits, out *config.Limits, s conversion.Scope) error {
+	if *in == nil {
+		*out = config.Limits{}
+		return nil
+	}
+	return Convert_v1alpha1_Limits_To_config_Limits(*in, out, s)
+}
+
+// Convert_config_Limits_To_Pointer_v1alpha1_Limits converts Limits.
+func Convert_config_Limits_To_Pointer_v1alpha1_Limits(in *config.Limits, out **Limits, s conversion.Scope) error {
+	*out = &Limits{}
+	return Convert_config_Limits_To_v1alpha1_Limits(in, *out, s)
+}

@@ -5,6 +5,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 const (
@@ -31,6 +34,59 @@ func SetDefaults_ControllerConfiguration(obj *ControllerConfiguration) {
 	}
 	if obj.AllowInsecureHostKeys == nil {
 		obj.AllowInsecureHostKeys = ptr.To(false)
+	}
+	if obj.Limits == nil {
+		obj.Limits = &Limits{}
+	}
+}
+
+// The default limits, picked from what a real fleet needs, with headroom. They are the only
+// source of the defaults: the admission's flags take theirs from DefaultLimits too.
+const (
+	// The example project ConfigMap is 1 KiB; a config.yaml with a source, kluctl args and settings
+	// for all six controllers stays below 8 KiB. Every seed caches every project's ConfigMap, so
+	// 1000 projects keep at most 48 MiB.
+	DefaultProjectConfigMapMaxBytes = 48 << 10
+	DefaultProjectConfigMaxBytes    = 32 << 10
+	// kluctl args are deployment arguments (target, environment, a few flags), well below 1 KiB;
+	// they are copied into the KluctlDeployment of every shoot on every change.
+	DefaultKluctlArgsMaxBytes = 16 << 10
+	// Resources, tolerations, a nodeSelector and a priority class for six controllers take about
+	// 2 KiB; every distinct value is another render of the controllers' ManagedResource.
+	DefaultControllersMaxBytes = 16 << 10
+	// A decryption key, registry credentials and a few application Secrets; each becomes a Secret
+	// in the shoot.
+	DefaultAdditionalSecretResourcesMaxCount = 16
+	// The Secrets travel in the bootstrap ManagedResource Secret (at most 1 MiB, like every Secret)
+	// next to the bootstrap objects, and every change writes a new copy into the seed's etcd; keys,
+	// tokens and certificates are a few KiB each.
+	DefaultAdditionalSecretResourcesMaxBytes = 256 << 10
+)
+
+// SetDefaults_Limits sets the default limits.
+func SetDefaults_Limits(obj *Limits) {
+	knownHosts := sshkey.DefaultKnownHostsLimits()
+	for _, l := range []struct {
+		field **int32
+		value int32
+	}{
+		{&obj.ProjectConfigMapMaxBytes, DefaultProjectConfigMapMaxBytes},
+		{&obj.ProjectConfigMaxBytes, DefaultProjectConfigMaxBytes},
+		{&obj.KluctlArgsMaxBytes, DefaultKluctlArgsMaxBytes},
+		{&obj.ControllersMaxBytes, DefaultControllersMaxBytes},
+		{&obj.AdditionalSecretResourcesMaxCount, DefaultAdditionalSecretResourcesMaxCount},
+		{&obj.AdditionalSecretResourcesMaxBytes, DefaultAdditionalSecretResourcesMaxBytes},
+		// The known_hosts and deploy key limits are owned by the packages that enforce them, where
+		// their reasons are written down.
+		{&obj.KnownHostsMaxBytes, int32(knownHosts.MaxBytes)},
+		{&obj.KnownHostsMaxLines, int32(knownHosts.MaxLines)},
+		{&obj.HostPatternMaxLength, int32(knownHosts.MaxPatternLength)},
+		{&obj.HostPatternMaxWildcards, int32(knownHosts.MaxWildcards)},
+		{&obj.DeployKeysMaxEntries, int32(deploykey.DefaultMaxDataKeys)},
+	} {
+		if *l.field == nil {
+			*l.field = ptr.To(l.value)
+		}
 	}
 }
 

@@ -100,6 +100,60 @@ type ControllerConfiguration struct {
 	// addresses are refused.
 	// +optional
 	HostPolicy *HostPolicy `json:"hostPolicy,omitempty"`
+	// Limits bound the inputs of project admins and shoot owners: one process serves the shoots of
+	// every project of a seed, so one tenant's input must not cost the others CPU, memory or the
+	// seed's etcd space. Each limit is enforced by the admission (which takes the same limits as
+	// flags) and checked again on every reconcile; an input over a limit fails with a
+	// configuration error naming the field and keeps the last good deployment. See
+	// docs/operations.md, "Limits".
+	// +optional
+	Limits *Limits `json:"limits,omitempty"`
+}
+
+// Limits bound what project admins and shoot owners can make the extension read, keep and write.
+// Every limit must be positive; the defaults are in defaults.go, each with its reason.
+type Limits struct {
+	// ProjectConfigMapMaxBytes bounds the keys and values of data and binaryData of a project
+	// ConfigMap flux-config, together. Defaults to 49152 (48 KiB).
+	// +optional
+	ProjectConfigMapMaxBytes *int32 `json:"projectConfigMapMaxBytes,omitempty"`
+	// ProjectConfigMaxBytes bounds the key config.yaml of a project ConfigMap flux-config. At most
+	// projectConfigMapMaxBytes. Defaults to 32768 (32 KiB).
+	// +optional
+	ProjectConfigMaxBytes *int32 `json:"projectConfigMaxBytes,omitempty"`
+	// KluctlArgsMaxBytes bounds bootstrap.kluctl.args of one configuration layer (config.yaml or a
+	// providerConfig), serialized as compact JSON. Defaults to 16384 (16 KiB).
+	// +optional
+	KluctlArgsMaxBytes *int32 `json:"kluctlArgsMaxBytes,omitempty"`
+	// ControllersMaxBytes bounds the controllers of one configuration layer (config.yaml or a
+	// providerConfig), serialized as compact JSON. Defaults to 16384 (16 KiB).
+	// +optional
+	ControllersMaxBytes *int32 `json:"controllersMaxBytes,omitempty"`
+	// AdditionalSecretResourcesMaxCount bounds the entries of additionalSecretResources. Defaults
+	// to 16.
+	// +optional
+	AdditionalSecretResourcesMaxCount *int32 `json:"additionalSecretResourcesMaxCount,omitempty"`
+	// AdditionalSecretResourcesMaxBytes bounds the sum of the keys and values of the Secrets that
+	// additionalSecretResources name. Defaults to 262144 (256 KiB).
+	// +optional
+	AdditionalSecretResourcesMaxBytes *int32 `json:"additionalSecretResourcesMaxBytes,omitempty"`
+	// KnownHostsMaxBytes bounds a known_hosts document of a tenant (source.knownHosts, known_hosts
+	// of a credentials Secret or of shoot-flux-deploy-keys). Defaults to 65536 (64 KiB).
+	// +optional
+	KnownHostsMaxBytes *int32 `json:"knownHostsMaxBytes,omitempty"`
+	// KnownHostsMaxLines bounds the lines of a known_hosts document of a tenant. Defaults to 1000.
+	// +optional
+	KnownHostsMaxLines *int32 `json:"knownHostsMaxLines,omitempty"`
+	// HostPatternMaxLength bounds one host pattern of a known_hosts line. Defaults to 300.
+	// +optional
+	HostPatternMaxLength *int32 `json:"hostPatternMaxLength,omitempty"`
+	// HostPatternMaxWildcards bounds the wildcards (* and ?) of one host pattern. Defaults to 16.
+	// +optional
+	HostPatternMaxWildcards *int32 `json:"hostPatternMaxWildcards,omitempty"`
+	// DeployKeysMaxEntries bounds the data keys of a project's Secret shoot-flux-deploy-keys.
+	// Defaults to 1500.
+	// +optional
+	DeployKeysMaxEntries *int32 `json:"deployKeysMaxEntries,omitempty"`
 }
 
 // HostPolicy limits the hosts the controller connects to from the seed for SSH host key scans.

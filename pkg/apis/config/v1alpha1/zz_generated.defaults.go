@@ -27,4 +27,7 @@ func SetObjectDefaults_ControllerConfiguration(in *ControllerConfiguration) {
 	if in.Timeouts != nil {
 		SetDefaults_Timeouts(in.Timeouts)
 	}
+	if in.Limits != nil {
+		SetDefaults_Limits(in.Limits)
+	}
 }

@@ -88,6 +88,8 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 		}
 	}
 
+	allErrs = append(allErrs, validateLimits(cfg.Limits, field.NewPath("limits"))...)
+
 	if hc := cfg.HealthCheckConfig; hc != nil {
 		allErrs = append(allErrs, fluxvalidation.ValidatePositiveDuration(&hc.SyncPeriod, field.NewPath("healthCheckConfig", "syncPeriod"))...)
 	}
@@ -105,4 +107,36 @@ func validateVersionSelector(version string, fldPath *field.Path) field.ErrorLis
 		return field.ErrorList{field.Invalid(fldPath, version, "must be a release (e.g. v2.9.5) or a minor (e.g. v2.9 or v2.9.x), whose newest embedded patch is selected")}
 	}
 	return nil
+}
+
+// validateLimits checks that every limit is positive: a limit of zero would refuse every input,
+// and no limit at all is what the limits exist to prevent.
+func validateLimits(l config.Limits, fldPath *field.Path) field.ErrorList {
+	allErrs := field.ErrorList{}
+	for _, f := range []struct {
+		name  string
+		value int32
+	}{
+		{"projectConfigMapMaxBytes", l.ProjectConfigMapMaxBytes},
+		{"projectConfigMaxBytes", l.ProjectConfigMaxBytes},
+		{"kluctlArgsMaxBytes", l.KluctlArgsMaxBytes},
+		{"controllersMaxBytes", l.ControllersMaxBytes},
+		{"additionalSecretResourcesMaxCount", l.AdditionalSecretResourcesMaxCount},
+		{"additionalSecretResourcesMaxBytes", l.AdditionalSecretResourcesMaxBytes},
+		{"knownHostsMaxBytes", l.KnownHostsMaxBytes},
+		{"knownHostsMaxLines", l.KnownHostsMaxLines},
+		{"hostPatternMaxLength", l.HostPatternMaxLength},
+		{"hostPatternMaxWildcards", l.HostPatternMaxWildcards},
+		{"deployKeysMaxEntries", l.DeployKeysMaxEntries},
+	} {
+		if f.value <= 0 {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child(f.name), f.value, "must be positive"))
+		}
+	}
+	// config.yaml is one of the ConfigMap's keys; a larger limit for it could never be reached.
+	if l.ProjectConfigMaxBytes > l.ProjectConfigMapMaxBytes {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("projectConfigMaxBytes"), l.ProjectConfigMaxBytes,
+			fmt.Sprintf("must not exceed projectConfigMapMaxBytes (%d)", l.ProjectConfigMapMaxBytes)))
+	}
+	return allErrs
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/validation"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
@@ -29,6 +30,7 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 				HostKeyScan:            metav1.Duration{Duration: 10 * time.Second},
 				BootstrapFinalizers:    metav1.Duration{Duration: time.Minute},
 			},
+			Limits: configv1alpha1.DefaultLimits(),
 		}
 	})
 
@@ -163,5 +165,29 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 			`timeouts.hostKeyScan: Invalid value: "2m0s": must be at most 1m0s`,
 			`timeouts.bootstrapFinalizers: Invalid value: "11m0s": must be at most 10m0s`,
 		))
+	})
+
+	It("rejects limits that are not positive, naming each", func() {
+		cfg.Limits.KluctlArgsMaxBytes = 0
+		cfg.Limits.HostPatternMaxWildcards = -1
+		cfg.Limits.DeployKeysMaxEntries = 0
+		Expect(validate()).To(ConsistOf(
+			`limits.kluctlArgsMaxBytes: Invalid value: 0: must be positive`,
+			`limits.hostPatternMaxWildcards: Invalid value: -1: must be positive`,
+			`limits.deployKeysMaxEntries: Invalid value: 0: must be positive`,
+		))
+	})
+
+	It("rejects a config.yaml limit above the ConfigMap's", func() {
+		cfg.Limits.ProjectConfigMapMaxBytes = 1000
+		cfg.Limits.ProjectConfigMaxBytes = 1001
+		Expect(validate()).To(ConsistOf(`limits.projectConfigMaxBytes: Invalid value: 1001: must not exceed projectConfigMapMaxBytes (1000)`))
+	})
+
+	It("accepts limits raised by the operator", func() {
+		cfg.Limits.ProjectConfigMapMaxBytes = 1 << 20
+		cfg.Limits.ProjectConfigMaxBytes = 1 << 20
+		cfg.Limits.AdditionalSecretResourcesMaxBytes = 1 << 30
+		Expect(validate()).To(BeEmpty())
 	})
 })

@@ -1,0 +1,167 @@
+package fluxconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+)
+
+// The limits of the component configuration (config.Limits) bound what a project admin or a shoot
+// owner makes the extension read, keep in memory and write into the seed. They are checked before
+// a document is decoded where its size alone is the limit, so that an oversized input costs no
+// more than its length. A limit of zero is not checked: the loaded configuration always has
+// positive limits (see the configuration's validation); zero is what callers without a
+// configuration (tools, tests) pass.
+
+// ValidateConfigMapLimits checks a project ConfigMap against the limits: the size of its data,
+// of config.yaml and, in config.yaml, of bootstrap.kluctl.args, of controllers and the number of
+// additionalSecretResources. Problems start with the ConfigMap and key, like ValidateConfigMap's.
+func ValidateConfigMapLimits(cm *corev1.ConfigMap, limits config.Limits) error {
+	if cm == nil {
+		return nil
+	}
+	p := &problems{}
+	configMapLimitProblems(cm, limits, p)
+	return p.err()
+}
+
+// ProviderConfigLimitErrors checks an Extension providerConfig against the limits, like
+// ValidateConfigMapLimits config.yaml, and returns field errors below fldPath, the providerConfig's
+// path in the object that embeds it.
+func ProviderConfigLimitErrors(raw *runtime.RawExtension, limits config.Limits, fldPath *field.Path) field.ErrorList {
+	if raw == nil {
+		return nil
+	}
+	return reroot(documentLimitErrors(raw.Raw, limits), fldPath)
+}
+
+// AdditionalSecretsSizeError returns the configuration error for the additional Secrets of a shoot
+// if their data, up to and including the one of additionalSecretResources[index], exceed the
+// limit; total is that sum (see SecretDataSize). The Secrets travel in the bootstrap
+// ManagedResource's Secret, which every change writes anew into the seed.
+func AdditionalSecretsSizeError(limits config.Limits, index int, total int) error {
+	limit := int(limits.AdditionalSecretResourcesMaxBytes)
+	if limit <= 0 || total <= limit {
+		return nil
+	}
+	// The problem has no origin: the list may come from any layer.
+	return &ConfigurationError{Problems: []string{tooLarge(
+		field.NewPath("additionalSecretResources").Index(index).Child("name"),
+		fmt.Sprintf("with this Secret, the data of the Secrets of additionalSecretResources has %d bytes", total),
+		limit, "additionalSecretResourcesMaxBytes").Error()}}
+}
+
+// SecretDataSize is what a Secret's data adds to a ManagedResource: its keys and values.
+func SecretDataSize(data map[string][]byte) int {
+	size := 0
+	for k, v := range data {
+		size += len(k) + len(v)
+	}
+	return size
+}
+
+// limitProblems checks the tenants' layers before Resolve decodes them.
+func limitProblems(limits config.Limits, cm *corev1.ConfigMap, providerConfig *runtime.RawExtension, p *problems) {
+	if cm != nil {
+		configMapLimitProblems(cm, limits, p)
+	}
+	if providerConfig != nil {
+		p.addFieldErrors(originProviderConfig, documentLimitErrors(providerConfig.Raw, limits))
+	}
+}
+
+func configMapLimitProblems(cm *corev1.ConfigMap, limits config.Limits, p *problems) {
+	origin := fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name)
+	errs := field.ErrorList{}
+	if limit := int(limits.ProjectConfigMapMaxBytes); limit > 0 {
+		size := SecretDataSize(cm.BinaryData)
+		for k, v := range cm.Data {
+			size += len(k) + len(v)
+		}
+		if size > limit {
+			errs = append(errs, tooLarge(field.NewPath("data"), fmt.Sprintf("the keys and values of data and binaryData have %d bytes", size), limit, "projectConfigMapMaxBytes"))
+		}
+	}
+	data, ok := cm.Data[constants.ConfigMapKeyConfig]
+	if limit := int(limits.ProjectConfigMaxBytes); limit > 0 && len(data) > limit {
+		errs = append(errs, tooLarge(field.NewPath(constants.ConfigMapKeyConfig), fmt.Sprintf("has %d bytes", len(data)), limit, "projectConfigMaxBytes"))
+	}
+	if len(errs) > 0 {
+		// An oversized document is not decoded.
+		p.addFieldErrors(origin, errs)
+		return
+	}
+	if ok {
+		p.addFieldErrors(origin+": "+constants.ConfigMapKeyConfig, documentLimitErrors([]byte(data), limits))
+	}
+}
+
+// documentLimitErrors checks the parts of a FluxConfig document whose size the tenant chooses,
+// measured as compact JSON, so that YAML and JSON documents and their formatting count alike. The
+// paths are relative to the document. A document that does not fit the structure is left to the
+// decoder, which reports that better. The keys are looked up case-sensitively, like the decoder's.
+func documentLimitErrors(data []byte, limits config.Limits) field.ErrorList {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil
+	}
+	jsonData, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(jsonData, &doc) != nil {
+		return nil
+	}
+
+	errs := field.ErrorList{}
+	checkSize := func(raw json.RawMessage, path *field.Path, limit int, name string) {
+		if limit <= 0 || raw == nil {
+			return
+		}
+		var compact bytes.Buffer
+		if json.Compact(&compact, raw) != nil {
+			return
+		}
+		if compact.Len() > limit {
+			errs = append(errs, tooLarge(path, fmt.Sprintf("has %d bytes as JSON", compact.Len()), limit, name))
+		}
+	}
+
+	var bootstrap, kluctl map[string]json.RawMessage
+	if json.Unmarshal(doc["bootstrap"], &bootstrap) == nil && json.Unmarshal(bootstrap["kluctl"], &kluctl) == nil {
+		checkSize(kluctl["args"], field.NewPath("bootstrap", "kluctl", "args"), int(limits.KluctlArgsMaxBytes), "kluctlArgsMaxBytes")
+	}
+	checkSize(doc["controllers"], field.NewPath("controllers"), int(limits.ControllersMaxBytes), "controllersMaxBytes")
+
+	var secrets []json.RawMessage
+	if limit := int(limits.AdditionalSecretResourcesMaxCount); limit > 0 && json.Unmarshal(doc["additionalSecretResources"], &secrets) == nil && len(secrets) > limit {
+		errs = append(errs, &field.Error{
+			Type:     field.ErrorTypeTooMany,
+			Field:    "additionalSecretResources",
+			BadValue: len(secrets),
+			Detail:   fmt.Sprintf("must have at most %d items (the operator's limit limits.additionalSecretResourcesMaxCount)", limit),
+		})
+	}
+	return errs
+}
+
+// tooLarge is the error of an input over a size limit; it names the limit in the extension's
+// configuration, so that the user knows what to ask the operator for. The value is never
+// printed: it is large by definition.
+func tooLarge(fldPath *field.Path, what string, limit int, name string) *field.Error {
+	return &field.Error{
+		Type:     field.ErrorTypeTooLong,
+		Field:    fldPath.String(),
+		BadValue: field.OmitValueType{},
+		Detail:   fmt.Sprintf("%s, more than the operator's limit of %d bytes (limits.%s)", what, limit, name),
+	}
+}
