@@ -96,8 +96,9 @@ var _ = Describe("GitOps with the Flux source-controller", func() {
 		registerDeployKey(ctx, h)
 		sc := startSourceController(ctx, h)
 
-		// There is no kluctl controller in the sandbox; a GitRepository with the credentials the
-		// KluctlDeployment references shows that they open the repository.
+		// This shoot runs no controllers (the kluctl controller's scenarios are in kluctl_test.go);
+		// a GitRepository with the credentials the KluctlDeployment references shows that they open
+		// the repository for another client as well.
 		createGitRepository(ctx, h, kluctlNamespace, "kluctl-credentials-check", git.URL(repoName), constants.GitCredentialsSecretName)
 		expectFetched(ctx, h, sc, kluctlNamespace, "kluctl-credentials-check")
 	})
