@@ -149,11 +149,105 @@ var _ = Describe("Disabling the extension with the delivered kluctl controller",
 	})
 })
 
+// A rotated deploy key reaches the kluctl controller through the delivered credentials: the user
+// replaces the registered key, and the next clone succeeds with the new one only.
+var _ = Describe("Deploy key rotation with the delivered kluctl controller running", func() {
+	It("clones with the new key, which replaced the old one at the git server", func(ctx SpecContext) {
+		server, err := gitserver.Start(gitserver.Options{RepoRoot: gitRepoRoot})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(server.Close)
+		h, _, logs := kluctlShootOn(ctx, server, "kluctl-rotation", map[string]any{"target": gitserver.TargetBlue, "interval": "5s"})
+		before, err := h.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		old, err := credentials(ctx, h, kluctlNamespace)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("rotating the key and registering the new one in place of the old one")
+		rotateDeployKey(ctx, h, before.DeployKey)
+		after, err := h.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after.PublicKey).NotTo(Equal(before.PublicKey))
+		Expect(server.SetAuthorizedKeys([]string{after.PublicKey})).To(Succeed())
+		Eventually(func(g Gomega) {
+			secret, err := credentials(ctx, h, kluctlNamespace)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(secret.Data[constants.SecretKeyIdentity]).NotTo(Equal(old.Data[constants.SecretKeyIdentity]))
+		}).WithTimeout(shootTimeout).Should(Succeed())
+		Expect(server.Authenticate(old.Data[constants.SecretKeyIdentity])).To(MatchError(ContainSubstring("unable to authenticate")), "the old key is refused")
+
+		By("committing a new revision, which only the new key can fetch")
+		second, err := gitserver.CommitFile(filepath.Join(gitRepoRoot, h.Project), gitserver.AppConfigMapPath, []byte(gitserver.AppConfigMap("2")), "Revision 2")
+		Expect(err).NotTo(HaveOccurred())
+		expectKluctlDeployed(ctx, h, logs, second)
+		expectAppConfigMap(ctx, h, gitserver.TargetBlue, map[string]string{"revision": "2"})
+	})
+})
+
+// Migration and restoration hand the ManagedResources over without touching the shoot: the
+// running kluctl controller and what it deployed stay as they are. Hibernation and wake-up
+// reconcile around it.
+var _ = Describe("Shoot operations with the delivered kluctl controller running", func() {
+	It("migrates and restores without restarting the controller, and hibernates and wakes up", func(ctx SpecContext) {
+		h, commit, logs := kluctlShoot(ctx, "kluctl-operations", map[string]any{"target": gitserver.TargetBlue})
+		uids := func() map[string]types.UID {
+			GinkgoHelper()
+			kd, err := kluctlDeployment(ctx, h)
+			Expect(err).NotTo(HaveOccurred())
+			d := &appsv1.Deployment{}
+			Expect(get(ctx, h.Shoot.Client, d, kluctlNamespace, "kluctl-controller")).To(Succeed())
+			cm := &corev1.ConfigMap{}
+			Expect(get(ctx, h.Shoot.Client, cm, gitserver.AppConfigMapNamespace, gitserver.AppConfigMapName(gitserver.TargetBlue))).To(Succeed())
+			return map[string]types.UID{"KluctlDeployment": kd.GetUID(), "Deployment": d.UID, "ConfigMap": cm.UID}
+		}
+		before, processes := uids(), h.Controllers()
+
+		By("migrating")
+		Expect(h.Migrate(ctx, reconcileTimeout)).To(Succeed(), logs)
+		for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+			_, err := h.ManagedResource(ctx, name)
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "managed resource %s should be released, got %v", name, err)
+		}
+		Expect(uids()).To(Equal(before))
+
+		By("restoring")
+		Expect(h.Restore(ctx)).To(Succeed())
+		_, err := h.WaitRestored(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred(), logs)
+		Expect(uids()).To(Equal(before), "the restored ManagedResources adopt the objects")
+		Expect(h.Controllers()).To(Equal(processes), "no controller was stopped, replaced or restarted\n%s", logs())
+		expectKluctlDeployed(ctx, h, logs, commit)
+		expectBootstrapReady(ctx, h, gardencorev1beta1.ConditionTrue, "")
+
+		By("hibernating and waking up")
+		Expect(h.SetHibernated(ctx, true)).To(Succeed())
+		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.SetHibernated(ctx, false)).To(Succeed())
+		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+			Expect(appliedManagedResource(ctx, h, name)).To(Succeed())
+		}
+		Expect(uids()).To(Equal(before))
+		expectKluctlDeployed(ctx, h, logs, commit)
+		expectBootstrapReady(ctx, h, gardencorev1beta1.ConditionTrue, "")
+		expectLastAppliedRevision(ctx, h, commit)
+	})
+})
+
 // kluctlShoot creates a repository named after the project holding gitserver.KluctlTargetsProject,
-// and a shoot in kluctl mode that runs the delivered controllers and deploys it with the given
-// bootstrap.kluctl settings; it waits until the kluctl controller deployed the first commit. It
-// returns the shoot, the commit and the controllers' logs for failure messages.
+// and a shoot in kluctl mode that runs the delivered controllers and deploys it from the suite's
+// git server with the given bootstrap.kluctl settings; it waits until the kluctl controller
+// deployed the first commit. It returns the shoot, the commit and the controllers' logs for
+// failure messages.
 func kluctlShoot(ctx context.Context, project string, settings map[string]any) (*sandbox.ShootHandle, string, func() string) {
+	GinkgoHelper()
+	return kluctlShootOn(ctx, git, project, settings)
+}
+
+// kluctlShootOn is kluctlShoot with the repository served by server, which must serve
+// gitRepoRoot.
+func kluctlShootOn(ctx context.Context, server *gitserver.Server, project string, settings map[string]any) (*sandbox.ShootHandle, string, func() string) {
 	GinkgoHelper()
 	commit, err := gitserver.NewRepo(filepath.Join(gitRepoRoot, project), gitserver.KluctlTargetsProject("1"), "Add the kluctl project")
 	Expect(err).NotTo(HaveOccurred())
@@ -168,14 +262,14 @@ func kluctlShoot(ctx context.Context, project string, settings map[string]any) (
 		RunControllers: true,
 		ProviderConfig: mustJSON(map[string]any{
 			"source": map[string]any{
-				"url":        git.URL(project),
+				"url":        server.URL(project),
 				"ref":        map[string]any{"branch": gitserver.Branch},
-				"knownHosts": git.KnownHostsLine(),
+				"knownHosts": server.KnownHostsLine(),
 			},
 			"bootstrap": map[string]any{"mode": "kluctl", "kluctl": kluctl},
 		}),
 	})
-	registerDeployKey(ctx, h)
+	Expect(server.AddAuthorizedKey(authorizedKey(ctx, h))).To(Succeed())
 	logs := func() string { return "controller logs:\n" + h.ControllerLogs() }
 
 	By("waiting for the delivered controllers to become available")
