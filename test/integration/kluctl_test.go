@@ -1,16 +1,20 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"time"
 
+	"filippo.io/age"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,10 +43,10 @@ const kluctlRetryInterval = "3s"
 // what it reports.
 var _ = Describe("GitOps with the delivered kluctl controller running", func() {
 	It("deploys the configured target with the arguments and the shoot identity", Label(labelDeployed), func(ctx SpecContext) {
-		h, commit, _ := kluctlShoot(ctx, "kluctl-target", map[string]any{
+		h, commit, _ := kluctlShoot(ctx, "kluctl-target", kluctlShootSpec{kluctl: map[string]any{
 			"target": gitserver.TargetGreen,
 			"args":   map[string]any{"greeting": "hi"},
-		})
+		}})
 
 		By("checking the objects of the configured target in the shoot")
 		kd, err := kluctlDeployment(ctx, h)
@@ -63,10 +67,10 @@ var _ = Describe("GitOps with the delivered kluctl controller running", func() {
 	})
 
 	It("deploys a new commit within the interval and keeps the last good objects when a commit does not render", func(ctx SpecContext) {
-		h, _, logs := kluctlShoot(ctx, "kluctl-commits", map[string]any{
+		h, _, logs := kluctlShoot(ctx, "kluctl-commits", kluctlShootSpec{kluctl: map[string]any{
 			"target":   gitserver.TargetBlue,
 			"interval": "5s",
-		})
+		}})
 		repo := filepath.Join(gitRepoRoot, h.Project)
 
 		By("committing a new revision")
@@ -101,7 +105,7 @@ var _ = Describe("Disabling the extension with the delivered kluctl controller",
 		cfg := sb.ExtensionConfig()
 		cfg.Timeouts.BootstrapFinalizers.Duration = controllersTimeout
 		restartExtension(ctx, sandbox.ExtensionSettings{Config: &cfg})
-		h, _, logs := kluctlShoot(ctx, "kluctl-disable", map[string]any{"target": gitserver.TargetBlue})
+		h, _, logs := kluctlShoot(ctx, "kluctl-disable", kluctlShootSpec{kluctl: map[string]any{"target": gitserver.TargetBlue}})
 		kd, err := kluctlDeployment(ctx, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(kd.GetFinalizers()).To(ContainElement(kluctlFinalizer))
@@ -121,7 +125,7 @@ var _ = Describe("Disabling the extension with the delivered kluctl controller",
 	})
 
 	It("completes when the controller was stopped before", func(ctx SpecContext) {
-		h, _, logs := kluctlShoot(ctx, "kluctl-disable-stopped", map[string]any{"target": gitserver.TargetBlue})
+		h, _, logs := kluctlShoot(ctx, "kluctl-disable-stopped", kluctlShootSpec{kluctl: map[string]any{"target": gitserver.TargetBlue}})
 
 		By("stopping the controller: the operator pauses the ManagedResource and scales it to 0")
 		mr, err := h.ManagedResource(ctx, constants.ManagedResourceControllers)
@@ -149,6 +153,42 @@ var _ = Describe("Disabling the extension with the delivered kluctl controller",
 	})
 })
 
+// An age key delivered as shoot-flux-sops decrypts the SOPS-encrypted Secret of the repository.
+var _ = Describe("SOPS decryption with the delivered kluctl controller running", func() {
+	It("deploys an encrypted Secret decrypted with the age key of a Shoot resource", func(ctx SpecContext) {
+		identity, err := age.GenerateX25519Identity()
+		Expect(err).NotTo(HaveOccurred())
+		files := gitserver.KluctlTargetsProject("1")
+		files["app/secret.yaml"], err = gitserver.SOPSSecret("app-secret", gitserver.AppConfigMapNamespace, map[string]string{"password": "decrypted by kluctl"}, identity.Recipient().String())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(files["app/secret.yaml"]).NotTo(ContainSubstring("decrypted by kluctl"))
+
+		project := "kluctl-sops"
+		key := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: sandbox.ProjectNamespace(project), Name: "sops-key"},
+			Data:       map[string][]byte{"identity.agekey": []byte(identity.String() + "\n")},
+		}
+		DeferCleanup(func(ctx SpecContext) error { return client.IgnoreNotFound(sb.Garden.Client.Delete(ctx, key)) })
+		// The Secret goes into the project namespace kluctlShoot creates, before the shoot references it.
+		h, _, logs := kluctlShoot(ctx, project, kluctlShootSpec{
+			files:  files,
+			kluctl: map[string]any{"target": gitserver.TargetBlue, "decryption": map[string]any{"secretResourceName": "sops"}},
+			resources: []gardencorev1beta1.NamedResourceReference{{
+				Name:        "sops",
+				ResourceRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "v1", Kind: "Secret", Name: key.Name},
+			}},
+			beforeShoot: func() { Expect(sb.Garden.Client.Create(ctx, key)).To(Succeed()) },
+		})
+
+		delivered := &corev1.Secret{}
+		Expect(get(ctx, h.Shoot.Client, delivered, kluctlNamespace, constants.DecryptionSecretName)).To(Succeed())
+		Expect(delivered.Data).To(HaveKeyWithValue("identity.agekey", key.Data["identity.agekey"]))
+		secret := &corev1.Secret{}
+		Expect(get(ctx, h.Shoot.Client, secret, gitserver.AppConfigMapNamespace, "app-secret")).To(Succeed(), logs)
+		Expect(secret.Data).To(HaveKeyWithValue("password", []byte("decrypted by kluctl")))
+	})
+})
+
 // A rotated deploy key reaches the kluctl controller through the delivered credentials: the user
 // replaces the registered key, and the next clone succeeds with the new one only.
 var _ = Describe("Deploy key rotation with the delivered kluctl controller running", func() {
@@ -156,7 +196,7 @@ var _ = Describe("Deploy key rotation with the delivered kluctl controller runni
 		server, err := gitserver.Start(gitserver.Options{RepoRoot: gitRepoRoot})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(server.Close)
-		h, _, logs := kluctlShootOn(ctx, server, "kluctl-rotation", map[string]any{"target": gitserver.TargetBlue, "interval": "5s"})
+		h, _, logs := kluctlShoot(ctx, "kluctl-rotation", kluctlShootSpec{server: server, kluctl: map[string]any{"target": gitserver.TargetBlue, "interval": "5s"}})
 		before, err := h.ProviderStatus(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		old, err := credentials(ctx, h, kluctlNamespace)
@@ -188,7 +228,7 @@ var _ = Describe("Deploy key rotation with the delivered kluctl controller runni
 // reconcile around it.
 var _ = Describe("Shoot operations with the delivered kluctl controller running", func() {
 	It("migrates and restores without restarting the controller, and hibernates and wakes up", func(ctx SpecContext) {
-		h, commit, logs := kluctlShoot(ctx, "kluctl-operations", map[string]any{"target": gitserver.TargetBlue})
+		h, commit, logs := kluctlShoot(ctx, "kluctl-operations", kluctlShootSpec{kluctl: map[string]any{"target": gitserver.TargetBlue}})
 		uids := func() map[string]types.UID {
 			GinkgoHelper()
 			kd, err := kluctlDeployment(ctx, h)
@@ -235,31 +275,44 @@ var _ = Describe("Shoot operations with the delivered kluctl controller running"
 	})
 })
 
-// kluctlShoot creates a repository named after the project holding gitserver.KluctlTargetsProject,
-// and a shoot in kluctl mode that runs the delivered controllers and deploys it from the suite's
-// git server with the given bootstrap.kluctl settings; it waits until the kluctl controller
-// deployed the first commit. It returns the shoot, the commit and the controllers' logs for
-// failure messages.
-func kluctlShoot(ctx context.Context, project string, settings map[string]any) (*sandbox.ShootHandle, string, func() string) {
-	GinkgoHelper()
-	return kluctlShootOn(ctx, git, project, settings)
+// kluctlShootSpec describes the shoot and repository of kluctlShoot.
+type kluctlShootSpec struct {
+	// server serves the repository; nil means the suite's. It must serve gitRepoRoot.
+	server *gitserver.Server
+	// files are the repository's; nil means gitserver.KluctlTargetsProject("1").
+	files map[string]string
+	// kluctl are the bootstrap.kluctl settings; retryInterval defaults to kluctlRetryInterval.
+	kluctl map[string]any
+	// resources are the Shoot's spec.resources.
+	resources []gardencorev1beta1.NamedResourceReference
+	// beforeShoot, if set, runs after the project was created and before the shoot, e.g. to
+	// create the project Secrets of resources.
+	beforeShoot func()
 }
 
-// kluctlShootOn is kluctlShoot with the repository served by server, which must serve
-// gitRepoRoot.
-func kluctlShootOn(ctx context.Context, server *gitserver.Server, project string, settings map[string]any) (*sandbox.ShootHandle, string, func() string) {
+// kluctlShoot creates a repository named after the project and a shoot in kluctl mode that runs
+// the delivered controllers and deploys it; it waits until the kluctl controller deployed the
+// first commit. It returns the shoot, the commit and the controllers' logs for failure messages.
+func kluctlShoot(ctx context.Context, project string, spec kluctlShootSpec) (*sandbox.ShootHandle, string, func() string) {
 	GinkgoHelper()
-	commit, err := gitserver.NewRepo(filepath.Join(gitRepoRoot, project), gitserver.KluctlTargetsProject("1"), "Add the kluctl project")
+	server := cmp.Or(spec.server, git)
+	files := spec.files
+	if files == nil {
+		files = gitserver.KluctlTargetsProject("1")
+	}
+	commit, err := gitserver.NewRepo(filepath.Join(gitRepoRoot, project), files, "Add the kluctl project")
 	Expect(err).NotTo(HaveOccurred())
 	newProject(ctx, project)
-	kluctl := map[string]any{"retryInterval": kluctlRetryInterval}
-	for k, v := range settings {
-		kluctl[k] = v
+	if spec.beforeShoot != nil {
+		spec.beforeShoot()
 	}
+	kluctl := map[string]any{"retryInterval": kluctlRetryInterval}
+	maps.Copy(kluctl, spec.kluctl)
 	h := createShootSucceeded(ctx, sandbox.ShootSpec{
 		Project:        project,
 		Name:           "one",
 		RunControllers: true,
+		Resources:      spec.resources,
 		ProviderConfig: mustJSON(map[string]any{
 			"source": map[string]any{
 				"url":        server.URL(project),
