@@ -4,9 +4,12 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -176,3 +179,24 @@ func renderedKluctlDeployment() *appsv1.Deployment {
 		return d
 	}
 }
+
+var _ = Describe("killGroup", func() {
+	It("ends what the pod's process left behind, as the end of a container does", func() {
+		pidFile := filepath.Join(GinkgoT().TempDir(), "child")
+		cmd := exec.Command("sh", "-c", `sleep 300 & echo $! > "$1"`, "sh", pidFile)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		process, err := StartProcess(cmd)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(process.Done()).WithTimeout(time.Minute).Should(BeClosed())
+		data, err := os.ReadFile(pidFile)
+		Expect(err).NotTo(HaveOccurred())
+		child := "/proc/" + strings.TrimSpace(string(data))
+		Expect(child).To(BeADirectory(), "the child outlives its parent")
+
+		killGroup(process)
+		Eventually(func() bool {
+			_, err := os.Stat(child)
+			return os.IsNotExist(err)
+		}).WithTimeout(time.Minute).Should(BeTrue())
+	})
+})

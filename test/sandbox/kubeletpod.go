@@ -207,6 +207,7 @@ func (p *controllerPod) watch(k *kubelet, process *Process, stop <-chan struct{}
 		case <-stop:
 			return
 		case <-process.Done():
+			killGroup(process)
 			p.mu.Lock()
 			p.ready, p.exitedAt = false, time.Now()
 			p.mu.Unlock()
@@ -269,10 +270,20 @@ func (p *controllerPod) stop() {
 	p.mu.Unlock()
 	close(stopWatch)
 	process.Terminate(p.grace)
+	killGroup(process)
 	p.mu.Lock()
 	p.ready, p.exitedAt = false, time.Now()
 	p.mu.Unlock()
 	_ = logFile.Close()
+}
+
+// killGroup kills what is left of the process group the pod's process leads (it runs with
+// Setpgid): in a container, the end of its first process ends every other one, e.g. the Python
+// renderers and helm processes the kluctl controller starts. Without it they would outlive a
+// restart or the scenario.
+func killGroup(process *Process) {
+	// ESRCH: the group is already empty.
+	_ = syscall.Kill(-process.Pid(), syscall.SIGKILL)
 }
 
 func (p *controllerPod) state() podState {
