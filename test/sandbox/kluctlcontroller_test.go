@@ -124,6 +124,8 @@ var _ = Describe("The kluctl controller in the kubelet stand-in", func() {
 			env[name] = value
 		}
 		Expect(env).To(HaveKeyWithValue("HOME", filepath.Join(dir, "volumes", "tmp")))
+		Expect(env).To(HaveKeyWithValue("KLUCTL_CACHE_DIR", filepath.Join(dir, "volumes", "tmp", "kluctl-cache")), "the image's env")
+		Expect(env).To(HaveKeyWithValue("PATH", ContainSubstring("/usr/bin")), "the image has git on its PATH")
 		Expect(filepath.Join(dir, "volumes", "tmp")).To(BeADirectory())
 		Expect(env).To(HaveKey("SSH_KNOWN_HOSTS"))
 		Expect(env["SSH_KNOWN_HOSTS"]).To(HavePrefix(dir))

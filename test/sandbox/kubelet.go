@@ -77,6 +77,8 @@ type runnableController struct {
 	// command is the executable of the image the binary stands in for, for containers that name
 	// it in their command instead of running the image's entrypoint (see containerCommand).
 	command string
+	// imageEnv is the environment the image sets (its ENV), which the container's env overrides.
+	imageEnv []string
 }
 
 // runnableFluxControllers are the Flux controllers the kubelet stand-in can run, by the name of
@@ -114,6 +116,13 @@ var runnableKluctlController = runnableController{
 	},
 	leaderElection: "leader-elect",
 	command:        "kluctl",
+	// As the image sets them: the image has git on its PATH, which kluctl runs when go-git cannot
+	// read the status of a checkout of its repository cache, and keeps its caches in /tmp.
+	imageEnv: []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HELM_CACHE_HOME=/tmp/helm-cache",
+		"KLUCTL_CACHE_DIR=/tmp/kluctl-cache",
+	},
 }
 
 // runnableControllers returns how the kubelet stand-in runs a component, a Flux controller or

@@ -129,7 +129,7 @@ type preparedContainer struct {
 	// args follow the binary: the rest of the container's command (containerCommand) and its
 	// args, with listen addresses on loopback and leader election off.
 	args []string
-	// env is the container's env, with paths below mounts rewritten.
+	// env is the image's and the container's env, with paths below mounts rewritten.
 	env []string
 	// volumes are the local directories of the mounts.
 	volumes volumePaths
@@ -155,6 +155,8 @@ func prepareContainer(ctx context.Context, reader client.Reader, spec corev1.Pod
 	if err != nil {
 		return nil, err
 	}
+	// The container's env overrides the image's: later entries win.
+	env = append(slices.Clone(rc.imageEnv), env...)
 	args := make([]string, 0, len(command)+len(c.Args))
 	for _, arg := range append(command, c.Args...) {
 		args = append(args, volumes.rewriteArg(expandVars(arg, vars)))
