@@ -3,6 +3,7 @@ module github.com/shoot-flux/gardener-extension-shoot-flux
 go 1.26.5
 
 require (
+	filippo.io/age v1.3.1
 	github.com/VictoriaMetrics/metricsql v0.87.3
 	github.com/andybalholm/brotli v1.2.2
 	github.com/fluxcd/flux2/v2 v2.9.5
@@ -41,6 +42,7 @@ require (
 require (
 	cel.dev/expr v0.25.2 // indirect
 	dario.cat/mergo v1.0.2 // indirect
+	filippo.io/hpke v0.4.0 // indirect
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect
 	github.com/Masterminds/semver/v3 v3.5.0 // indirect

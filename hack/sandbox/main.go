@@ -148,7 +148,7 @@ func setup(ctx context.Context, dir, binary string) (*env, error) {
 	if withExtension {
 		// make demo hands over the source- and kustomize-controller of the newest release, which
 		// the flux shoot of the demo runs.
-		if opts.FluxControllers, err = sandbox.ParseFluxControllers(os.Getenv(sandbox.FluxControllersEnv)); err != nil {
+		if opts.FluxControllers, err = sandbox.ParseControllers(sandbox.FluxControllersEnv, os.Getenv(sandbox.FluxControllersEnv)); err != nil {
 			return e, err
 		}
 		if len(opts.FluxControllers) == 0 {

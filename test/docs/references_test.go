@@ -206,11 +206,12 @@ func binaryFlags() map[string]*pflag.FlagSet {
 	}
 }
 
-// foreignFlagSections are the sections that name flags of other programs (the Flux controllers the
-// sandbox runs, the git hosts' CLIs); a flag of this repository's binaries is never named there.
+// foreignFlagSections are the sections that name flags of other programs (the Flux and kluctl
+// controllers the sandbox runs, the git hosts' CLIs); a flag of this repository's binaries is never
+// named there.
 var foreignFlagSections = map[string]bool{
-	"Flux controllers in the sandbox's shoots": true,
-	"2. Register it read-only":                 true,
+	"Flux and kluctl controllers in the sandbox's shoots": true,
+	"2. Register it read-only":                            true,
 }
 
 var longFlag = regexp.MustCompile(`(?:^|\s)--([a-z][a-z0-9-]*)`)

@@ -55,6 +55,63 @@ data:
 `, ConfigMapName, ConfigMapNamespace, revision)
 }
 
+// Names of the kluctl project KluctlTargetsProject returns.
+const (
+	// TargetBlue and TargetGreen are its targets; each sets the argument "color" to its name.
+	TargetBlue  = "blue"
+	TargetGreen = "green"
+	// AppConfigMapNamespace is the namespace of the ConfigMap it deploys, named
+	// AppConfigMapName(color).
+	AppConfigMapNamespace = "default"
+	// AppConfigMapPath is the file of the ConfigMap template in the repository, for CommitFile.
+	AppConfigMapPath = "app/configmap.yaml"
+)
+
+// KluctlTargetsProject returns the files of a kluctl project with two targets, TargetBlue and
+// TargetGreen, that deploys one ConfigMap rendered from its arguments: the target's "color", the
+// argument "greeting" (default "hello") and the shoot identity the extension passes as the
+// argument "shoot". AppConfigMap(revision) is its ConfigMap template.
+func KluctlTargetsProject(revision string) map[string]string {
+	return map[string]string{
+		".kluctl.yaml": `args:
+  - name: greeting
+    default: hello
+targets:
+  - name: ` + TargetBlue + `
+    args:
+      color: ` + TargetBlue + `
+  - name: ` + TargetGreen + `
+    args:
+      color: ` + TargetGreen + `
+`,
+		"deployment.yaml": `deployments:
+  - path: app
+`,
+		AppConfigMapPath: AppConfigMap(revision),
+	}
+}
+
+// AppConfigMapName is the name of the ConfigMap KluctlTargetsProject deploys for a target's color.
+func AppConfigMapName(color string) string {
+	return "app-" + color
+}
+
+// AppConfigMap returns the ConfigMap template of KluctlTargetsProject with its data key "revision"
+// set to revision; commit it with CommitFile to change what the project deploys.
+func AppConfigMap(revision string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-{{ args.color }}
+  namespace: %s
+data:
+  color: "{{ args.color }}"
+  greeting: "{{ args.greeting }}"
+  shoot: "{{ args.shoot.project }}/{{ args.shoot.name }}"
+  revision: %q
+`, AppConfigMapNamespace, revision)
+}
+
 // NewKluctlProjectRepo creates a git repository with a working tree in dir (which must not
 // exist or be empty) holding a small kluctl project committed on Branch, and returns the
 // commit. Author, committer and dates are fixed, so the commit is the same on every run.

@@ -135,6 +135,26 @@ func (s *Server) AddAuthorizedKey(authorizedKey string) error {
 	return nil
 }
 
+// Authenticate connects to the server with the private key identity (PEM or OpenSSH format, as
+// in a deploy key Secret) and returns the handshake's error: nil if the server accepts the key,
+// e.g. to show that a rotated key is refused. It does not fetch.
+func (s *Server) Authenticate(identity []byte) error {
+	signer, err := ssh.ParsePrivateKey(identity)
+	if err != nil {
+		return fmt.Errorf("parsing the private key: %w", err)
+	}
+	conn, err := ssh.Dial("tcp", s.Addr(), &ssh.ClientConfig{
+		User:            "git",
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.FixedHostKey(s.HostKey()),
+		Timeout:         HandshakeTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
 // Addr returns the "127.0.0.1:port" the server listens on.
 func (s *Server) Addr() string { return s.listener.Addr().String() }
 

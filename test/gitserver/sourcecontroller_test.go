@@ -45,7 +45,7 @@ var _ = Describe("Server with the Flux source-controller", Ordered, func() {
 		if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(sandbox.FluxControllersEnv) == "" {
 			Fail("needs KUBEBUILDER_ASSETS (hack/build-envtest.sh) and " + sandbox.FluxControllersEnv + " (hack/build-flux-controllers.sh); run it with make test-integration")
 		}
-		binaries, err := sandbox.ParseFluxControllers(os.Getenv(sandbox.FluxControllersEnv))
+		binaries, err := sandbox.ParseControllers(sandbox.FluxControllersEnv, os.Getenv(sandbox.FluxControllersEnv))
 		Expect(err).NotTo(HaveOccurred())
 		binary, err := sandbox.NewestSourceController(binaries)
 		Expect(err).NotTo(HaveOccurred())

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
@@ -95,8 +96,9 @@ var _ = Describe("GitOps with the Flux source-controller", func() {
 		registerDeployKey(ctx, h)
 		sc := startSourceController(ctx, h)
 
-		// There is no kluctl controller in the sandbox; a GitRepository with the credentials the
-		// KluctlDeployment references shows that they open the repository.
+		// This shoot runs no controllers (the kluctl controller's scenarios are in kluctl_test.go);
+		// a GitRepository with the credentials the KluctlDeployment references shows that they open
+		// the repository for another client as well.
 		createGitRepository(ctx, h, kluctlNamespace, "kluctl-credentials-check", git.URL(repoName), constants.GitCredentialsSecretName)
 		expectFetched(ctx, h, sc, kluctlNamespace, "kluctl-credentials-check")
 	})
@@ -209,21 +211,43 @@ func fluxModeConfig(repo, path string, components ...string) []byte {
 // reports their Deployments available, in a state gardener's health check accepts.
 func expectAvailable(ctx context.Context, h *sandbox.ShootHandle, logs func() string, names ...string) {
 	GinkgoHelper()
+	deployments := map[types.NamespacedName]string{}
+	for _, name := range names {
+		deployments[types.NamespacedName{Namespace: fluxNamespace, Name: name}] = name
+	}
+	expectDeploymentsAvailable(ctx, h, logs, deployments)
+}
+
+// expectDeploymentsAvailable waits until the shoot's kubelet stand-in runs exactly the given
+// Deployments' controllers (Deployment → component, e.g. kluctl-system/kluctl-controller →
+// kluctl) and reports the Deployments available, in a state gardener's health check accepts.
+func expectDeploymentsAvailable(ctx context.Context, h *sandbox.ShootHandle, logs func() string, deployments map[types.NamespacedName]string) {
+	GinkgoHelper()
+	var components []string
+	for _, component := range deployments {
+		components = append(components, component)
+	}
 	Eventually(func(g Gomega) {
-		for _, name := range names {
+		for key := range deployments {
 			d := &appsv1.Deployment{}
-			g.Expect(get(ctx, h.Shoot.Client, d, fluxNamespace, name)).To(Succeed())
-			g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)), "available replicas of %s", name)
+			g.Expect(get(ctx, h.Shoot.Client, d, key.Namespace, key.Name)).To(Succeed())
+			g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)), "available replicas of %s", key)
 			g.Expect(health.CheckDeployment(d)).To(Succeed())
 		}
-		var running []string
-		for _, c := range h.Controllers() {
-			if c.Running && c.Ready {
-				running = append(running, c.Component)
-			}
-		}
-		g.Expect(running).To(ConsistOf(names))
+		g.Expect(runningComponents(h)).To(ConsistOf(components))
 	}).WithTimeout(controllersTimeout).Should(Succeed(), logs)
+}
+
+// runningComponents lists the components of the controllers the shoot's kubelet stand-in runs
+// and reports ready.
+func runningComponents(h *sandbox.ShootHandle) []string {
+	var running []string
+	for _, c := range h.Controllers() {
+		if c.Running && c.Ready {
+			running = append(running, c.Component)
+		}
+	}
+	return running
 }
 
 // authorizedKey returns the public key the extension reports for the shoot.

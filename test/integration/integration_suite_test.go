@@ -63,6 +63,9 @@ var (
 	gitCommit   string
 	// fluxBinaries are the Flux controller binaries of the sandbox, by image (Options.FluxControllers).
 	fluxBinaries map[string]string
+	// kluctlBinaries are the kluctl controller binaries of the sandbox, by image
+	// (Options.KluctlControllers).
+	kluctlBinaries map[string]string
 )
 
 // repoName is the repository of the suite's git server that holds the kluctl project.
@@ -101,13 +104,22 @@ var _ = BeforeSuite(func() {
 	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
 	// Every embedded Flux release runs its own controllers: the upgrade scenarios switch between them.
 	var err error
-	fluxBinaries, err = sandbox.ParseFluxControllers(os.Getenv(sandbox.FluxControllersEnv))
+	fluxBinaries, err = sandbox.ParseControllers(sandbox.FluxControllersEnv, os.Getenv(sandbox.FluxControllersEnv))
 	Expect(err).NotTo(HaveOccurred())
 	images, err := sandbox.FluxControllerImages()
 	Expect(err).NotTo(HaveOccurred())
 	for _, image := range images {
 		Expect(fluxBinaries).To(HaveKey(image), "%s must list a binary for %s (hack/build-flux-controllers.sh)", sandbox.FluxControllersEnv, image)
 		Expect(fluxBinaries[image]).To(BeAnExistingFile())
+	}
+	// kluctl, the default bootstrap mode, runs its real controller too.
+	kluctlBinaries, err = sandbox.ParseControllers(sandbox.KluctlControllersEnv, os.Getenv(sandbox.KluctlControllersEnv))
+	Expect(err).NotTo(HaveOccurred())
+	images, err = sandbox.KluctlControllerImages()
+	Expect(err).NotTo(HaveOccurred())
+	for _, image := range images {
+		Expect(kluctlBinaries).To(HaveKey(image), "%s must list a binary for %s (hack/build-kluctl-controller.sh)", sandbox.KluctlControllersEnv, image)
+		Expect(kluctlBinaries[image]).To(BeAnExistingFile())
 	}
 
 	suiteCtx = context.Background()
@@ -134,6 +146,7 @@ var _ = BeforeSuite(func() {
 	}
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		FluxControllers:         fluxBinaries,
+		KluctlControllers:       kluctlBinaries,
 		MaxConcurrentReconciles: 5,
 		HealthCheck:             true,
 		Deployed:                deployed(),

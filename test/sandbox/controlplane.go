@@ -27,7 +27,7 @@ func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager
 	h.controllerManager = cm
 	h.mu.Unlock()
 	if runControllers {
-		k, err := startKubelet(ctx, h.log.WithName("kubelet"), shoot, h.sandbox.opts.FluxControllers)
+		k, err := startKubelet(ctx, h.log.WithName("kubelet"), shoot, h.sandbox.controllerBinaries())
 		if err != nil {
 			return err
 		}

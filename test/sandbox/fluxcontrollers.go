@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -17,17 +18,22 @@ import (
 // hack/build-flux-controllers.sh, e.g. "source-controller:v1.9.5=/cache/source-controller/v1.9.5/source-controller".
 const FluxControllersEnv = "FLUX_CONTROLLERS"
 
-// ParseFluxControllers reads the value of FluxControllersEnv into the map Options.FluxControllers
-// takes.
-func ParseFluxControllers(value string) (map[string]string, error) {
+// KluctlControllersEnv is the variable through which make hands the kluctl controller binaries to
+// the integration tests and the demo, in the format of FluxControllersEnv, as printed by
+// hack/build-kluctl-controller.sh, e.g. "kluctl:v2.28.2=/cache/kluctl-controller/v2.28.2/kluctl".
+const KluctlControllersEnv = "KLUCTL_CONTROLLERS"
+
+// ParseControllers reads the value of the variable env (FluxControllersEnv or
+// KluctlControllersEnv) into the map Options.FluxControllers and Options.KluctlControllers take.
+func ParseControllers(env, value string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, word := range strings.Fields(value) {
 		image, binary, ok := strings.Cut(word, "=")
 		if !ok || binary == "" {
-			return nil, fmt.Errorf("%s: %q is not <image>=<binary>", FluxControllersEnv, word)
+			return nil, fmt.Errorf("%s: %q is not <image>=<binary>", env, word)
 		}
 		if _, dup := out[image]; dup {
-			return nil, fmt.Errorf("%s: image %s is listed twice", FluxControllersEnv, image)
+			return nil, fmt.Errorf("%s: image %s is listed twice", env, image)
 		}
 		out[image] = binary
 	}
@@ -67,6 +73,40 @@ func NewestSourceController(binaries map[string]string) (string, error) {
 	return binary, nil
 }
 
+// KluctlControllerImages returns the images of Options.KluctlControllers the kubelet stand-in needs
+// to run the controller of every embedded kluctl release, as "kluctl:<tag>".
+func KluctlControllerImages() ([]string, error) {
+	var images []string
+	// The Flux options only make Images render; the kluctl image does not depend on them.
+	flux := manifests.FluxOptions{Version: manifests.FluxVersions()[0], Components: []string{fluxapi.ComponentSourceController}}
+	for _, version := range manifests.KluctlVersions() {
+		pinned, err := manifests.Images(flux, &manifests.KluctlOptions{Version: version})
+		if err != nil {
+			return nil, fmt.Errorf("failed reading the image of kluctl %s: %w", version, err)
+		}
+		images = append(images, imageKey(pinned[manifests.KluctlComponent]))
+	}
+	slices.Sort(images)
+	return images, nil
+}
+
+// validateKluctlControllers checks the keys and binaries of Options.KluctlControllers.
+func validateKluctlControllers(binaries map[string]string) error {
+	for image, binary := range binaries {
+		name, tag, ok := strings.Cut(image, ":")
+		if name != kluctlController {
+			return fmt.Errorf("unknown kluctl controller image %q in Options.KluctlControllers, expected %s:<tag>", image, kluctlController)
+		}
+		if !ok || !semver.IsValid(tag) {
+			return fmt.Errorf("image %q in Options.KluctlControllers has no version tag, e.g. %s:v2.28.2", image, kluctlController)
+		}
+		if binary == "" {
+			return fmt.Errorf("no binary for kluctl controller image %s in Options.KluctlControllers", image)
+		}
+	}
+	return nil
+}
+
 // validateFluxControllers checks the keys and binaries of Options.FluxControllers.
 func validateFluxControllers(binaries map[string]string) error {
 	for image, binary := range binaries {
@@ -98,4 +138,16 @@ func imageName(image string) string {
 func imageKey(image string) string {
 	image, _, _ = strings.Cut(image, "@")
 	return path.Base(image)
+}
+
+// controllerBinaries returns the binaries of Options.FluxControllers and Options.KluctlControllers
+// in one map, by image; their keys cannot collide (validateFluxControllers,
+// validateKluctlControllers).
+func (s *Sandbox) controllerBinaries() map[string]string {
+	binaries := maps.Clone(s.opts.FluxControllers)
+	if binaries == nil {
+		binaries = map[string]string{}
+	}
+	maps.Copy(binaries, s.opts.KluctlControllers)
+	return binaries
 }

@@ -12,16 +12,16 @@ import (
 
 var _ = Describe("Flux controller binaries", func() {
 	It("reads image=binary words", func() {
-		Expect(ParseFluxControllers(" source-controller:v1.9.5=/a/source-controller\n helm-controller:v1.4.5=/b ")).To(Equal(map[string]string{
+		Expect(ParseControllers(FluxControllersEnv, " source-controller:v1.9.5=/a/source-controller\n helm-controller:v1.4.5=/b ")).To(Equal(map[string]string{
 			"source-controller:v1.9.5": "/a/source-controller",
 			"helm-controller:v1.4.5":   "/b",
 		}))
-		Expect(ParseFluxControllers("")).To(BeEmpty())
+		Expect(ParseControllers(FluxControllersEnv, "")).To(BeEmpty())
 	})
 
 	DescribeTable("rejects malformed words",
 		func(value, message string) {
-			_, err := ParseFluxControllers(value)
+			_, err := ParseControllers(FluxControllersEnv, value)
 			Expect(err).To(MatchError(ContainSubstring(message)))
 		},
 		Entry("a path only", "/cache/source-controller", `"/cache/source-controller" is not <image>=<binary>`),

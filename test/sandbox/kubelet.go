@@ -71,8 +71,14 @@ type runnableController struct {
 	// controller-runtime finds the namespace of the lease only in the pod's ServiceAccount volume
 	// (/var/run/secrets/kubernetes.io/serviceaccount/namespace), which a process outside a mount
 	// namespace of its own cannot be given, and the Flux controllers have no flag for it. With one
-	// process per Deployment there is no one to elect.
+	// process per Deployment there is no one to elect, and a restarted process need not wait for
+	// the lease of the one it replaces to expire.
 	leaderElection string
+	// command is the executable of the image the binary stands in for, for containers that name
+	// it in their command instead of running the image's entrypoint (see containerCommand).
+	command string
+	// imageEnv is the environment the image sets (its ENV), which the container's env overrides.
+	imageEnv []string
 }
 
 // runnableFluxControllers are the Flux controllers the kubelet stand-in can run, by the name of
@@ -94,6 +100,40 @@ var runnableFluxControllers = map[string]runnableController{
 	},
 }
 
+// kluctlController is the name of the kluctl image repository, and the component name of the
+// kluctl controller in the kubelet stand-in.
+const kluctlController = "kluctl"
+
+// runnableKluctlController says how the kubelet stand-in runs the kluctl controller: the
+// delivered container runs "tini -- kluctl controller run" with the flags of controller-runtime's
+// manager. Its leader election takes the lease namespace from --controller-namespace and would
+// work, but is off as for Flux: one process per Deployment has no one to elect.
+var runnableKluctlController = runnableController{
+	listen: []listenFlag{
+		{name: "metrics-bind-address", port: 8080},
+		{name: "health-probe-bind-address", port: 8081},
+		{name: "source-override-bind-address", port: 8082},
+	},
+	leaderElection: "leader-elect",
+	command:        "kluctl",
+	// As the image sets them: the image has git on its PATH, which kluctl runs when go-git cannot
+	// read the status of a checkout of its repository cache, and keeps its caches in /tmp.
+	imageEnv: []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HELM_CACHE_HOME=/tmp/helm-cache",
+		"KLUCTL_CACHE_DIR=/tmp/kluctl-cache",
+	},
+}
+
+// runnableControllers returns how the kubelet stand-in runs a component, a Flux controller or
+// kluctlController.
+func runnableControllers(component string) runnableController {
+	if component == kluctlController {
+		return runnableKluctlController
+	}
+	return runnableFluxControllers[component]
+}
+
 // RunnableFluxControllers returns the Flux components the kubelet stand-in of a shoot with
 // ShootSpec.RunControllers can run when Options.FluxControllers has their binaries.
 func RunnableFluxControllers() []string {
@@ -106,9 +146,10 @@ func RunnableFluxControllers() []string {
 }
 
 // kubelet stands in for the kubelet and the Deployment controller of a shoot without nodes: every
-// Deployment whose container image is one of Options.FluxControllers runs as a process of the
-// binary of that image (component and tag, so each Flux release runs its own controllers) against the shoot's API server, authenticated as the Deployment's
-// ServiceAccount, with the container's args and env. It writes the Deployment's status as the
+// Deployment whose container image is one of Options.FluxControllers or Options.KluctlControllers
+// runs as a process of the binary of that image (component and tag, so each release runs its own
+// controllers) against the shoot's API server, authenticated as the Deployment's ServiceAccount,
+// with the container's args and env. It writes the Deployment's status as the
 // Deployment controller would. Other Deployments are left alone. What it adjusts for a machine
 // without cluster networking is listed in docs/development.md.
 type kubelet struct {

@@ -130,7 +130,7 @@ var _ = Describe("Kubelet stand-in", func() {
 	})
 
 	Describe("volumePaths", func() {
-		It("rewrites paths below emptyDir mounts, the longest mount first", func() {
+		It("rewrites paths below emptyDir mounts, the longest mount first", func(ctx context.Context) {
 			dir := GinkgoT().TempDir()
 			spec := corev1.PodSpec{Volumes: []corev1.Volume{
 				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -142,7 +142,7 @@ var _ = Describe("Kubelet stand-in", func() {
 				{Name: "tmp", MountPath: "/tmp/"},
 				{Name: "cache", MountPath: "/data/cache"},
 			}}
-			volumes, err := emptyDirMounts(spec, c, dir)
+			volumes, err := mountVolumes(ctx, nil, "ns", spec, c, dir)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(filepath.Join(dir, "data")).To(BeADirectory())
 
@@ -154,11 +154,11 @@ var _ = Describe("Kubelet stand-in", func() {
 			Expect(volumes.rewrite("relative/tmp")).To(Equal("relative/tmp"))
 		})
 
-		It("rejects other volume types", func() {
-			spec := corev1.PodSpec{Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}}}
+		It("rejects other volume types", func(ctx context.Context) {
+			spec := corev1.PodSpec{Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}}}}
 			c := corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/config"}}}
-			_, err := emptyDirMounts(spec, c, GinkgoT().TempDir())
-			Expect(err).To(MatchError(ContainSubstring("only emptyDir volumes are supported")))
+			_, err := mountVolumes(ctx, nil, "ns", spec, c, GinkgoT().TempDir())
+			Expect(err).To(MatchError(ContainSubstring("volume config: only emptyDir and configMap volumes are supported")))
 		})
 	})
 

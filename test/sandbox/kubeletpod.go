@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // controllerPod is the one pod of a Deployment that the kubelet stand-in runs: a process of the
@@ -58,9 +61,6 @@ type controllerPod struct {
 // process.
 func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.Container, component, binary, hash string) (*controllerPod, error) {
 	spec := d.Spec.Template.Spec
-	if len(c.Command) > 0 {
-		return nil, fmt.Errorf("container %s sets a command; only the image's entrypoint can run", c.Name)
-	}
 	p := &controllerPod{
 		key:       types.NamespacedName{Namespace: d.Namespace, Name: d.Name},
 		name:      fmt.Sprintf("%s-%s-%s", d.Name, hash, utilrand.String(5)),
@@ -77,38 +77,19 @@ func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.C
 	}
 	cleanup := func(err error) error { return errors.Join(err, os.RemoveAll(p.dir)) }
 
-	volumes, err := emptyDirMounts(spec, c, filepath.Join(p.dir, "volumes"))
-	if err != nil {
-		return nil, cleanup(err)
-	}
 	account := spec.ServiceAccountName
 	if account == "" {
 		account = "default"
 	}
-	env, vars, err := containerEnv(c, podFields{namespace: d.Namespace, name: p.name, serviceAccount: account})
+	pc, err := prepareContainer(ctx, k.shoot.Client, spec, c, component, podFields{namespace: d.Namespace, name: p.name, serviceAccount: account}, p.dir, k.advertisedAddresses(p.key))
 	if err != nil {
 		return nil, cleanup(err)
 	}
-	args := make([]string, len(c.Args))
-	for i, arg := range c.Args {
-		args[i] = volumes.rewriteArg(expandVars(arg, vars))
-	}
-	for i, e := range env {
-		name, value, _ := strings.Cut(e, "=")
-		env[i] = name + "=" + volumes.rewrite(value)
-	}
-	rc := runnableFluxControllers[component]
-	args, addresses, advertised, err := listenLocally(args, rc, k.advertisedAddresses(p.key))
-	if err != nil {
+	k.setAdvertisedAddresses(p.key, pc.advertised)
+	if p.probe, err = readinessProbe(c, pc.addresses); err != nil {
 		return nil, cleanup(err)
 	}
-	k.setAdvertisedAddresses(p.key, advertised)
-	if rc.leaderElection != "" {
-		args = setFlag(args, rc.leaderElection, "false")
-	}
-	if p.probe, err = readinessProbe(c, addresses); err != nil {
-		return nil, cleanup(err)
-	}
+	args, env, volumes := pc.args, pc.env, pc.volumes
 
 	token, err := serviceAccountToken(ctx, k.shoot.Config, d.Namespace, account)
 	if err != nil {
@@ -141,6 +122,57 @@ func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.C
 	k.mu.Unlock()
 	k.log.Info("Started controller", "deployment", p.key, "pod", p.name, "component", component, "args", args)
 	return p, nil
+}
+
+// preparedContainer is how the kubelet stand-in runs a container as a process.
+type preparedContainer struct {
+	// args follow the binary: the rest of the container's command (containerCommand) and its
+	// args, with listen addresses on loopback and leader election off.
+	args []string
+	// env is the image's and the container's env, with paths below mounts rewritten.
+	env []string
+	// volumes are the local directories of the mounts.
+	volumes volumePaths
+	// addresses and advertised are those of listenLocally.
+	addresses  map[int32]string
+	advertised map[string]string
+}
+
+// prepareContainer mounts the container's volumes below dir and computes the args and env of the
+// process that stands in for it. stable are the advertised addresses of the Deployment's earlier
+// pods (see listenLocally).
+func prepareContainer(ctx context.Context, reader client.Reader, spec corev1.PodSpec, c corev1.Container, component string, fields podFields, dir string, stable map[string]string) (*preparedContainer, error) {
+	volumes, err := mountVolumes(ctx, reader, fields.namespace, spec, c, filepath.Join(dir, "volumes"))
+	if err != nil {
+		return nil, err
+	}
+	rc := runnableControllers(component)
+	command, err := containerCommand(c, rc)
+	if err != nil {
+		return nil, err
+	}
+	env, vars, err := containerEnv(c, fields)
+	if err != nil {
+		return nil, err
+	}
+	// The container's env overrides the image's: later entries win.
+	env = append(slices.Clone(rc.imageEnv), env...)
+	args := make([]string, 0, len(command)+len(c.Args))
+	for _, arg := range append(command, c.Args...) {
+		args = append(args, volumes.rewriteArg(expandVars(arg, vars)))
+	}
+	for i, e := range env {
+		name, value, _ := strings.Cut(e, "=")
+		env[i] = name + "=" + volumes.rewrite(value)
+	}
+	args, addresses, advertised, err := listenLocally(args, rc, stable)
+	if err != nil {
+		return nil, err
+	}
+	if rc.leaderElection != "" {
+		args = setFlag(args, rc.leaderElection, "false")
+	}
+	return &preparedContainer{args: args, env: env, volumes: volumes, addresses: addresses, advertised: advertised}, nil
 }
 
 // run starts the process and a watcher that reports its end and readiness changes.
@@ -177,6 +209,7 @@ func (p *controllerPod) watch(k *kubelet, process *Process, stop <-chan struct{}
 		case <-stop:
 			return
 		case <-process.Done():
+			killGroup(process)
 			p.mu.Lock()
 			p.ready, p.exitedAt = false, time.Now()
 			p.mu.Unlock()
@@ -239,10 +272,20 @@ func (p *controllerPod) stop() {
 	p.mu.Unlock()
 	close(stopWatch)
 	process.Terminate(p.grace)
+	killGroup(process)
 	p.mu.Lock()
 	p.ready, p.exitedAt = false, time.Now()
 	p.mu.Unlock()
 	_ = logFile.Close()
+}
+
+// killGroup kills what is left of the process group the pod's process leads (it runs with
+// Setpgid): in a container, the end of its first process ends every other one, e.g. the Python
+// renderers and helm processes the kluctl controller starts. Without it they would outlive a
+// restart or the scenario.
+func killGroup(process *Process) {
+	// ESRCH: the group is already empty.
+	_ = syscall.Kill(-process.Pid(), syscall.SIGKILL)
 }
 
 func (p *controllerPod) state() podState {
@@ -260,29 +303,64 @@ func (p *controllerPod) restartCount() int {
 	return p.restarts
 }
 
-// volumePaths maps the mount paths of a container's emptyDir volumes to local directories.
+// volumePaths maps the mount paths of a container's volumes to local directories.
 type volumePaths map[string]string
 
-// emptyDirMounts creates a directory under dir for every emptyDir volume the container mounts. A
-// process sees the machine's file system, so paths in args and env are rewritten instead (see
-// rewrite). Other volume types are not supported.
-func emptyDirMounts(spec corev1.PodSpec, c corev1.Container, dir string) (volumePaths, error) {
+// mountVolumes creates a directory under dir for every volume the container mounts: empty for an
+// emptyDir, holding the files of a configMap volume as kubelet writes them. A process sees the
+// machine's file system, so paths in args and env are rewritten instead (see rewrite). The files
+// of a configMap are written once, when the pod starts: kubelet's later updates of mounted
+// ConfigMaps are not played. Other volume types are not supported.
+func mountVolumes(ctx context.Context, reader client.Reader, namespace string, spec corev1.PodSpec, c corev1.Container, dir string) (volumePaths, error) {
 	m := volumePaths{}
 	for _, vm := range c.VolumeMounts {
 		v, ok := podVolume(spec.Volumes, vm.Name)
 		if !ok {
 			return nil, fmt.Errorf("volumeMount %s names no volume", vm.Name)
 		}
-		if v.EmptyDir == nil {
-			return nil, fmt.Errorf("volume %s: only emptyDir volumes are supported", v.Name)
+		if vm.SubPath != "" || vm.SubPathExpr != "" {
+			return nil, fmt.Errorf("volumeMount %s: subPath is not supported", vm.Name)
 		}
 		local := filepath.Join(dir, v.Name)
-		if err := os.MkdirAll(local, 0o700); err != nil {
-			return nil, fmt.Errorf("failed creating volume %s: %w", v.Name, err)
+		switch {
+		case v.EmptyDir != nil:
+			if err := os.MkdirAll(local, 0o700); err != nil {
+				return nil, fmt.Errorf("failed creating volume %s: %w", v.Name, err)
+			}
+		case v.ConfigMap != nil:
+			files, err := configMapFiles(ctx, reader, namespace, v.ConfigMap.Name, v.ConfigMap.Items, ptr.Deref(v.ConfigMap.Optional, false))
+			if err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			if err := writeVolume(local, files, ptr.Deref(v.ConfigMap.DefaultMode, corev1.ConfigMapVolumeSourceDefaultMode)); err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+		default:
+			return nil, fmt.Errorf("volume %s: only emptyDir and configMap volumes are supported", v.Name)
 		}
 		m[strings.TrimSuffix(vm.MountPath, "/")] = local
 	}
 	return m, nil
+}
+
+// containerCommand returns what the container runs before its args, without the executable the
+// binary stands in for: nothing for the image's entrypoint, the rest of the command for a
+// container that names rc.command, e.g. "controller run" of "tini -- kluctl controller run".
+func containerCommand(c corev1.Container, rc runnableController) ([]string, error) {
+	if len(c.Command) == 0 {
+		return nil, nil
+	}
+	command := c.Command
+	if len(command) >= 2 && path.Base(command[0]) == "tini" && command[1] == "--" {
+		// tini is the image's init: it reaps what the controller starts (helm, sops, the
+		// embedded Python) and forwards signals. The stand-in runs the controller itself, so it
+		// gets the SIGTERM of stop directly, and the machine's init reaps.
+		command = command[2:]
+	}
+	if rc.command == "" || len(command) == 0 || path.Base(command[0]) != rc.command {
+		return nil, fmt.Errorf("container %s runs the command %q; the sandbox can only run the image's entrypoint or %q", c.Name, strings.Join(c.Command, " "), cmp.Or(rc.command, "(none)"))
+	}
+	return slices.Clone(command[1:]), nil
 }
 
 // rewrite replaces a leading mount path in value with its local directory: /data/x becomes
@@ -576,11 +654,14 @@ func writeTokenKubeconfig(file string, shoot *Cluster, token string) error {
 		return fmt.Errorf("failed parsing API server address of %s: %w", shoot.Name, err)
 	}
 	server.Path = shoot.Config.APIPath
+	// Everything is named "default", as in the kubeconfig the kluctl controller makes of its
+	// in-cluster config for the deployments it runs (KluctlDeployment spec.context "default").
+	const name = "default"
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["shoot"] = &clientcmdapi.Cluster{Server: server.String(), CertificateAuthorityData: shoot.Config.CAData}
-	cfg.AuthInfos["serviceaccount"] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["shoot"] = &clientcmdapi.Context{Cluster: "shoot", AuthInfo: "serviceaccount"}
-	cfg.CurrentContext = "shoot"
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server.String(), CertificateAuthorityData: shoot.Config.CAData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	cfg.CurrentContext = name
 	if err := clientcmd.WriteToFile(*cfg, file); err != nil {
 		return fmt.Errorf("failed writing kubeconfig %s: %w", file, err)
 	}

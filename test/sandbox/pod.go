@@ -276,8 +276,14 @@ func (p *Pod) stageVolume(ctx context.Context, cl client.Client, v corev1.Volume
 }
 
 func (p *Pod) configMapFiles(ctx context.Context, cl client.Client, name string, items []corev1.KeyToPath, optional bool) (map[string][]byte, error) {
+	return configMapFiles(ctx, cl, p.Namespace, name, items, optional)
+}
+
+// configMapFiles returns the files of a configMap volume or projection: the ConfigMap's keys, or
+// only its items; nothing for a missing optional ConfigMap.
+func configMapFiles(ctx context.Context, cl client.Reader, namespace, name string, items []corev1.KeyToPath, optional bool) (map[string][]byte, error) {
 	cm := &corev1.ConfigMap{}
-	if err := cl.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, cm); err != nil {
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
 		if optional && client.IgnoreNotFound(err) == nil {
 			return nil, nil
 		}

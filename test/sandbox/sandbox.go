@@ -89,11 +89,16 @@ func HostPolicy() config.HostPolicy {
 type Options struct {
 	// FluxControllers maps Flux controller images, as "<component>:<tag>" without registry (e.g.
 	// "source-controller:v1.7.4"), to their binaries (hack/build-flux-controllers.sh,
-	// ParseFluxControllers); optional. The shoots with ShootSpec.RunControllers run the delivered
+	// ParseControllers); optional. The shoots with ShootSpec.RunControllers run the delivered
 	// Deployments of these images, ShootHandle.StartSourceController runs the source-controller of
 	// the newest embedded Flux release. Only the components of RunnableFluxControllers are
 	// accepted.
 	FluxControllers map[string]string
+	// KluctlControllers maps kluctl controller images, as "kluctl:<tag>" without registry (e.g.
+	// "kluctl:v2.28.2"), to their binaries (hack/build-kluctl-controller.sh, ParseControllers);
+	// optional. The shoots with ShootSpec.RunControllers run the delivered kluctl controller
+	// Deployment of these images.
+	KluctlControllers map[string]string
 	// ExtensionConfig is the extension's component configuration; nil uses the defaults of
 	// loader.Defaults with the sandbox's HostPolicy.
 	ExtensionConfig *config.ControllerConfiguration
@@ -176,6 +181,9 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err := validateFluxControllers(opts.FluxControllers); err != nil {
 		return nil, err
 	}
+	if err := validateKluctlControllers(opts.KluctlControllers); err != nil {
+		return nil, err
+	}
 	s := &Sandbox{opts: opts, log: opts.Log}
 	if opts.ExtensionConfig != nil {
 		s.config = *opts.ExtensionConfig
@@ -246,9 +254,10 @@ func (s *Sandbox) WriteExtensionConfig(path string) error {
 }
 
 // ExtensionConfig returns the component configuration the in-process extension runs with.
-// BootstrapFinalizersTimeout is the extension's timeouts.bootstrapFinalizers in the sandbox: no
-// kluctl controller runs in its shoots, so a scenario that plays one that stopped need not wait the
-// default minute.
+// BootstrapFinalizersTimeout is the extension's timeouts.bootstrapFinalizers in the sandbox: most
+// shoots run no controllers (ShootSpec.RunControllers), so a scenario that plays one that stopped
+// need not wait the default minute. A scenario whose running controllers must finalize on a loaded
+// machine sets a longer one (ExtensionSettings.Config).
 var BootstrapFinalizersTimeout = 5 * time.Second
 
 func (s *Sandbox) ExtensionConfig() config.ControllerConfiguration {

@@ -85,12 +85,12 @@ type ShootSpec struct {
 	SharedControlPlane bool
 	// DeferExtension sets up everything but the Extension resource; CreateExtension creates it.
 	DeferExtension bool
-	// RunControllers runs the delivered Flux controllers: a kubelet stand-in starts every
-	// Deployment of the shoot whose image is one of Options.FluxControllers as a process of that
-	// binary against the shoot's API server, authenticated as the Deployment's ServiceAccount, and
-	// maintains the Deployment's status as the Deployment controller would (see
-	// docs/development.md for what it adjusts). Other Deployments, e.g. the kluctl controller's,
-	// do not run. It runs as long as the shoot's API server, hibernated or not, and needs a
+	// RunControllers runs the delivered Flux and kluctl controllers: a kubelet stand-in starts
+	// every Deployment of the shoot whose image is one of Options.FluxControllers or
+	// Options.KluctlControllers as a process of that binary against the shoot's API server,
+	// authenticated as the Deployment's ServiceAccount, and maintains the Deployment's status as
+	// the Deployment controller would (see docs/development.md for what it adjusts). Other
+	// Deployments, e.g. notification-controller's, do not run. It runs as long as the shoot's API server, hibernated or not, and needs a
 	// control plane of the shoot's own (not SharedControlPlane).
 	RunControllers bool
 	// Domain is the shoot's DNS domain (spec.dns.domain); empty means none.
