@@ -154,6 +154,13 @@ func setup(ctx context.Context, dir, binary string) (*env, error) {
 		if len(opts.FluxControllers) == 0 {
 			return e, fmt.Errorf("%s must list the Flux controller binaries (hack/build-flux-controllers.sh)", sandbox.FluxControllersEnv)
 		}
+		// and the kluctl controller, which the demo's kluctl shoot (the default mode) runs.
+		if opts.KluctlControllers, err = sandbox.ParseControllers(sandbox.KluctlControllersEnv, os.Getenv(sandbox.KluctlControllersEnv)); err != nil {
+			return e, err
+		}
+		if len(opts.KluctlControllers) == 0 {
+			return e, fmt.Errorf("%s must list the kluctl controller binary (hack/build-kluctl-controller.sh)", sandbox.KluctlControllersEnv)
+		}
 	}
 	e.sandbox, err = sandbox.Start(ctx, opts)
 	if err != nil {
@@ -166,7 +173,7 @@ func setup(ctx context.Context, dir, binary string) (*env, error) {
 			sandbox.DeployedNamespace, sandbox.GardenRBACFile, e.sandbox.ExtensionLogPath())
 	}
 
-	if err := createDemoShoot(ctx, e); err != nil {
+	if err := createDemoShoot(ctx, e, withExtension); err != nil {
 		return e, err
 	}
 	if withExtension {
@@ -177,7 +184,9 @@ func setup(ctx context.Context, dir, binary string) (*env, error) {
 	return e, nil
 }
 
-func createDemoShoot(ctx context.Context, e *env) error {
+// createDemoShoot creates the project and its shoot in the default mode, kluctl; runControllers
+// runs the delivered source- and kluctl-controller in it (demo mode; `make start` has none).
+func createDemoShoot(ctx context.Context, e *env, runControllers bool) error {
 	namespace, err := e.sandbox.CreateProject(ctx, project)
 	if err != nil {
 		return err
@@ -202,6 +211,7 @@ func createDemoShoot(ctx context.Context, e *env) error {
 	e.shoot, err = e.sandbox.CreateShoot(ctx, sandbox.ShootSpec{
 		Project:        project,
 		Name:           shootName,
+		RunControllers: runControllers,
 		ProviderConfig: []byte(`{"bootstrap":{"kluctl":{"target":"` + gitserver.Target + `"}}}`),
 	})
 	if err != nil {
@@ -316,6 +326,15 @@ func demo(ctx context.Context, dir string) (err error) {
 	}
 	step("Extension succeeded in %s", time.Since(start).Round(100*time.Millisecond))
 	if err := report(ctx, e.shoot); err != nil {
+		return err
+	}
+	start = time.Now()
+	step("waiting for the kluctl shoot's kluctl controller to deploy the repository")
+	if err := waitKluctlDeployed(ctx, e.shoot); err != nil {
+		return fmt.Errorf("%w\ncontroller logs:\n%s", err, e.shoot.ControllerLogs())
+	}
+	step("the repository is deployed in shoot %s/%s (waited %s for it)", project, shootName, time.Since(start).Round(100*time.Millisecond))
+	if err := reportKluctl(ctx, e.shoot); err != nil {
 		return err
 	}
 

@@ -41,7 +41,7 @@ func printKluctlDeployment(ctx context.Context, c client.Client) error {
 	kd := &unstructured.Unstructured{}
 	kd.SetGroupVersionKind(bootstrap.KluctlDeploymentGVK)
 	// The namespace is the default kluctl namespace, which the demo configuration keeps.
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "kluctl-system", Name: constants.BootstrapName}, kd); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: kluctlNamespace, Name: constants.BootstrapName}, kd); err != nil {
 		return fmt.Errorf("failed reading the bootstrap KluctlDeployment: %w", err)
 	}
 	spec, err := yaml.Marshal(kd.Object["spec"])
@@ -55,8 +55,61 @@ func printKluctlDeployment(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// fluxDeployTimeout bounds the wait for the flux shoot's Kustomization to apply the repository.
+// fluxDeployTimeout bounds the wait for the flux shoot's Kustomization, and the kluctl shoot's
+// KluctlDeployment, to apply the repository.
 var fluxDeployTimeout = 2 * time.Minute
+
+// kluctlNamespace is the default kluctl namespace, which the demo configuration keeps.
+const kluctlNamespace = "kluctl-system"
+
+// waitKluctlDeployed waits until the real kluctl controller reports the bootstrap KluctlDeployment
+// Ready and the repository's ConfigMap is in the shoot.
+func waitKluctlDeployed(ctx context.Context, h *sandbox.ShootHandle) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, fluxDeployTimeout, true, func(ctx context.Context) (bool, error) {
+		ready, err := readyConditionIn(ctx, h.Shoot.Client, bootstrap.KluctlDeploymentGVK, kluctlNamespace)
+		if err != nil {
+			last = err.Error()
+			return false, nil //nolint:nilerr // not there yet: the poll goes on, last tells why
+		}
+		last = fmt.Sprintf("KluctlDeployment Ready=%s: %s", ready["status"], ready["message"])
+		if ready["status"] != "True" {
+			return false, nil
+		}
+		cm := &corev1.ConfigMap{}
+		if err := h.Shoot.Client.Get(ctx, client.ObjectKey{Namespace: gitserver.ConfigMapNamespace, Name: gitserver.ConfigMapName}, cm); err != nil {
+			last = err.Error()
+			return false, nil //nolint:nilerr // not deployed yet
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the repository was not deployed into the kluctl shoot within %s: %s", fluxDeployTimeout, last)
+	}
+	return nil
+}
+
+// reportKluctl prints the controllers of the kluctl shoot, the KluctlDeployment's Ready condition
+// and the repository's objects in the shoot.
+func reportKluctl(ctx context.Context, h *sandbox.ShootHandle) error {
+	c := h.Shoot.Client
+	fmt.Println("\nControllers running in the kluctl shoot:")
+	for _, p := range h.Controllers() {
+		fmt.Printf("  %s (ready: %t)\n", p.Component, p.Ready)
+	}
+	ready, err := readyConditionIn(ctx, c, bootstrap.KluctlDeploymentGVK, kluctlNamespace)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("KluctlDeployment %s/%s: Ready=%s (%s)\n", kluctlNamespace, constants.BootstrapName, ready["status"], ready["message"])
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: gitserver.ConfigMapNamespace, Name: gitserver.ConfigMapName}, cm); err != nil {
+		return fmt.Errorf("failed reading the repository's ConfigMap: %w", err)
+	}
+	fmt.Printf("\nObjects of the repository in the kluctl shoot:\n  ConfigMap %s/%s data %v, deployed by kluctl (labels %v)\n",
+		cm.Namespace, cm.Name, cm.Data, cm.Labels)
+	return nil
+}
 
 // waitFluxDeployed waits until the real kustomize-controller reports the bootstrap Kustomization
 // Ready and the repository's ConfigMap is in the shoot.
@@ -86,9 +139,14 @@ func waitFluxDeployed(ctx context.Context, h *sandbox.ShootHandle) error {
 }
 
 func readyCondition(ctx context.Context, c client.Client, gvk schema.GroupVersionKind) (map[string]any, error) {
+	return readyConditionIn(ctx, c, gvk, "flux-system")
+}
+
+// readyConditionIn returns the Ready condition of the bootstrap object of kind gvk in namespace.
+func readyConditionIn(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, namespace string) (map[string]any, error) {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: constants.BootstrapName}, obj); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.BootstrapName}, obj); err != nil {
 		return nil, err
 	}
 	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
