@@ -200,6 +200,42 @@ var _ = Describe("projectConfigHandler", func() {
 		Eventually(q.adds).WithTimeout(5 * time.Second).Should(HaveEach(2))
 	})
 
+	// A loop of edits must not make one reconcile per shoot and CoalesceWindow for as long as it
+	// runs: each may write a new ManagedResource Secret per shoot.
+	It("lengthens the window of a project that keeps editing", func() {
+		DeferCleanup(func(old time.Duration) { MaxCoalesceWindow = old }, MaxCoalesceWindow)
+		MaxCoalesceWindow = 4 * CoalesceWindow
+		h := handler(seedWith(map[string]string{"a": "-", "b": "-"}))
+		q := &countingQueue{TypedRateLimitingInterface: newQueue()}
+
+		// Ten windows of CoalesceWindow long; growing windows end after 1, 3, 7 and 11 of them.
+		stream := 10 * CoalesceWindow
+		start := time.Now()
+		for time.Since(start) < stream {
+			h.Update(ctx, event.UpdateEvent{ObjectOld: cm, ObjectNew: cm}, q)
+			time.Sleep(CoalesceWindow / 10)
+		}
+		Eventually(q.adds).WithTimeout(5 * time.Second).Should(HaveKeyWithValue("shoot--foo--a", BeNumerically(">=", 3)))
+		Consistently(q.adds).WithTimeout(2 * MaxCoalesceWindow).Should(HaveEach(BeNumerically("<=", 5)))
+		Expect(q.adds()).To(HaveLen(2))
+	})
+
+	It("returns to CoalesceWindow once a project was quiet for its last window", func() {
+		DeferCleanup(func(old time.Duration) { MaxCoalesceWindow = old }, MaxCoalesceWindow)
+		MaxCoalesceWindow = 4 * CoalesceWindow
+		m := &projectMapper{last: map[string]lastWindow{}}
+		now := time.Now()
+		Expect(m.nextWindow("p", now)).To(Equal(CoalesceWindow), "first event")
+		m.last["p"] = lastWindow{length: CoalesceWindow, end: now}
+		Expect(m.nextWindow("p", now.Add(CoalesceWindow/2))).To(Equal(2 * CoalesceWindow))
+		m.last["p"] = lastWindow{length: 2 * CoalesceWindow, end: now}
+		Expect(m.nextWindow("p", now.Add(CoalesceWindow))).To(Equal(4 * CoalesceWindow))
+		m.last["p"] = lastWindow{length: 4 * CoalesceWindow, end: now}
+		Expect(m.nextWindow("p", now.Add(CoalesceWindow))).To(Equal(MaxCoalesceWindow), "bounded")
+		Expect(m.nextWindow("p", now.Add(4*CoalesceWindow))).To(Equal(CoalesceWindow), "quiet for the last window")
+		Expect(m.nextWindow("other", now)).To(Equal(CoalesceWindow), "another project")
+	})
+
 	It("enqueues the shoots of every project of a burst", func() {
 		h := handler(seedWith(map[string]string{"a": "-"}))
 		q := &countingQueue{TypedRateLimitingInterface: newQueue()}

@@ -28,6 +28,13 @@ import (
 // project: 3.9 s with 1 s, 4.6 s with 2 s on a busy machine).
 var CoalesceWindow = time.Second
 
+// MaxCoalesceWindow bounds the growth of a project's window: a window opened while the project's
+// previous one is less than that window's length ago is twice as long, so that a loop of edits
+// makes a few reconciles per shoot for its first seconds (4 within 10 s) and then one per
+// MaxCoalesceWindow, instead of one per CoalesceWindow for as long as it runs. A project that
+// edits now and then keeps CoalesceWindow.
+var MaxCoalesceWindow = 8 * time.Second
+
 // projectMapper maps a project ConfigMap to the shoot-flux Extensions of all shoots of the
 // project, so that a change reaches them without waiting for the resync.
 type projectMapper struct {
@@ -37,6 +44,24 @@ type projectMapper struct {
 	// pending holds the projects whose shoots are enqueued when their window ends; at most one
 	// entry per project, dropped when it fires.
 	pending map[string]struct{}
+	// last holds the length and end of a project's last window, dropped once the project was
+	// quiet for that long, so that it holds only the projects that are editing.
+	last map[string]lastWindow
+}
+
+// lastWindow is the length and end of a project's last window.
+type lastWindow struct {
+	length time.Duration
+	end    time.Time
+}
+
+// nextWindow returns the length of the window the project's event opens now; m.mu is held.
+func (m *projectMapper) nextWindow(project string, now time.Time) time.Duration {
+	prev, ok := m.last[project]
+	if !ok || now.Sub(prev.end) >= prev.length {
+		return CoalesceWindow
+	}
+	return min(2*prev.length, max(MaxCoalesceWindow, CoalesceWindow))
 }
 
 // projectConfigHandler enqueues the Extensions of a project when its ConfigMap changes. The initial
@@ -80,16 +105,27 @@ func (m *projectMapper) enqueueCoalesced(ctx context.Context, project string, q 
 	}
 	if m.pending == nil {
 		m.pending = map[string]struct{}{}
+		m.last = map[string]lastWindow{}
 	}
 	m.pending[project] = struct{}{}
+	window := m.nextWindow(project, time.Now())
 	// The event's context ends with the event; the lookup runs later.
 	ctx = context.WithoutCancel(ctx)
-	time.AfterFunc(CoalesceWindow, func() {
+	time.AfterFunc(window, func() {
 		// Dropped before the lookup, so that an event during it opens a new window: the lookup may
 		// already have missed what that event changed.
 		m.mu.Lock()
 		delete(m.pending, project)
+		end := time.Now()
+		m.last[project] = lastWindow{length: window, end: end}
 		m.mu.Unlock()
+		time.AfterFunc(window, func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.last[project].end.Equal(end) {
+				delete(m.last, project)
+			}
+		})
 		enqueue(q, m.extensionsOfProject(ctx, project))
 	})
 }

@@ -1,0 +1,358 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+)
+
+var (
+	// healthyProjects x healthyPerProject are the healthy shoots of other projects next to an
+	// attacking project.
+	healthyProjects   = 2
+	healthyPerProject = 5
+	// propagationBudget is how soon a project ConfigMap change of a healthy project must reach
+	// the bootstrap ManagedResources of all its shoots while an attack runs.
+	propagationBudget = 5 * time.Second
+	// attackReconcileBudget bounds one reconcile of a shoot with a crafted known_hosts, from its
+	// start (Processing) to its end; an exponential matcher never ends.
+	attackReconcileBudget = 5 * time.Second
+	// floodShoots is the number of shoots of the project whose ConfigMap is flooded; floodUpdates
+	// updates are written within floodDuration.
+	floodShoots   = 20
+	floodUpdates  = 100
+	floodDuration = 10 * time.Second
+	// floodWorkers is the chart's default number of workers (values.yaml extension.concurrentSyncs).
+	floodWorkers = 20
+)
+
+// hostileRun makes the names of a scenario unique when the suite repeats it (-ginkgo.repeat).
+var hostileRun int
+
+// healthyTenants are the shoots of projects that do nothing wrong next to an attacking one.
+type healthyTenants struct {
+	namespaces []string
+	shoots     [][]*sandbox.ShootHandle
+}
+
+// createHealthyTenants creates the healthy projects with light shoots and checks that they
+// succeed within quietBudget of their creation.
+func createHealthyTenants(ctx context.Context, prefix string) *healthyTenants {
+	GinkgoHelper()
+	t := &healthyTenants{}
+	var specs []sandbox.ShootSpec
+	for p := range healthyProjects {
+		project := fmt.Sprintf("%sh%d", prefix, p)
+		ns := newProject(ctx, project)
+		setProjectConfig(ctx, ns, legacyConfig(publicURL, "main", "public"))
+		t.namespaces = append(t.namespaces, ns)
+		for i := range healthyPerProject {
+			specs = append(specs, sandbox.ShootSpec{Project: project, Name: fmt.Sprintf("q%02d", i), SharedControlPlane: true})
+		}
+	}
+	start := time.Now()
+	shoots := createShoots(ctx, specs)
+	for p := range healthyProjects {
+		t.shoots = append(t.shoots, shoots[p*healthyPerProject:(p+1)*healthyPerProject])
+	}
+	took := make([]time.Duration, len(shoots))
+	Expect(inParallel(len(shoots), func(i int) error {
+		// The wait is longer than the budget, so that a miss reports how long it took.
+		_, err := shoots[i].WaitSucceeded(ctx, reconcileTimeout)
+		took[i] = time.Since(start)
+		return err
+	})).To(Succeed())
+	slowest := slices.Max(took)
+	AddReportEntry("healthy shoots", fmt.Sprintf("%d healthy shoots Succeeded %s after their creation (budget %s)",
+		len(shoots), slowest.Round(time.Millisecond), quietBudget))
+	Expect(slowest).To(BeNumerically("<=", quietBudget), "the healthy shoots succeeded too late: %v", took)
+	return t
+}
+
+// expectPropagation changes the ConfigMap of the first healthy project and checks that the
+// bootstrap ManagedResources of all its shoots carry the change within propagationBudget. The
+// light shoots share one API server, so the seed's ManagedResources are what tells them apart.
+func (t *healthyTenants) expectPropagation(ctx context.Context, branch string) {
+	GinkgoHelper()
+	shoots := t.shoots[0]
+	start := time.Now()
+	setProjectConfig(ctx, t.namespaces[0], legacyConfig(publicURL, branch, "public"))
+	took := make([]time.Duration, len(shoots))
+	Expect(inParallel(len(shoots), func(i int) error {
+		deadline := time.Now().Add(shootTimeout)
+		for {
+			objs, err := shoots[i].ManagedResourceObjects(ctx, constants.ManagedResourceBootstrap)
+			if err == nil && bootstrapBranch(objs) == branch {
+				took[i] = time.Since(start)
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("shoot %s: branch %q not delivered within %s (last error: %v)", shoots[i].Name, branch, shootTimeout, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})).To(Succeed())
+	slowest := slices.Max(took)
+	AddReportEntry("propagation", fmt.Sprintf("a ConfigMap change of a healthy project reached its %d shoots after %s (budget %s)",
+		len(shoots), slowest.Round(time.Millisecond), propagationBudget))
+	Expect(slowest).To(BeNumerically("<=", propagationBudget), "the change reached the healthy shoots too late: %v", took)
+}
+
+// bootstrapBranch returns the git branch of the bootstrap KluctlDeployment among objs.
+func bootstrapBranch(objs []*unstructured.Unstructured) string {
+	for _, o := range objs {
+		if o.GroupVersionKind() == kluctlDeploymentGVK {
+			return nestedString(o, "spec", "source", "git", "ref", "branch")
+		}
+	}
+	return ""
+}
+
+// craftedKnownHosts returns a known_hosts line for a pattern with a valid host key.
+func craftedKnownHosts(pattern string) string {
+	GinkgoHelper()
+	fields := strings.Fields(git.KnownHostsLine())
+	Expect(fields).To(HaveLen(3))
+	return pattern + " " + fields[1] + " " + fields[2] + "\n"
+}
+
+// newKnownHostsAttacker creates a project with a private repository on host and a deploy key
+// Secret whose known_hosts holds pattern.
+func newKnownHostsAttacker(ctx context.Context, project, host, pattern string) {
+	GinkgoHelper()
+	ns := newProject(ctx, project)
+	Expect(sb.Garden.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: constants.DeployKeysSecretName},
+		Data:       map[string][]byte{constants.SecretKeyKnownHosts: []byte(craftedKnownHosts(pattern))},
+	})).To(Succeed())
+	setProjectConfig(ctx, ns, legacyConfig("ssh://git@"+host+"/fleet", "main", "private"))
+}
+
+// reconcileDuration waits for the next reconcile of the shoot to end and returns how long it ran
+// (from the first Processing state seen to its end) and the Extension at its end.
+func reconcileDuration(ctx context.Context, h *sandbox.ShootHandle) (time.Duration, *extensionsv1alpha1.Extension) {
+	GinkgoHelper()
+	var (
+		started time.Time
+		took    time.Duration
+		last    *extensionsv1alpha1.Extension
+	)
+	Expect(h.WatchExtension(ctx, errorTimeout, func(ex *extensionsv1alpha1.Extension, _ bool) (bool, error) {
+		op := ex.Status.LastOperation
+		if op == nil {
+			return false, nil
+		}
+		if op.State == gardencorev1beta1.LastOperationStateProcessing {
+			if started.IsZero() {
+				started = time.Now()
+			}
+			return false, nil
+		}
+		if started.IsZero() {
+			return false, nil
+		}
+		took, last = time.Since(started), ex
+		return true, nil
+	})).To(Succeed())
+	Expect(last).NotTo(BeNil(), "shoot %s: no reconcile ended within %s", h.Name, errorTimeout)
+	return took, last
+}
+
+// longHost is a valid DNS name of n characters.
+func longHost(n int) string {
+	var labels []string
+	for n > 0 {
+		l := min(n, 60)
+		labels = append(labels, strings.Repeat("a", l))
+		n -= l + 1
+	}
+	return strings.Join(labels, ".")
+}
+
+var _ = Describe("Hostile tenant", func() {
+	It("serves the other projects while one crafts a known_hosts pattern for a long host", Label(labelDeployed), func(ctx SpecContext) {
+		hostileRun++
+		prefix := fmt.Sprintf("kh%d", hostileRun)
+		host := longHost(180)
+		Expect(host).To(HaveLen(180))
+		// Within the wildcard limit, so the matcher runs on it; it never matches (the host has no z).
+		newKnownHostsAttacker(ctx, prefix+"a", host, strings.Repeat("*a", 9)+"z")
+		// One wildcard over the limit.
+		newKnownHostsAttacker(ctx, prefix+"b", host, strings.Repeat("*a", 17)+"z")
+
+		attackers := make(chan *sandbox.ShootHandle, 2)
+		go func() {
+			defer GinkgoRecover()
+			attackers <- createShoot(ctx, sandbox.ShootSpec{Project: prefix + "a", Name: "one", SharedControlPlane: true})
+			attackers <- createShoot(ctx, sandbox.ShootSpec{Project: prefix + "b", Name: "one", SharedControlPlane: true})
+		}()
+		healthy := createHealthyTenants(ctx, prefix)
+		crafted, overLimit := <-attackers, <-attackers
+
+		By("checking that the crafted pattern's reconciles return")
+		Expect(crafted.Checkpoint(ctx)).To(Succeed())
+		Expect(crafted.TriggerReconcile(ctx)).To(Succeed())
+		took, ex := reconcileDuration(ctx, crafted)
+		AddReportEntry("crafted known_hosts", fmt.Sprintf("a reconcile with %q against a %d-character host took %s (budget %s), ended %s",
+			strings.Repeat("*a", 9)+"z", len(host), took.Round(time.Millisecond), attackReconcileBudget, lastOperation(ex)))
+		Expect(took).To(BeNumerically("<=", attackReconcileBudget))
+		// The host does not resolve in the sandbox (and no policy allows it): the pattern did not
+		// match, so the extension tried to scan.
+		Expect(ex.Status.LastError).NotTo(BeNil())
+		Expect(ex.Status.LastError.Description).To(ContainSubstring(deploykey.ScanFailedMessage))
+
+		lastErr, err := overLimit.WaitError(ctx, errorTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lastErr.Description).To(ContainSubstring("data[known_hosts]"))
+		Expect(lastErr.Description).To(ContainSubstring("may not have more than 16"))
+		Expect(lastErr.Codes).To(ContainElement(gardencorev1beta1.ErrorConfigurationProblem))
+
+		healthy.expectPropagation(ctx, "release")
+	})
+
+	It("writes a bounded number of ManagedResource Secrets for a flood of project ConfigMap updates", Label(labelDeployed), func(ctx SpecContext) {
+		hostileRun++
+		prefix := fmt.Sprintf("fl%d", hostileRun)
+		By(fmt.Sprintf("running the extension with %d workers", floodWorkers))
+		restartExtension(ctx, sandbox.ExtensionSettings{MaxConcurrentReconciles: floodWorkers})
+
+		attacker := prefix + "a"
+		attackerNamespace := newProject(ctx, attacker)
+		setProjectConfig(ctx, attackerNamespace, legacyConfig(publicURL, "main", "public"))
+		specs := make([]sandbox.ShootSpec, floodShoots)
+		for i := range specs {
+			specs[i] = sandbox.ShootSpec{Project: attacker, Name: fmt.Sprintf("f%02d", i), SharedControlPlane: true}
+		}
+		flooded := createShoots(ctx, specs)
+		Expect(inParallel(len(flooded), func(i int) error {
+			_, err := flooded[i].WaitSucceeded(ctx, reconcileTimeout)
+			return err
+		})).To(Succeed())
+
+		By("counting the Secrets created in the flooded shoots' seed namespaces")
+		namespaces := map[string]bool{}
+		for _, h := range flooded {
+			namespaces[h.SeedNamespace] = true
+		}
+		created := countSecretCreations(ctx, namespaces)
+
+		By(fmt.Sprintf("writing %d ConfigMap updates within %s while healthy shoots are created", floodUpdates, floodDuration))
+		floodDone := make(chan error, 1)
+		var (
+			lastBranch string
+			floodTook  time.Duration
+		)
+		go func() {
+			defer GinkgoRecover()
+			tick := floodDuration / time.Duration(floodUpdates)
+			start := time.Now()
+			var err error
+			for i := range floodUpdates {
+				// On a schedule, so that the updates fit into floodDuration however long each takes.
+				time.Sleep(time.Until(start.Add(time.Duration(i) * tick)))
+				lastBranch = fmt.Sprintf("flood-%03d", i)
+				cm := &corev1.ConfigMap{}
+				if err = get(ctx, sb.Garden.Client, cm, attackerNamespace, constants.ProjectConfigMapName); err != nil {
+					break
+				}
+				cm.Data[constants.ConfigMapKeyRepositoryBranch] = lastBranch
+				if err = sb.Garden.Client.Update(ctx, cm); err != nil {
+					break
+				}
+			}
+			floodTook = time.Since(start)
+			floodDone <- err
+		}()
+		healthy := createHealthyTenants(ctx, prefix)
+		healthy.expectPropagation(ctx, "release")
+		Expect(<-floodDone).To(Succeed())
+		AddReportEntry("flood", fmt.Sprintf("%d ConfigMap updates written, the last %s after the first (budget %s)", floodUpdates, floodTook.Round(time.Millisecond), floodDuration))
+		Expect(floodTook).To(BeNumerically("<=", floodDuration), "the flood took longer than planned: the bound below assumes its duration")
+
+		By("waiting for the last update to reach every flooded shoot")
+		Expect(inParallel(len(flooded), func(i int) error {
+			deadline := time.Now().Add(reconcileTimeout)
+			for {
+				objs, err := flooded[i].ManagedResourceObjects(ctx, constants.ManagedResourceBootstrap)
+				if err == nil && bootstrapBranch(objs) == lastBranch {
+					return nil
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("shoot %s: branch %q not delivered within %s (last error: %v)", flooded[i].Name, lastBranch, reconcileTimeout, err)
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+		})).To(Succeed())
+		// A reconcile still running writes nothing new: the content is the last update's.
+		time.Sleep(consistentlyDuration)
+		n := created()
+		perShoot := coalesceWindows(floodDuration)
+		AddReportEntry("flood secrets", fmt.Sprintf("%d ConfigMap updates for %d shoots created %d ManagedResource Secrets (bound %d x %d)",
+			floodUpdates, floodShoots, n, floodShoots, perShoot))
+		Expect(n).To(BeNumerically("<=", floodShoots*perShoot))
+	})
+})
+
+// coalesceWindows returns how many of a project's coalescing windows a stream of ConfigMap
+// updates of duration d opens: each window makes one reconcile per shoot, which writes at most one
+// new bootstrap ManagedResource Secret (the controllers' content does not depend on the
+// ConfigMap's repository).
+func coalesceWindows(d time.Duration) int {
+	n := 0
+	for t, w := time.Duration(0), extension.CoalesceWindow; t < d; t, w = t+w, min(2*w, extension.MaxCoalesceWindow) {
+		n++
+	}
+	return n
+}
+
+// countSecretCreations watches the seed's Secrets from now on and returns a function that tells
+// how many ManagedResource Secrets were created in namespaces so far. The extension deletes
+// superseded ones, so only a watch sees them all.
+func countSecretCreations(ctx context.Context, namespaces map[string]bool) func() int {
+	GinkgoHelper()
+	cs, err := kubernetes.NewForConfig(sb.Seed.Config)
+	Expect(err).NotTo(HaveOccurred())
+	list, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{Limit: 1})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := cs.CoreV1().Secrets("").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(w.Stop)
+	var (
+		mu sync.Mutex
+		n  int
+	)
+	go func() {
+		for ev := range w.ResultChan() {
+			s, ok := ev.Object.(*corev1.Secret)
+			if ev.Type != watch.Added || !ok || !namespaces[s.Namespace] || !strings.HasPrefix(s.Name, "managedresource-") {
+				continue
+			}
+			mu.Lock()
+			n++
+			mu.Unlock()
+		}
+	}()
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+}
