@@ -65,14 +65,26 @@ const kluctlNamespace = "kluctl-system"
 // waitKluctlDeployed waits until the real kluctl controller reports the bootstrap KluctlDeployment
 // Ready and the repository's ConfigMap is in the shoot.
 func waitKluctlDeployed(ctx context.Context, h *sandbox.ShootHandle) error {
+	return waitDeployed(ctx, h, bootstrap.KluctlDeploymentGVK, kluctlNamespace, "kluctl")
+}
+
+// waitFluxDeployed waits until the real kustomize-controller reports the bootstrap Kustomization
+// Ready and the repository's ConfigMap is in the shoot.
+func waitFluxDeployed(ctx context.Context, h *sandbox.ShootHandle) error {
+	return waitDeployed(ctx, h, bootstrap.KustomizationGVK, "flux-system", "flux")
+}
+
+// waitDeployed waits until the bootstrap object of kind gvk in namespace reports Ready and the
+// repository's ConfigMap is in the shoot of the given mode.
+func waitDeployed(ctx context.Context, h *sandbox.ShootHandle, gvk schema.GroupVersionKind, namespace, mode string) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, fluxDeployTimeout, true, func(ctx context.Context) (bool, error) {
-		ready, err := readyConditionIn(ctx, h.Shoot.Client, bootstrap.KluctlDeploymentGVK, kluctlNamespace)
+		ready, err := readyConditionIn(ctx, h.Shoot.Client, gvk, namespace)
 		if err != nil {
 			last = err.Error()
 			return false, nil //nolint:nilerr // not there yet: the poll goes on, last tells why
 		}
-		last = fmt.Sprintf("KluctlDeployment Ready=%s: %s", ready["status"], ready["message"])
+		last = fmt.Sprintf("%s Ready=%s: %s", gvk.Kind, ready["status"], ready["message"])
 		if ready["status"] != "True" {
 			return false, nil
 		}
@@ -84,7 +96,7 @@ func waitKluctlDeployed(ctx context.Context, h *sandbox.ShootHandle) error {
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the repository was not deployed into the kluctl shoot within %s: %s", fluxDeployTimeout, last)
+		return fmt.Errorf("the repository was not deployed into the %s shoot within %s: %s", mode, fluxDeployTimeout, last)
 	}
 	return nil
 }
@@ -108,33 +120,6 @@ func reportKluctl(ctx context.Context, h *sandbox.ShootHandle) error {
 	}
 	fmt.Printf("\nObjects of the repository in the kluctl shoot:\n  ConfigMap %s/%s data %v, deployed by kluctl (labels %v)\n",
 		cm.Namespace, cm.Name, cm.Data, cm.Labels)
-	return nil
-}
-
-// waitFluxDeployed waits until the real kustomize-controller reports the bootstrap Kustomization
-// Ready and the repository's ConfigMap is in the shoot.
-func waitFluxDeployed(ctx context.Context, h *sandbox.ShootHandle) error {
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, fluxDeployTimeout, true, func(ctx context.Context) (bool, error) {
-		ready, err := readyCondition(ctx, h.Shoot.Client, bootstrap.KustomizationGVK)
-		if err != nil {
-			last = err.Error()
-			return false, nil //nolint:nilerr // not there yet: the poll goes on, last tells why
-		}
-		last = fmt.Sprintf("Kustomization Ready=%s: %s", ready["status"], ready["message"])
-		if ready["status"] != "True" {
-			return false, nil
-		}
-		cm := &corev1.ConfigMap{}
-		if err := h.Shoot.Client.Get(ctx, client.ObjectKey{Namespace: gitserver.ConfigMapNamespace, Name: gitserver.ConfigMapName}, cm); err != nil {
-			last = err.Error()
-			return false, nil //nolint:nilerr // not applied yet
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("the repository was not deployed into the flux shoot within %s: %s", fluxDeployTimeout, last)
-	}
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -292,22 +291,7 @@ var _ = Describe("Migrating a shoot with the delivered Flux controllers running"
 			}
 			return out
 		}
-		before, processes := uids(), h.Controllers()
-
-		By("migrating")
-		Expect(h.Migrate(ctx, reconcileTimeout)).To(Succeed(), logs)
-		for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
-			_, err := h.ManagedResource(ctx, name)
-			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "managed resource %s should be released, got %v", name, err)
-		}
-		Expect(uids()).To(Equal(before))
-
-		By("restoring")
-		Expect(h.Restore(ctx)).To(Succeed())
-		_, err := h.WaitRestored(ctx, reconcileTimeout)
-		Expect(err).NotTo(HaveOccurred(), logs)
-		Expect(uids()).To(Equal(before), "the restored ManagedResources adopt the objects")
-		Expect(h.Controllers()).To(Equal(processes), "no controller was stopped, replaced or restarted\n%s", logs())
+		expectMigrateAndRestoreKeep(ctx, h, uids, logs)
 		expectFleetWorkloads(ctx, h)
 	})
 })

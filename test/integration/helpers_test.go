@@ -268,3 +268,26 @@ func restartExtension(ctx context.Context, settings sandbox.ExtensionSettings) {
 	})
 	Expect(sb.StartExtensionWith(ctx, settings)).To(Succeed())
 }
+
+// expectMigrateAndRestoreKeep migrates the shoot's Extension and restores it, as a control plane
+// migration does, and checks that the objects (their UIDs as uids reports them) and the controller
+// processes of the shoot stay as they were throughout: nothing is deleted, re-created or restarted.
+func expectMigrateAndRestoreKeep[T any](ctx context.Context, h *sandbox.ShootHandle, uids func() T, logs func() string) {
+	GinkgoHelper()
+	before, processes := uids(), h.Controllers()
+
+	By("migrating")
+	Expect(h.Migrate(ctx, reconcileTimeout)).To(Succeed(), logs)
+	for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+		_, err := h.ManagedResource(ctx, name)
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "managed resource %s should be released, got %v", name, err)
+	}
+	Expect(uids()).To(Equal(before))
+
+	By("restoring")
+	Expect(h.Restore(ctx)).To(Succeed())
+	_, err := h.WaitRestored(ctx, reconcileTimeout)
+	Expect(err).NotTo(HaveOccurred(), logs)
+	Expect(uids()).To(Equal(before), "the restored ManagedResources adopt the objects")
+	Expect(h.Controllers()).To(Equal(processes), "no controller was stopped, replaced or restarted\n%s", logs())
+}

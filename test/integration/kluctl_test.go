@@ -244,28 +244,14 @@ var _ = Describe("Shoot operations with the delivered kluctl controller running"
 			return map[string]types.UID{"KluctlDeployment": kd.GetUID(), "Deployment": d.UID, "ConfigMap": cm.UID}
 		}
 		before, processes := uids(), h.Controllers()
-
-		By("migrating")
-		Expect(h.Migrate(ctx, reconcileTimeout)).To(Succeed(), logs)
-		for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
-			_, err := h.ManagedResource(ctx, name)
-			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "managed resource %s should be released, got %v", name, err)
-		}
-		Expect(uids()).To(Equal(before))
-
-		By("restoring")
-		Expect(h.Restore(ctx)).To(Succeed())
-		_, err := h.WaitRestored(ctx, reconcileTimeout)
-		Expect(err).NotTo(HaveOccurred(), logs)
-		Expect(uids()).To(Equal(before), "the restored ManagedResources adopt the objects")
-		Expect(h.Controllers()).To(Equal(processes), "no controller was stopped, replaced or restarted\n%s", logs())
+		expectMigrateAndRestoreKeep(ctx, h, uids, logs)
 		// The in-process health check does not resume after a migration of the same Extension
 		// (on a new seed, a new one starts), so the controller's own status tells.
 		expectKluctlDeployed(ctx, h, logs, commit)
 
 		By("hibernating and waking up")
 		Expect(h.SetHibernated(ctx, true)).To(Succeed())
-		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
+		_, err := h.WaitSucceeded(ctx, reconcileTimeout)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(h.SetHibernated(ctx, false)).To(Succeed())
 		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
