@@ -533,10 +533,11 @@ var _ = Describe("Manager", func() {
 				Expect(err).NotTo(HaveOccurred())
 				pending := getSecret(c, constants.DeployKeysSecretName).Data[keyName+".next.identity"]
 
-				annotate(keyName)
+				annotate("true")
 				rotated, err := m.Ensure(ctx, log, req)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(rotated.Rotated).To(BeTrue())
+				Expect(rotated.RotationSkipped).To(BeEmpty(), "pending keys are no foreign data keys")
 				Expect(rotated.PrivateKey).To(Equal(pending))
 				Expect(rotated.Fingerprint).To(Equal(prepared.NextFingerprint))
 				Expect(rotated.AuthorizedKey).To(Equal(prepared.NextAuthorizedKey))
