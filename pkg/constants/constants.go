@@ -45,6 +45,11 @@ const (
 	// AnnotationRotate on the deploy key Secret asks the extension for new key pairs: "true" for
 	// all of them, or a comma-separated list of key names.
 	AnnotationRotate = "shoot-flux.extensions.gardener.cloud/rotate"
+	// AnnotationRotatePrepare on the deploy key Secret asks the extension for pending ("next") key
+	// pairs, "true" for all of them or a comma-separated list of key names, that AnnotationRotate
+	// later makes the current ones: users register the next public key first, so no shoot loses
+	// access in between.
+	AnnotationRotatePrepare = "shoot-flux.extensions.gardener.cloud/rotate-prepare"
 	// AnnotationHandedOverAt on the controllers ManagedResource records when the extension handed the
 	// controllers over to the user (flux.management handover) and stopped managing them; together with
 	// gardener-resource-manager's ignore annotation it marks the handover, RFC 3339.

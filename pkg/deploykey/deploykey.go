@@ -57,6 +57,12 @@ const (
 	suffixIdentityPub = "." + constants.SecretKeyIdentityPub
 	// suffixRepository records which repository a key pair is for, so users can tell them apart.
 	suffixRepository = ".repository"
+	// suffixNext marks the pending key pair of a staged rotation, "<name>.next.identity" and
+	// "<name>.next.identity.pub": no name KeyName makes ends with it (they end with a hash), so a
+	// pending pair is never taken for a key pair of its own.
+	suffixNext            = ".next"
+	suffixNextIdentity    = suffixNext + suffixIdentity
+	suffixNextIdentityPub = suffixNext + suffixIdentityPub
 )
 
 const (
@@ -73,7 +79,8 @@ var (
 )
 
 // DefaultMaxDataKeys is how many data keys the deploy key Secret of a project may have unless the
-// Manager says otherwise. A key pair takes three (identity, identity.pub, repository), so this is
+// Manager says otherwise. A key pair takes three (identity, identity.pub, repository) and two more
+// while a staged rotation keeps its pending pair, so this is
 // room for 500 key pairs: a project with 250 shoots with shoot-scoped keys that each moved to a
 // second repository once. The Secret is written by project admins, and every key of it costs work
 // on each reconcile of each shoot of the project (and a key generation on a rotation), so the
@@ -206,6 +213,10 @@ type DeployKey struct {
 	Adopted bool
 	// Rotated is set when this call replaced the key pair on request.
 	Rotated bool
+	// NextAuthorizedKey and NextFingerprint are the public key of the pending key pair a staged
+	// rotation prepared, which the next rotation makes the current one; empty without one.
+	NextAuthorizedKey string
+	NextFingerprint   string
 	// RotationSkipped is set when this call carried out a rotation request and left data keys
 	// alone that are not key pairs of the extension: it names them for a warning to the user.
 	RotationSkipped string
@@ -253,7 +264,7 @@ func (m *Manager) Ensure(ctx context.Context, log logr.Logger, req Request) (*De
 		if err := m.checkDataKeys(secret); err != nil {
 			return false, err
 		}
-		if _, requested := secret.Annotations[constants.AnnotationRotate]; requested && !rotating {
+		if rotationRequested(secret) && !rotating {
 			_, busy := m.rotating.LoadOrStore(req.Namespace, struct{}{})
 			rotating = !busy
 		}
@@ -265,6 +276,10 @@ func (m *Manager) Ensure(ctx context.Context, log logr.Logger, req Request) (*De
 		if rotating {
 			if rotation, changed, err = m.rotateIfRequested(secret, generated); err != nil {
 				return false, err
+			}
+			// Prepared key pairs count against the limit like any other data keys.
+			if err := m.checkDataKeys(secret); err != nil {
+				return false, fmt.Errorf("cannot prepare the requested key pairs: %w", err)
 			}
 		}
 		rotated, skipped, replacedKeys = slices.Contains(rotation.rotated, req.KeyName), rotation.skipped, len(rotation.rotated)
@@ -377,59 +392,129 @@ type rotation struct {
 	skipped string
 }
 
-// rotateIfRequested replaces the key pairs the rotation annotation names and removes the
-// annotation; it returns what it did and whether it changed the Secret. Whichever reconcile sees
-// the annotation first rotates all of them at once, so the annotation cannot stay behind for keys no
-// shoot uses any more; the other shoots pick their new key up on their next reconcile.
+// rotationRequested tells whether the Secret asks for a rotation or for its preparation.
+func rotationRequested(secret *corev1.Secret) bool {
+	_, rotate := secret.Annotations[constants.AnnotationRotate]
+	_, prepare := secret.Annotations[constants.AnnotationRotatePrepare]
+	return rotate || prepare
+}
+
+// rotateIfRequested carries out the rotation annotations and removes them; it returns what it did
+// and whether it changed the Secret. The rotation annotation replaces the key pairs it names: with
+// the pending pair a preparation stored, or else with a new one. The preparation annotation stores
+// a pending pair next to each key pair it names, which users register at the git host while the
+// shoots keep using the current one. Whichever reconcile sees an annotation first carries it out
+// for all key pairs at once, so it cannot stay behind for keys no shoot uses any more; the other
+// shoots pick their new key up on their next reconcile. A rotation is done before a preparation,
+// so both at once switch to the pending keys and prepare the ones after them.
 //
 // Only key pairs of the extension are rotated (see ownKeyPairs): the Secret is the project
 // admins', and a data key they added for their own purpose must neither be replaced nor cost a
 // key generation. generated holds the pairs of earlier attempts of the same Ensure, which are
 // used again instead of new ones.
 func (m *Manager) rotateIfRequested(secret *corev1.Secret, generated map[string]*sshkey.KeyPair) (rotation, bool, error) {
-	value, ok := secret.Annotations[constants.AnnotationRotate]
-	if !ok {
-		return rotation{}, false, nil
-	}
-	own := ownKeyPairs(secret)
 	var (
-		names   []string
+		result  rotation
 		ignored []string
+		changed bool
 	)
-	if strings.TrimSpace(value) == RotateAll {
-		names = slices.Sorted(maps.Keys(own))
-		ignored = foreignDataKeys(secret, own)
-	} else {
-		for _, name := range strings.Split(value, ",") {
-			name = strings.TrimSpace(name)
-			switch {
-			case name == "":
-			case own[name]:
-				names = append(names, name)
-			default:
-				ignored = append(ignored, name)
+	own := ownKeyPairs(secret)
+	if value, ok := secret.Annotations[constants.AnnotationRotate]; ok {
+		names, skipped := requestedKeyPairs(secret, value, own)
+		ignored = append(ignored, skipped...)
+		for _, name := range names {
+			pair, err := pendingPair(secret, name)
+			if err != nil {
+				return rotation{}, false, err
 			}
+			if pair == nil {
+				if pair, err = m.generate(secret, generated, name, name); err != nil {
+					return rotation{}, false, err
+				}
+			}
+			setPair(secret, name, "", pair)
+			delete(secret.Data, name+suffixNextIdentity)
+			delete(secret.Data, name+suffixNextIdentityPub)
+			result.rotated = append(result.rotated, name)
 		}
+		delete(secret.Annotations, constants.AnnotationRotate)
+		changed = true
 	}
-	// The annotation is the project admin's: a name it repeats is rotated once.
-	slices.Sort(names)
-	var result rotation
-	for _, name := range slices.Compact(names) {
-		pair := generated[name]
-		if pair == nil {
-			var err error
-			if pair, err = sshkey.Generate(m.Algorithm, commentOf(secret.Data[name+suffixIdentityPub])); err != nil {
-				return rotation{}, false, fmt.Errorf("generating new deploy key %s: %w", name, err)
+	if value, ok := secret.Annotations[constants.AnnotationRotatePrepare]; ok {
+		names, skipped := requestedKeyPairs(secret, value, own)
+		ignored = append(ignored, skipped...)
+		for _, name := range names {
+			// A pending pair stays: the user may have registered it already.
+			if _, pending := secret.Data[name+suffixNextIdentity]; pending {
+				continue
 			}
-			generated[name] = pair
+			pair, err := m.generate(secret, generated, name+suffixNext, name)
+			if err != nil {
+				return rotation{}, false, err
+			}
+			secret.Data[name+suffixNextIdentity] = pair.PrivateKey
+			secret.Data[name+suffixNextIdentityPub] = []byte(pair.AuthorizedKey)
 		}
-		setPair(secret, name, "", pair)
-		result.rotated = append(result.rotated, name)
+		delete(secret.Annotations, constants.AnnotationRotatePrepare)
+		changed = true
 	}
 	slices.Sort(ignored)
 	result.skipped = summarize(slices.Compact(ignored))
-	delete(secret.Annotations, constants.AnnotationRotate)
-	return result, true, nil
+	return result, changed, nil
+}
+
+// requestedKeyPairs returns the names of own key pairs a rotation annotation's value names, sorted
+// and each once (the annotation is the project admin's), and what it names that is none.
+func requestedKeyPairs(secret *corev1.Secret, value string, own map[string]bool) (names, ignored []string) {
+	if strings.TrimSpace(value) == RotateAll {
+		return slices.Sorted(maps.Keys(own)), foreignDataKeys(secret, own)
+	}
+	for _, name := range strings.Split(value, ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "":
+		case own[name]:
+			names = append(names, name)
+		default:
+			ignored = append(ignored, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), ignored
+}
+
+// generate returns a new key pair for the key pair name with the comment of its current public
+// key, or the one an earlier attempt generated under id.
+func (m *Manager) generate(secret *corev1.Secret, generated map[string]*sshkey.KeyPair, id, name string) (*sshkey.KeyPair, error) {
+	if pair := generated[id]; pair != nil {
+		return pair, nil
+	}
+	pair, err := sshkey.Generate(m.Algorithm, commentOf(secret.Data[name+suffixIdentityPub]))
+	if err != nil {
+		return nil, fmt.Errorf("generating new deploy key %s: %w", name, err)
+	}
+	generated[id] = pair
+	return pair, nil
+}
+
+// pendingPair returns the pending key pair of name a preparation stored, nil if there is none. An
+// unusable one is an error rather than replaced by a new key: the user registered the pending
+// public key and expects exactly it to be used.
+func pendingPair(secret *corev1.Secret, name string) (*sshkey.KeyPair, error) {
+	identity, ok := secret.Data[name+suffixNextIdentity]
+	if !ok {
+		return nil, nil
+	}
+	signer, err := sshkey.ParsePrivateKey(identity)
+	if err != nil {
+		return nil, fmt.Errorf("deploy key Secret %s has no usable pending private key in %q (%w); remove the data keys %s%s* to rotate to a new key",
+			client.ObjectKeyFromObject(secret), name+suffixNextIdentity, err, name, suffixNext)
+	}
+	authorizedKey := string(secret.Data[name+suffixNextIdentityPub])
+	if stored, _, err := sshkey.ParseAuthorizedKey(authorizedKey); err != nil || !sshkey.SamePublicKey(stored, signer.PublicKey()) {
+		authorizedKey = sshkey.AuthorizedKey(signer.PublicKey(), commentOf(secret.Data[name+suffixIdentityPub]))
+	}
+	return &sshkey.KeyPair{PrivateKey: identity, AuthorizedKey: authorizedKey}, nil
 }
 
 // ownKeyPairs returns the names of the key pairs of the extension in the Secret: a private key
@@ -480,7 +565,8 @@ func foreignDataKeys(secret *corev1.Secret, own map[string]bool) []string {
 			continue
 		}
 		name := key
-		for _, suffix := range []string{suffixIdentityPub, suffixIdentity, suffixRepository} {
+		// The pending suffixes first: they end with the current ones.
+		for _, suffix := range []string{suffixNextIdentityPub, suffixNextIdentity, suffixIdentityPub, suffixIdentity, suffixRepository} {
 			if n, ok := strings.CutSuffix(key, suffix); ok {
 				name = n
 				break
@@ -628,13 +714,20 @@ func keyFromSecret(secret *corev1.Secret, keyName, comment string) (*DeployKey, 
 	if err != nil {
 		return nil, fmt.Errorf("deploy key Secret %s: %w", name, err)
 	}
-	return &DeployKey{
+	key := &DeployKey{
 		SecretName:    secret.Name,
 		KeyName:       keyName,
 		PrivateKey:    identity,
 		AuthorizedKey: authorizedKey,
 		Fingerprint:   fingerprint,
-	}, nil
+	}
+	// The pending key is only shown; a broken one is reported by the rotation that would use it.
+	if next, _ := pendingPair(secret, keyName); next != nil {
+		if nextFingerprint, err := sshkey.FingerprintOf(next.AuthorizedKey); err == nil {
+			key.NextAuthorizedKey, key.NextFingerprint = next.AuthorizedKey, nextFingerprint
+		}
+	}
+	return key, nil
 }
 
 // Fingerprint returns the fingerprint of the public key of an OpenSSH private key.

@@ -496,6 +496,86 @@ var _ = Describe("Manager", func() {
 			Expect(again.Fingerprint).To(Equal(rotated.Fingerprint))
 		})
 
+		Describe("staged", func() {
+			prepare := func(value string) {
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				metav1.SetMetaDataAnnotation(&secret.ObjectMeta, constants.AnnotationRotatePrepare, value)
+				Expect(c.Update(ctx, secret)).To(Succeed())
+			}
+
+			It("shows the prepared key and keeps using the current one", func() {
+				prepare(keyName)
+				prepared, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(prepared.Rotated).To(BeFalse())
+				Expect(prepared.PrivateKey).To(Equal(original.PrivateKey))
+				Expect(prepared.Fingerprint).To(Equal(original.Fingerprint))
+				Expect(prepared.NextFingerprint).To(HavePrefix("SHA256:"))
+				Expect(prepared.NextFingerprint).NotTo(Equal(original.Fingerprint))
+				Expect(prepared.NextAuthorizedKey).To(HaveSuffix(" shoot-flux garden-foo\n"))
+
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				Expect(secret.Annotations).NotTo(HaveKey(constants.AnnotationRotatePrepare))
+				Expect(secret.Data).To(HaveKey(keyName + ".next.identity"))
+				Expect(string(secret.Data[keyName+".next.identity.pub"])).To(Equal(prepared.NextAuthorizedKey))
+
+				By("a second preparation keeping the pending key the user may have registered")
+				prepare("true")
+				again, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(again.NextFingerprint).To(Equal(prepared.NextFingerprint))
+				Expect(again.RotationSkipped).To(BeEmpty(), "pending keys are no foreign data keys")
+			})
+
+			It("switches to exactly the prepared key on rotation and removes the pending keys", func() {
+				prepare("true")
+				prepared, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				pending := getSecret(c, constants.DeployKeysSecretName).Data[keyName+".next.identity"]
+
+				annotate("true")
+				rotated, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(rotated.Rotated).To(BeTrue())
+				Expect(rotated.RotationSkipped).To(BeEmpty(), "pending keys are no foreign data keys")
+				Expect(rotated.PrivateKey).To(Equal(pending))
+				Expect(rotated.Fingerprint).To(Equal(prepared.NextFingerprint))
+				Expect(rotated.AuthorizedKey).To(Equal(prepared.NextAuthorizedKey))
+				Expect(rotated.NextAuthorizedKey).To(BeEmpty())
+				Expect(rotated.NextFingerprint).To(BeEmpty())
+
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				Expect(secret.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
+				Expect(secret.Data).NotTo(HaveKey(keyName + ".next.identity"))
+				Expect(secret.Data).NotTo(HaveKey(keyName + ".next.identity.pub"))
+				Expect(secret.Data[identityKey]).To(Equal(pending))
+			})
+
+			It("refuses a rotation to an unusable pending key without replacing it", func() {
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				secret.Data[keyName+".next.identity"] = []byte("broken")
+				metav1.SetMetaDataAnnotation(&secret.ObjectMeta, constants.AnnotationRotate, "true")
+				Expect(c.Update(ctx, secret)).To(Succeed())
+
+				_, err := m.Ensure(ctx, log, req)
+				Expect(err).To(MatchError(ContainSubstring(`no usable pending private key in "` + keyName + `.next.identity"`)))
+				stored := getSecret(c, constants.DeployKeysSecretName)
+				Expect(stored.Data[identityKey]).To(Equal(original.PrivateKey))
+				Expect(stored.Annotations).To(HaveKey(constants.AnnotationRotate))
+			})
+
+			It("counts the prepared key pair against the data key limit", func() {
+				// The Secret holds known_hosts and one key pair; the pending pair adds two.
+				m.MaxDataKeys = 5
+				prepare("true")
+				_, err := m.Ensure(ctx, log, req)
+				Expect(err).To(MatchError(ContainSubstring("cannot prepare the requested key pairs: deploy key Secret garden-foo/shoot-flux-deploy-keys: data: 6 keys, more than the 5 allowed")))
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				Expect(secret.Data).NotTo(HaveKey(keyName + ".next.identity"))
+				Expect(secret.Annotations).To(HaveKey(constants.AnnotationRotatePrepare), "nothing was done")
+			})
+		})
+
 		It("rotates only the keys the annotation names", func() {
 			other := projectRequest()
 			other.KeyName = deploykey.KeyName(deploykey.ScopeRepository, "", "git.example.org:22/org/b")

@@ -272,6 +272,11 @@ type FluxStatus struct {
 	PublicKey string
 	// Fingerprint is the SHA256 fingerprint of the deploy key.
 	Fingerprint string
+	// NextPublicKey is the authorized_keys line of the pending deploy key a staged rotation
+	// prepared: add it to the repository before the rotation makes it the deploy key.
+	NextPublicKey string
+	// NextFingerprint is the SHA256 fingerprint of the pending deploy key.
+	NextFingerprint string
 	// LastAppliedRevision is the revision of the repository the bootstrap last applied in the
 	// shoot, as its controller reports it.
 	LastAppliedRevision string

@@ -28,6 +28,8 @@ func statusConfigMap(namespace string, status *fluxv1alpha1.FluxStatus) *corev1.
 		"ref":               status.Ref,
 		"publicKey":         status.PublicKey,
 		"fingerprint":       status.Fingerprint,
+		"nextPublicKey":     status.NextPublicKey,
+		"nextFingerprint":   status.NextFingerprint,
 		"warnings":          strings.Join(status.Warnings, "\n"),
 	} {
 		if value != "" {

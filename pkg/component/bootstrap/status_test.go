@@ -21,6 +21,7 @@ var _ = Describe("Status ConfigMap", func() {
 		return &fluxv1alpha1.FluxStatus{
 			FluxVersion: "v2.9.5", KluctlVersion: "v2.28.2", Repository: "ssh://git@git.example.com/org/repo", Ref: "tag:v1.0.0",
 			BootstrapMode: "kluctl", PublicKey: "ssh-ed25519 AAAA shoot-flux garden-foo git.example.com:22/org/repo\n", Fingerprint: "SHA256:abc",
+			NextPublicKey: "ssh-ed25519 BBBB shoot-flux garden-foo git.example.com:22/org/repo\n", NextFingerprint: "SHA256:def",
 			DeployKeySecret: "garden-foo/shoot-flux-deploy-keys", DeployKey: "repo.x", ProjectConfigHash: "hash",
 			Warnings: []string{"first", "second"}, Message: "ok",
 		}
@@ -35,6 +36,7 @@ var _ = Describe("Status ConfigMap", func() {
 				"bootstrapMode": "kluctl", "fluxVersion": "v2.9.5", "kluctlVersion": "v2.28.2",
 				"repository": "ssh://git@git.example.com/org/repo", "ref": "tag:v1.0.0",
 				"publicKey": "ssh-ed25519 AAAA shoot-flux garden-foo git.example.com:22/org/repo\n", "fingerprint": "SHA256:abc",
+				"nextPublicKey": "ssh-ed25519 BBBB shoot-flux garden-foo git.example.com:22/org/repo\n", "nextFingerprint": "SHA256:def",
 				"warnings": "first\nsecond",
 			}))
 			Expect(cm["metadata"]).To(HaveKeyWithValue("labels", HaveKeyWithValue("app.kubernetes.io/managed-by", "gardener-extension-shoot-flux")))
@@ -43,7 +45,7 @@ var _ = Describe("Status ConfigMap", func() {
 
 	It("leaves out what the status does not have", func() {
 		s := status()
-		s.KluctlVersion, s.PublicKey, s.Fingerprint, s.Warnings = "", "", "", nil
+		s.KluctlVersion, s.PublicKey, s.Fingerprint, s.NextPublicKey, s.NextFingerprint, s.Warnings = "", "", "", "", "", nil
 		objs := objects(Values{Config: config(fluxapi.BootstrapModeFlux), URL: "https://git.example.com/org/repo", Status: s})
 		Expect(objs["ConfigMap/flux-system/shoot-flux-status"]["data"]).To(Equal(map[string]any{
 			"bootstrapMode": "kluctl", "fluxVersion": "v2.9.5", "repository": "ssh://git@git.example.com/org/repo", "ref": "tag:v1.0.0",

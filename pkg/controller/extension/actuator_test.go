@@ -406,6 +406,63 @@ var _ = Describe("Actuator", func() {
 			Expect(err.Error()).NotTo(ContainSubstring("PRIVATE KEY"))
 		})
 
+		It("shows a prepared key in the status and the shoot, and switches to it on rotation", func() {
+			build([]client.Object{legacyConfigMap(map[string]string{
+				"repositoryUrl":  "ssh://git@git.example.com/org/repo",
+				"repositoryType": "private",
+			})})
+			Expect(reconcile()).To(Succeed())
+			before := providerStatus(ex)
+			Expect(before.NextPublicKey).To(BeEmpty())
+
+			annotate := func(annotation string) {
+				key := &corev1.Secret{}
+				Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeysSecretName}, key)).To(Succeed())
+				metav1.SetMetaDataAnnotation(&key.ObjectMeta, annotation, "true")
+				Expect(garden.Update(ctx, key)).To(Succeed())
+			}
+			statusData := func() map[string]string {
+				for _, doc := range managedResourceObjects(seed, constants.ManagedResourceBootstrap) {
+					if strings.Contains(doc, "name: "+constants.StatusConfigMapName) {
+						cm := &corev1.ConfigMap{}
+						Expect(yaml.Unmarshal([]byte(doc), cm)).To(Succeed())
+						return cm.Data
+					}
+				}
+				return nil
+			}
+
+			By("preparing: the shoot keeps the current key, the next one is shown")
+			annotate(constants.AnnotationRotatePrepare)
+			Expect(reconcile()).To(Succeed())
+			prepared := providerStatus(ex)
+			Expect(prepared.Fingerprint).To(Equal(before.Fingerprint))
+			Expect(prepared.PublicKey).To(Equal(before.PublicKey))
+			Expect(prepared.NextPublicKey).To(HaveSuffix(" shoot-flux garden-foo git.example.com:22/org/repo\n"))
+			nextFingerprint, err := sshkey.FingerprintOf(prepared.NextPublicKey)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(prepared.NextFingerprint).To(Equal(nextFingerprint))
+			Expect(prepared.NextFingerprint).NotTo(Equal(before.Fingerprint))
+			Expect(statusData()).To(SatisfyAll(
+				HaveKeyWithValue("fingerprint", before.Fingerprint),
+				HaveKeyWithValue("nextPublicKey", prepared.NextPublicKey),
+				HaveKeyWithValue("nextFingerprint", nextFingerprint),
+			))
+
+			By("rotating: the shoot switches to exactly the prepared key")
+			annotate(constants.AnnotationRotate)
+			Expect(reconcile()).To(Succeed())
+			rotated := providerStatus(ex)
+			Expect(rotated.Fingerprint).To(Equal(nextFingerprint))
+			Expect(rotated.PublicKey).To(Equal(prepared.NextPublicKey))
+			Expect(rotated.NextPublicKey).To(BeEmpty())
+			Expect(rotated.NextFingerprint).To(BeEmpty())
+			Expect(statusData()).To(SatisfyAll(
+				HaveKeyWithValue("fingerprint", nextFingerprint),
+				Not(HaveKey("nextPublicKey")),
+			))
+		})
+
 		It("warns once about data keys a requested rotation left alone", func() {
 			build([]client.Object{legacyConfigMap(map[string]string{
 				"repositoryUrl":  "ssh://git@git.example.com/org/repo",

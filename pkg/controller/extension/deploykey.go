@@ -86,6 +86,8 @@ func (a *actuator) deployKey(ctx context.Context, log logr.Logger, seedNamespace
 
 	status.PublicKey = key.AuthorizedKey
 	status.Fingerprint = key.Fingerprint
+	status.NextPublicKey = key.NextAuthorizedKey
+	status.NextFingerprint = key.NextFingerprint
 	status.DeployKeySecret = shoot.Namespace + "/" + key.SecretName
 	status.DeployKey = key.KeyName
 	return key, nil

@@ -378,6 +378,13 @@ type FluxStatus struct {
 	// Fingerprint is the SHA256 fingerprint of the deploy key.
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// NextPublicKey is the authorized_keys line of the pending deploy key a staged rotation
+	// prepared: add it to the repository before the rotation makes it the deploy key.
+	// +optional
+	NextPublicKey string `json:"nextPublicKey,omitempty"`
+	// NextFingerprint is the SHA256 fingerprint of the pending deploy key.
+	// +optional
+	NextFingerprint string `json:"nextFingerprint,omitempty"`
 	// LastAppliedRevision is the revision of the repository the bootstrap last applied in the
 	// shoot, as its controller reports it: the commit of kluctl's last deployment, the
 	// lastAppliedRevision of the Flux Kustomization (e.g. main@sha1:<commit>). The health check

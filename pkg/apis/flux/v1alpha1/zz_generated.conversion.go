@@ -587,6 +587,8 @@ func autoConvert_v1alpha1_FluxStatus_To_flux_FluxStatus(in *FluxStatus, out *flu
 	out.BootstrapMode = in.BootstrapMode
 	out.PublicKey = in.PublicKey
 	out.Fingerprint = in.Fingerprint
+	out.NextPublicKey = in.NextPublicKey
+	out.NextFingerprint = in.NextFingerprint
 	out.LastAppliedRevision = in.LastAppliedRevision
 	out.DeployKeySecret = in.DeployKeySecret
 	out.DeployKey = in.DeployKey
@@ -613,6 +615,8 @@ func autoConvert_flux_FluxStatus_To_v1alpha1_FluxStatus(in *flux.FluxStatus, out
 	out.BootstrapMode = in.BootstrapMode
 	out.PublicKey = in.PublicKey
 	out.Fingerprint = in.Fingerprint
+	out.NextPublicKey = in.NextPublicKey
+	out.NextFingerprint = in.NextFingerprint
 	out.LastAppliedRevision = in.LastAppliedRevision
 	out.DeployKeySecret = in.DeployKeySecret
 	out.DeployKey = in.DeployKey
