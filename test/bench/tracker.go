@@ -264,3 +264,21 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	i := int(float64(len(sorted)-1) * p)
 	return sorted[i]
 }
+
+// times returns when the namespace's Extension succeeded in the phase and when the last of its
+// ManagedResources was applied; zero while not done.
+func (t *tracker) times(namespace string, mrNames []string) (succeeded, applied time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.extensions[namespace]; s != nil {
+		succeeded = s.succeeded
+	}
+	for _, name := range mrNames {
+		m := t.mrs[namespace+"/"+name]
+		if m == nil || m.applied.IsZero() {
+			return succeeded, time.Time{}
+		}
+		applied = later(m.applied, applied)
+	}
+	return succeeded, applied
+}
