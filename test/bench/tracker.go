@@ -266,19 +266,25 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 // times returns when the namespace's Extension succeeded in the phase and when the last of its
-// ManagedResources was applied; zero while not done.
-func (t *tracker) times(namespace string, mrNames []string) (succeeded, applied time.Time) {
+// ManagedResources was written and applied; zero while not done.
+func (t *tracker) times(namespace string, mrNames []string) (succeeded, written, applied time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s := t.extensions[namespace]; s != nil {
 		succeeded = s.succeeded
 	}
+	allApplied := true
 	for _, name := range mrNames {
 		m := t.mrs[namespace+"/"+name]
-		if m == nil || m.applied.IsZero() {
-			return succeeded, time.Time{}
+		if m == nil || m.written.IsZero() {
+			return succeeded, time.Time{}, time.Time{}
 		}
+		written = later(m.written, written)
+		allApplied = allApplied && !m.applied.IsZero()
 		applied = later(m.applied, applied)
 	}
-	return succeeded, applied
+	if !allApplied {
+		applied = time.Time{}
+	}
+	return succeeded, written, applied
 }
