@@ -185,8 +185,9 @@ test-fuzz:
 	done
 
 .PHONY: bench
+# source-controller: what kluctl mode delivers besides the kluctl controller (-first-deploy runs both).
 bench:
-	$(ENVTEST_ENV) $(GO) run ./test/bench $(BENCH_ARGS)
+	$(call CONTROLLERS_ENV,source-controller) $(GO) run ./test/bench $(BENCH_ARGS)
 
 #########################################
 # Sandbox and local development         #

@@ -23,7 +23,6 @@ import (
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -254,15 +253,8 @@ func (e *env) authorizeDeployKeys(ctx context.Context, namespace string) {
 	ticker := time.NewTicker(500 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		var keys []string
-		secret := &corev1.Secret{}
-		if err := e.sandbox.Garden.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.DeployKeysSecretName}, secret); err == nil {
-			for key, value := range secret.Data {
-				if strings.HasSuffix(key, "."+constants.SecretKeyIdentityPub) {
-					keys = append(keys, strings.TrimSpace(string(value)))
-				}
-			}
-		}
+		// A failed read is retried at the next tick.
+		keys, _ := e.sandbox.DeployPublicKeys(ctx, namespace)
 		if data, err := os.ReadFile(filepath.Join(e.dir, authorizedKeysFile)); err == nil {
 			for _, line := range strings.Split(string(data), "\n") {
 				if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {

@@ -56,6 +56,7 @@ type bench struct {
 	extArgs       extensionArgs
 	tracker       *tracker
 	stopTracker   context.CancelFunc
+	stopAuthorize context.CancelFunc
 	seedAudit     *sandbox.AuditLog
 	gardenAudit   *sandbox.AuditLog
 	seedHost      string
@@ -278,6 +279,9 @@ func (b *bench) close() error {
 	}
 	if b.stopTracker != nil {
 		b.stopTracker()
+	}
+	if b.stopAuthorize != nil {
+		b.stopAuthorize()
 	}
 	if b.sb != nil {
 		errs = append(errs, b.sb.Stop())

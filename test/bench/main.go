@@ -48,6 +48,7 @@ type options struct {
 	markApplied       bool
 	extensionEnv      string
 	clientQPS         float64
+	firstDeploy       int
 }
 
 func main() {
@@ -68,6 +69,7 @@ func main() {
 	fs.BoolVar(&o.markApplied, "mark-applied", false, "replace the shared gardener-resource-manager by a stand-in that marks ManagedResources applied at once, to measure the extension alone")
 	fs.StringVar(&o.extensionEnv, "extension-env", "", "comma-separated KEY=VALUE environment of the extension process, e.g. GOMEMLIMIT=100MiB")
 	fs.Float64Var(&o.clientQPS, "client-qps", float64(fluxcmd.DefaultClientQPS), "the extension's --client-qps (its --client-burst is 1.3 times as much)")
+	fs.IntVar(&o.firstDeploy, "first-deploy", 0, "instead of the scale benchmark, measure the time to first deploy of this many shoots in kluctl mode with the real controllers (e.g. 10); needs FLUX_CONTROLLERS and KLUCTL_CONTROLLERS")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory with the API servers' audit logs and kubeconfigs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
@@ -100,6 +102,8 @@ func validEnv(env string) bool {
 
 func (o options) validate() error {
 	switch {
+	case o.firstDeploy < 0:
+		return errors.New("-first-deploy must not be negative")
 	case o.shoots < 1:
 		return errors.New("-shoots must be at least 1")
 	case o.projects < 1 || o.projects > o.shoots:
@@ -141,6 +145,9 @@ func run(ctx context.Context, o options) (err error) {
 
 	b := &bench{opts: o, log: log, out: os.Stdout}
 	defer func() { err = errors.Join(err, b.close()) }()
+	if o.firstDeploy > 0 {
+		return b.runFirstDeploy(ctx)
+	}
 	return b.run(ctx)
 }
 
@@ -151,6 +158,10 @@ func step(format string, args ...any) {
 
 // environment describes the machine in the report.
 func environment(o options) string {
+	if o.firstDeploy > 0 {
+		return fmt.Sprintf("%d shoots in kluctl mode (private repository) with the real source- and kluctl-controller, --max-concurrent-reconciles=%d, %s/%s, %d CPUs, %s",
+			o.firstDeploy, o.workers, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	}
 	env := ""
 	if o.extensionEnv != "" {
 		env = ", extension environment " + o.extensionEnv

@@ -26,7 +26,11 @@ func newReport(o options) *report {
 		environment(o),
 		"The extension runs as a separate process (the binary of cmd/gardener-extension-shoot-flux).",
 	}
-	if o.markApplied {
+	if o.firstDeploy > 0 {
+		header = append(header,
+			"Every shoot has a control plane of its own and runs the delivered controllers (sandbox",
+			"ShootSpec.RunControllers); the git server serves the kluctl project over SSH.")
+	} else if o.markApplied {
 		header = append(header,
 			"All shoots are light and no resource manager applies anything: a stand-in marks every",
 			"ManagedResource applied as soon as it is written, as if every shoot had a resource manager",

@@ -264,3 +264,27 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	i := int(float64(len(sorted)-1) * p)
 	return sorted[i]
 }
+
+// times returns when the namespace's Extension succeeded in the phase and when the last of its
+// ManagedResources was written and applied; zero while not done.
+func (t *tracker) times(namespace string, mrNames []string) (succeeded, written, applied time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.extensions[namespace]; s != nil {
+		succeeded = s.succeeded
+	}
+	allApplied := true
+	for _, name := range mrNames {
+		m := t.mrs[namespace+"/"+name]
+		if m == nil || m.written.IsZero() {
+			return succeeded, time.Time{}, time.Time{}
+		}
+		written = later(m.written, written)
+		allApplied = allApplied && !m.applied.IsZero()
+		applied = later(m.applied, applied)
+	}
+	if !allApplied {
+		applied = time.Time{}
+	}
+	return succeeded, written, applied
+}

@@ -450,6 +450,8 @@ type ControllerProcess struct {
 	Image, Binary string
 	// Running tells whether the process runs; Ready whether its readiness probe succeeds.
 	Running, Ready bool
+	// ReadySince is when the readiness probe last turned successful; zero while not ready.
+	ReadySince time.Time
 	// Restarts counts how often the process ended and was started again.
 	Restarts int
 }
@@ -476,6 +478,7 @@ func (k *kubelet) processes() []ControllerProcess {
 			Binary:     p.binary,
 			Running:    state.running,
 			Ready:      state.ready,
+			ReadySince: readySince(state),
 			Restarts:   p.restartCount(),
 		})
 	}
@@ -538,4 +541,12 @@ func (h *ShootHandle) ControllerLogs() string {
 		return "(the shoot runs no controllers)"
 	}
 	return k.logs()
+}
+
+// readySince is the pod's ready time while it is ready: readySince is kept across a restart.
+func readySince(s podState) time.Time {
+	if !s.ready {
+		return time.Time{}
+	}
+	return s.readySince
 }
