@@ -185,8 +185,11 @@ func (b *bench) authorizeDeployKeys(ctx context.Context, namespace string) {
 	var last []string
 	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		keys, err := b.sb.DeployPublicKeys(ctx, namespace)
-		if err != nil || len(keys) == len(last) {
-			// Keys are only added while the shoots are created; a failed read is retried.
+		if err != nil {
+			return false, nil //nolint:nilerr // a failed read is retried until ctx ends
+		}
+		if len(keys) == len(last) {
+			// Keys are only added while the shoots are created.
 			return false, nil
 		}
 		if err := b.git.SetAuthorizedKeys(keys); err == nil {

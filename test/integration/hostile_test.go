@@ -105,7 +105,10 @@ func (t *healthyTenants) expectPropagation(ctx context.Context, branch string) {
 				return nil
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("shoot %s: branch %q not delivered within %s (last error: %v)", shoots[i].Name, branch, shootTimeout, err)
+				if err != nil {
+					return fmt.Errorf("shoot %s: branch %q not delivered within %s: %w", shoots[i].Name, branch, shootTimeout, err)
+				}
+				return fmt.Errorf("shoot %s: branch %q not delivered within %s", shoots[i].Name, branch, shootTimeout)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -296,7 +299,10 @@ var _ = Describe("Hostile tenant", func() {
 					return nil
 				}
 				if time.Now().After(deadline) {
-					return fmt.Errorf("shoot %s: branch %q not delivered within %s (last error: %v)", flooded[i].Name, lastBranch, reconcileTimeout, err)
+					if err != nil {
+						return fmt.Errorf("shoot %s: branch %q not delivered within %s: %w", flooded[i].Name, lastBranch, reconcileTimeout, err)
+					}
+					return fmt.Errorf("shoot %s: branch %q not delivered within %s", flooded[i].Name, lastBranch, reconcileTimeout)
 				}
 				time.Sleep(250 * time.Millisecond)
 			}
