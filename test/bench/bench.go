@@ -103,10 +103,9 @@ func (b *bench) writeReport() {
 	fmt.Fprintf(os.Stderr, "bench: failed writing %s\n", b.opts.out)
 }
 
-func (b *bench) setup(ctx context.Context) error {
-	if _, err := os.Stat(filepath.Join("cmd", "gardener-extension-shoot-flux")); err != nil {
-		return fmt.Errorf("run the benchmark from the repository root (make bench): %w", err)
-	}
+// buildExtension creates the temporary directory and builds the extension binary into it, with the
+// arguments it is started with; both benchmark modes start from it.
+func (b *bench) buildExtension(ctx context.Context) error {
 	var err error
 	if b.tmpDir, err = os.MkdirTemp("", "shoot-flux-bench-"); err != nil {
 		return fmt.Errorf("failed creating temporary directory: %w", err)
@@ -128,10 +127,18 @@ func (b *bench) setup(ctx context.Context) error {
 	if err := os.Remove(b.extArgs.logPath); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("failed removing old extension log: %w", err)
 	}
-	if err := sandbox.BuildExtension(ctx, ".", b.extArgs.binary); err != nil {
+	return sandbox.BuildExtension(ctx, ".", b.extArgs.binary)
+}
+
+func (b *bench) setup(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join("cmd", "gardener-extension-shoot-flux")); err != nil {
+		return fmt.Errorf("run the benchmark from the repository root (make bench): %w", err)
+	}
+	if err := b.buildExtension(ctx); err != nil {
 		return err
 	}
 
+	var err error
 	url := publicURL
 	if b.opts.repository == "private" {
 		repoRoot := filepath.Join(b.tmpDir, "git")

@@ -73,24 +73,7 @@ func (b *bench) setupFirstDeploy(ctx context.Context) error {
 		return fmt.Errorf("-first-deploy runs the real controllers: %s and %s must list their binaries (make bench sets them)",
 			sandbox.FluxControllersEnv, sandbox.KluctlControllersEnv)
 	}
-	if b.tmpDir, err = os.MkdirTemp("", "shoot-flux-bench-"); err != nil {
-		return fmt.Errorf("failed creating temporary directory: %w", err)
-	}
-
-	step("building the extension binary")
-	b.extArgs = extensionArgs{
-		binary:                  filepath.Join(b.tmpDir, "gardener-extension-shoot-flux"),
-		seedKubeconfig:          filepath.Join(b.tmpDir, "seed.kubeconfig"),
-		gardenKubeconfig:        filepath.Join(b.tmpDir, "garden.kubeconfig"),
-		configPath:              filepath.Join(b.tmpDir, "config.yaml"),
-		maxConcurrentReconciles: b.opts.workers,
-		clientQPS:               b.opts.clientQPS,
-		logPath:                 filepath.Join(b.opts.logDir, "extension.log"),
-	}
-	if err := os.Remove(b.extArgs.logPath); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("failed removing old extension log: %w", err)
-	}
-	if err := sandbox.BuildExtension(ctx, ".", b.extArgs.binary); err != nil {
+	if err := b.buildExtension(ctx); err != nil {
 		return err
 	}
 
