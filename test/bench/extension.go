@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,9 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -161,58 +158,9 @@ func fetch(ctx context.Context, url, what string) ([]byte, error) {
 	return data, nil
 }
 
-// memory is the resident memory of a process: anonymous (heap, stacks) and file-backed (mostly
-// the pages of the binary it touched), from /proc/<pid>/status.
-type memory struct {
-	RSS, Anon, File int64
-}
-
 // memory reads the resident memory of the process.
-func (p *extensionProcess) memory() (memory, error) {
-	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(p.process.Pid()), "status"))
-	if err != nil {
-		return memory{}, fmt.Errorf("failed reading the extension's memory: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	return parseMemory(f)
-}
-
-// parseMemory reads VmRSS, RssAnon and RssFile from a /proc/<pid>/status file, in bytes.
-func parseMemory(r io.Reader) (memory, error) {
-	var (
-		m     memory
-		found bool
-	)
-	s := bufio.NewScanner(r)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) != 3 || fields[2] != "kB" {
-			continue
-		}
-		var target *int64
-		switch fields[0] {
-		case "VmRSS:":
-			target, found = &m.RSS, true
-		case "RssAnon:":
-			target = &m.Anon
-		case "RssFile:":
-			target = &m.File
-		default:
-			continue
-		}
-		kb, err := strconv.ParseInt(fields[1], 10, 64)
-		if err != nil {
-			return m, fmt.Errorf("invalid %s %q: %w", fields[0], fields[1], err)
-		}
-		*target = kb * 1024
-	}
-	if err := s.Err(); err != nil {
-		return m, err
-	}
-	if !found {
-		return m, errors.New("no VmRSS in process status")
-	}
-	return m, nil
+func (p *extensionProcess) memory() (sandbox.Memory, error) {
+	return sandbox.ProcessMemory(p.process.Pid())
 }
 
 // stop terminates the extension gracefully and kills it if it does not stop in time.

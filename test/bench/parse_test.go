@@ -97,14 +97,6 @@ odd{l="a \"quoted\", value\\with"} 1 1700000000
 	})
 
 	Describe("process information", func() {
-		It("reads the resident memory", func() {
-			m, err := parseMemory(strings.NewReader("Name:\tgardener-ext\nVmRSS:\t  123456 kB\nRssAnon:\t   100000 kB\nRssFile:\t    23456 kB\nThreads:\t9\n"))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(m).To(Equal(memory{RSS: 123456 * 1024, Anon: 100000 * 1024, File: 23456 * 1024}))
-			_, err = parseMemory(strings.NewReader("Name:\tx\n"))
-			Expect(err).To(HaveOccurred())
-		})
-
 		It("reads the parent and the CPU time from a stat line with spaces in the name", func() {
 			p, err := parseStat([]byte("4242 (kube apiserver) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 100 0 0"))
 			Expect(err).NotTo(HaveOccurred())

@@ -26,6 +26,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 // ---- Secret names ----
@@ -433,5 +434,15 @@ var _ = Describe("the checks against the code", func() {
 		Expect(wrongDefaults(map[string]string{"docs/x.md": "the timeout (2 minutes by default), every 10s, `5m`"}, []quotedDefault{
 			{"docs/x.md", `timeout \((\d+ \w+) by default\), every (\w+), ` + "`(\\w+)`", []time.Duration{2 * time.Minute, 10 * time.Second, 5 * time.Minute}},
 		})).To(BeEmpty())
+	})
+})
+
+var _ = Describe("memory figures in the docs", func() {
+	It("quote the bench's 500-shoot RSS that the hostile-tenant specs compare against", func() {
+		data, err := os.ReadFile(filepath.Join(repoRoot, "docs/operations.md"))
+		Expect(err).NotTo(HaveOccurred())
+		m := regexp.MustCompile(`(\d+)–(\d+) MiB RSS with 500\s+shoots`).FindStringSubmatch(string(data))
+		Expect(m).NotTo(BeNil(), "docs/operations.md no longer quotes the RSS with 500 shoots: update test/docs")
+		Expect(m[2]).To(Equal(strconv.Itoa(sandbox.BenchRSS500Shoots>>20)), "docs/operations.md and sandbox.BenchRSS500Shoots differ")
 	})
 })

@@ -122,10 +122,15 @@ func NewKluctlProjectRepo(dir string) (string, error) {
 // NewRepo creates a git repository with a working tree in dir (which must not exist or be empty)
 // holding files (path → content) committed on Branch, and returns the commit.
 func NewRepo(dir string, files map[string]string, message string) (string, error) {
+	return NewRepoOnBranch(dir, Branch, files, message)
+}
+
+// NewRepoOnBranch is NewRepo with the commit on branch.
+func NewRepoOnBranch(dir, branch string, files map[string]string, message string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating repository directory: %w", err)
 	}
-	if _, err := runGit(dir, "init", "--quiet", "--initial-branch="+Branch); err != nil {
+	if _, err := runGit(dir, "init", "--quiet", "--initial-branch="+branch); err != nil {
 		return "", err
 	}
 	for name, content := range files {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager, runControllers bool) error {
+func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager, runControllers bool, nodeEnv []string) error {
 	h.log.Info("Starting shoot API server")
 	shoot, err := startCluster(h.SeedNamespace, kubernetes.ShootScheme, nil, clusterOptions{})
 	if err != nil {
@@ -27,7 +27,7 @@ func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager
 	h.controllerManager = cm
 	h.mu.Unlock()
 	if runControllers {
-		k, err := startKubelet(ctx, h.log.WithName("kubelet"), shoot, h.sandbox.controllerBinaries())
+		k, err := startKubelet(ctx, h.log.WithName("kubelet"), shoot, h.sandbox.controllerBinaries(), nodeEnv)
 		if err != nil {
 			return err
 		}

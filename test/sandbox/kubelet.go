@@ -156,9 +156,11 @@ type kubelet struct {
 	log      logr.Logger
 	shoot    *Cluster
 	binaries map[string]string
-	dir      string
-	client   client.Client
-	events   chan event.GenericEvent
+	// nodeEnv comes before the image's and the container's env of every process (ShootSpec.NodeEnv).
+	nodeEnv []string
+	dir     string
+	client  client.Client
+	events  chan event.GenericEvent
 	// ctx ends when the kubelet stops; the pods' watchers probe and report with it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -173,7 +175,7 @@ type kubelet struct {
 	started []*controllerPod
 }
 
-func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries map[string]string) (*kubelet, error) {
+func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries map[string]string, nodeEnv []string) (*kubelet, error) {
 	mgr, err := newShootManager(log, shoot)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet: %w", err)
@@ -186,6 +188,7 @@ func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries
 		log:        log,
 		shoot:      shoot,
 		binaries:   binaries,
+		nodeEnv:    nodeEnv,
 		dir:        dir,
 		client:     mgr.GetClient(),
 		events:     make(chan event.GenericEvent, 64),

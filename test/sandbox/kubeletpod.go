@@ -109,7 +109,8 @@ func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.C
 	// The process shares the machine's file system: HOME and TMPDIR point into the pod's directory
 	// instead of the container's / and /tmp. KUBECONFIG comes last, as the container must not
 	// replace the credentials: in a cluster they come from the mounted ServiceAccount token.
-	p.env = append([]string{"HOME=" + p.dir, "TMPDIR=" + tmp, "HOSTNAME=" + p.name}, env...)
+	p.env = append([]string{"HOME=" + p.dir, "TMPDIR=" + tmp, "HOSTNAME=" + p.name}, k.nodeEnv...)
+	p.env = append(p.env, env...)
 	p.env = append(p.env, "KUBECONFIG="+kubeconfig)
 	p.args = args
 

@@ -93,6 +93,10 @@ type ShootSpec struct {
 	// Deployments, e.g. notification-controller's, do not run. It runs as long as the shoot's API server, hibernated or not, and needs a
 	// control plane of the shoot's own (not SharedControlPlane).
 	RunControllers bool
+	// NodeEnv is the environment of the shoot's nodes, which the controllers RunControllers starts
+	// get before their image's and container's env, e.g. HTTPS_PROXY and SSL_CERT_FILE of a shoot
+	// that reaches a git host through a proxy.
+	NodeEnv []string
 	// Domain is the shoot's DNS domain (spec.dns.domain); empty means none.
 	Domain string
 	// ResourceManagerSyncPeriod is how often the shoot's gardener-resource-manager re-applies a
@@ -143,6 +147,9 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 	if spec.RunControllers && spec.SharedControlPlane {
 		return nil, fmt.Errorf("shoot %s: a shoot on the shared control plane cannot run controllers, its API server serves other shoots too", spec.Name)
 	}
+	if len(spec.NodeEnv) > 0 && !spec.RunControllers {
+		return nil, fmt.Errorf("shoot %s: NodeEnv needs RunControllers, only the controllers it starts get it", spec.Name)
+	}
 	h := &ShootHandle{
 		Project:          spec.Project,
 		Name:             spec.Name,
@@ -174,7 +181,7 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 		// Before anything exists in the namespace that the resource manager could miss.
 		shared.add(h.SeedNamespace)
 		h.shared, h.Shoot = shared, shared.shoot
-	} else if err := h.startControlPlane(ctx, !spec.Hibernated, spec.RunControllers); err != nil {
+	} else if err := h.startControlPlane(ctx, !spec.Hibernated, spec.RunControllers, spec.NodeEnv); err != nil {
 		return nil, errors.Join(err, h.stopControlPlane())
 	}
 	s.mu.Lock()

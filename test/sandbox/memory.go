@@ -1,0 +1,93 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// BenchRSS500Shoots is the highest RSS `make bench` measured for the extension serving 500 shoots
+// in 10 projects, before a resync (docs/operations.md, "Memory", quotes it). Specs that attack the
+// extension's memory compare against it.
+const BenchRSS500Shoots = 111 << 20
+
+// Memory is the resident memory of a process: anonymous (heap, stacks) and file-backed (mostly the
+// pages of the binary it touched), and the highest RSS since the process started, from
+// /proc/<pid>/status.
+type Memory struct {
+	RSS, Anon, File, Peak int64
+}
+
+// ProcessMemory reads the resident memory of the process pid.
+func ProcessMemory(pid int) (Memory, error) {
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return Memory{}, fmt.Errorf("failed reading the memory of process %d: %w", pid, err)
+	}
+	defer func() { _ = f.Close() }()
+	return ParseMemory(f)
+}
+
+// ParseMemory reads VmRSS, RssAnon, RssFile and VmHWM from a /proc/<pid>/status file, in bytes.
+func ParseMemory(r io.Reader) (Memory, error) {
+	var (
+		m     Memory
+		found bool
+	)
+	s := bufio.NewScanner(r)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) != 3 || fields[2] != "kB" {
+			continue
+		}
+		var target *int64
+		switch fields[0] {
+		case "VmRSS:":
+			target, found = &m.RSS, true
+		case "RssAnon:":
+			target = &m.Anon
+		case "RssFile:":
+			target = &m.File
+		case "VmHWM:":
+			target = &m.Peak
+		default:
+			continue
+		}
+		kb, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("invalid %s %q: %w", fields[0], fields[1], err)
+		}
+		*target = kb * 1024
+	}
+	if err := s.Err(); err != nil {
+		return m, err
+	}
+	if !found {
+		return m, errors.New("no VmRSS in process status")
+	}
+	return m, nil
+}
+
+// String formats the memory as "RSS (anon + file)" in MiB.
+func (m Memory) String() string {
+	const mib = 1 << 20
+	return fmt.Sprintf("%.1f MiB (%.1f + %.1f)", float64(m.RSS)/mib, float64(m.Anon)/mib, float64(m.File)/mib)
+}
+
+// ExtensionMemory reads the resident memory of the running deployed extension (Options.Deployed);
+// the in-process extension shares this process's memory, so there is nothing of its own to read.
+func (s *Sandbox) ExtensionMemory() (Memory, error) {
+	s.mu.Lock()
+	d := s.deployed
+	s.mu.Unlock()
+	if d == nil || d.pod == nil || d.pod.process == nil {
+		return Memory{}, errors.New("the extension does not run as deployed")
+	}
+	// The pod's set-up execs into the extension, so the started process is the extension itself.
+	return ProcessMemory(d.pod.process.Pid())
+}
