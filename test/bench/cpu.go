@@ -38,7 +38,7 @@ func takeCPUSnapshot(extensionPID int) (cpuSnapshot, error) {
 		if pid != self && !descendsFrom(procs, pid, self) {
 			continue
 		}
-		s.groups[role(pid, p, self, extensionPID)] += p.cpu
+		s.groups[roleOf(procs, pid, self, extensionPID)] += p.cpu
 	}
 	s.busy, s.elapsed, err = machineCPU()
 	return s, err
@@ -77,16 +77,19 @@ func readProcs() (map[int]proc, error) {
 	return procs, nil
 }
 
-// parseStat reads the parent and the user and system CPU time from /proc/<pid>/stat. The command
-// name in parentheses may contain spaces, so fields are counted after its closing parenthesis.
+// parseStat reads the parent and the CPU time from /proc/<pid>/stat: user and system time of the
+// process and of its children that ended and were waited for, so that short-lived helpers (kluctl's
+// Python renderers, git) stay in their parent's count once they are gone. The command name in
+// parentheses may contain spaces, so fields are counted after its closing parenthesis.
 func parseStat(stat []byte) (proc, error) {
 	end := bytes.LastIndexByte(stat, ')')
 	if end < 0 {
 		return proc{}, fmt.Errorf("malformed stat %q", stat)
 	}
 	fields := strings.Fields(string(stat[end+1:]))
-	// After the name: state(3) ppid(4) ... utime(14) stime(15), i.e. indexes 1, 11 and 12 here.
-	if len(fields) < 13 {
+	// After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17), i.e. indexes
+	// 1 and 11 to 14 here.
+	if len(fields) < 15 {
 		return proc{}, fmt.Errorf("short stat %q", stat)
 	}
 	ppid, err := strconv.Atoi(fields[1])
@@ -94,7 +97,7 @@ func parseStat(stat []byte) (proc, error) {
 		return proc{}, fmt.Errorf("invalid ppid %q: %w", fields[1], err)
 	}
 	var ticks int64
-	for _, f := range fields[11:13] {
+	for _, f := range fields[11:15] {
 		v, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return proc{}, fmt.Errorf("invalid cpu time %q: %w", f, err)
@@ -120,16 +123,40 @@ func descendsFrom(procs map[int]proc, pid, ancestor int) bool {
 
 // Roles of processes.
 const (
-	roleBenchmark = "benchmark process (shared resource manager, informers)"
+	roleBenchmark = "benchmark process (resource managers, informers, git server)"
 	roleExtension = "extension"
+	roleKluctl    = "kluctl controllers (with their Python renderers)"
+	roleFlux      = "Flux controllers"
+	roleOther     = "other (git, go)"
 )
 
+// roleOf is the role of a process, or else of its nearest ancestor below the benchmark that has
+// one: a kluctl controller's Python renderers count as the controller.
+func roleOf(procs map[int]proc, pid, self, extensionPID int) string {
+	for range 64 {
+		p, ok := procs[pid]
+		if !ok {
+			break
+		}
+		if r := role(pid, p, self, extensionPID); r != roleOther || p.ppid == self || p.ppid == 0 {
+			return r
+		}
+		pid = p.ppid
+	}
+	return roleOther
+}
+
 func role(pid int, p proc, self, extensionPID int) string {
+	binary, args, _ := strings.Cut(p.cmdline, " ")
 	switch {
 	case pid == self:
 		return roleBenchmark
 	case pid == extensionPID:
 		return roleExtension
+	case filepath.Base(binary) == "kluctl" && strings.HasPrefix(args, "controller run"):
+		return roleKluctl
+	case strings.HasSuffix(filepath.Base(binary), "-controller"):
+		return roleFlux
 	case strings.Contains(p.cmdline, "kube-apiserver"):
 		for _, name := range []string{"shared-shoot", "seed", "garden"} {
 			if strings.Contains(p.cmdline, "shoot-flux-sandbox-"+name+"-") {
@@ -140,7 +167,7 @@ func role(pid int, p proc, self, extensionPID int) string {
 	case strings.Contains(p.cmdline, "etcd"):
 		return "etcd (all clusters)"
 	}
-	return "other (git, go)"
+	return roleOther
 }
 
 // machineCPU returns the busy and the total CPU time of the machine from /proc/stat.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,9 +38,28 @@ const (
 	firstDeployGoalMax = 30 * time.Second
 )
 
-// deployTimes are the milestones of one shoot's first deploy.
+// deployTimes are the milestones of one shoot's first deploy. The extension writes the
+// controllers' ManagedResource, waits until the resource manager applied it (the bootstrap's kinds
+// come with it), then writes the bootstrap's.
 type deployTimes struct {
-	created, succeeded, written, applied, controllerReady, deployed time.Time
+	created, succeeded                     time.Time
+	controllersWritten, controllersApplied time.Time
+	bootstrapWritten, bootstrapApplied     time.Time
+	controllerReady, deployed              time.Time
+}
+
+// observe records the milestones the tracker and the kubelet stand-in have seen so far.
+func (t *deployTimes) observe(tr *tracker, h *sandbox.ShootHandle) {
+	t.succeeded = tr.succeeded(h.SeedNamespace)
+	t.controllersWritten, t.controllersApplied = tr.managedResourceTimes(h.SeedNamespace, constants.ManagedResourceControllers)
+	t.bootstrapWritten, t.bootstrapApplied = tr.managedResourceTimes(h.SeedNamespace, constants.ManagedResourceBootstrap)
+	if t.controllerReady.IsZero() {
+		for _, c := range h.Controllers() {
+			if c.Component == "kluctl" && c.Ready {
+				t.controllerReady = c.ReadySince
+			}
+		}
+	}
 }
 
 // runFirstDeploy measures the time to first deploy: shoots in kluctl mode whose delivered
@@ -189,6 +209,10 @@ func (b *bench) firstDeploy(ctx context.Context) error {
 	step("creating %d Extensions at once and waiting for the repository's objects in every shoot", n)
 	times := make([]deployTimes, n)
 	b.tracker.begin("")
+	cpuBefore, err := takeCPUSnapshot(b.ext.process.Pid())
+	if err != nil {
+		return err
+	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -208,7 +232,12 @@ func (b *bench) firstDeploy(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	cpuAfter, err := takeCPUSnapshot(b.ext.process.Pid())
+	if err != nil {
+		return err
+	}
 	b.addFirstDeploy(times)
+	b.addFirstDeployCPU(cpuAfter.since(cpuBefore), cpuAfter.at.Sub(cpuBefore.at), n)
 	return nil
 }
 
@@ -220,16 +249,7 @@ func (b *bench) deployOne(ctx context.Context, h *sandbox.ShootHandle, t *deploy
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, firstDeployPoll, firstDeployTimeout, true, func(ctx context.Context) (bool, error) {
 		now := time.Now()
-		if t.succeeded.IsZero() || t.applied.IsZero() {
-			t.succeeded, t.written, t.applied = b.tracker.times(h.SeedNamespace, managedResourceNames)
-		}
-		if t.controllerReady.IsZero() {
-			for _, c := range h.Controllers() {
-				if c.Component == "kluctl" && c.Ready {
-					t.controllerReady = c.ReadySince
-				}
-			}
-		}
+		t.observe(b.tracker, h)
 		cm := &corev1.ConfigMap{}
 		if err := h.Shoot.Client.Get(ctx, client.ObjectKey{Namespace: gitserver.ConfigMapNamespace, Name: gitserver.ConfigMapName}, cm); err != nil {
 			last = err.Error()
@@ -241,46 +261,49 @@ func (b *bench) deployOne(ctx context.Context, h *sandbox.ShootHandle, t *deploy
 	if err != nil {
 		return fmt.Errorf("the repository was not deployed within %s (%s); controller logs:\n%s", firstDeployTimeout, last, h.ControllerLogs())
 	}
-	// Milestones observed late (e.g. the tracker's) are bounded by the deploy they precede.
-	if t.succeeded.IsZero() || t.applied.IsZero() {
-		t.succeeded, t.written, t.applied = b.tracker.times(h.SeedNamespace, managedResourceNames)
-	}
+	// The tracker's milestones may be seen after the deploy they precede.
+	t.observe(b.tracker, h)
 	return nil
 }
 
 // addFirstDeploy reports p50 and max of the total and of each phase. The phases are the steps
 // between consecutive milestones, each taken no earlier than the one before. The steps overlap:
 // the kubelet stand-in starts the controllers as soon as the resource manager created their
-// Deployments, before it reports the ManagedResources applied, and the Extension's Succeeded
-// comes with or after them; such a step counts as zero, the per-shoot rows show the milestones.
+// Deployments, before it reports the ManagedResource applied, and the Extension's Succeeded comes
+// with or after the bootstrap's; such a step counts as zero, the per-shoot rows show the
+// milestones.
 func (b *bench) addFirstDeploy(times []deployTimes) {
-	var total, reconcile, apply, start, deploy []time.Duration
+	phases := []struct {
+		name  string
+		steps []time.Duration
+	}{
+		{name: "extension: controllers' ManagedResource written"},
+		{name: "resource manager: controllers applied (CRDs, Deployments)"},
+		{name: "extension: bootstrap ManagedResource written"},
+		{name: "resource manager: bootstrap applied (KluctlDeployment)"},
+		{name: "kluctl controller ready (if it was not yet)"},
+		{name: "kluctl controller: clone, render, deploy (→ ConfigMap in the shoot)"},
+	}
+	var total []time.Duration
 	for _, t := range times {
-		written := later(t.written, t.created)
-		applied := later(t.applied, written)
-		ready := later(t.controllerReady, applied)
-		deployed := later(t.deployed, ready)
+		at := t.created
+		for i, m := range []time.Time{t.controllersWritten, t.controllersApplied, t.bootstrapWritten, t.bootstrapApplied, t.controllerReady, t.deployed} {
+			next := later(m, at)
+			phases[i].steps = append(phases[i].steps, next.Sub(at))
+			at = next
+		}
 		total = append(total, t.deployed.Sub(t.created))
-		reconcile = append(reconcile, written.Sub(t.created))
-		apply = append(apply, applied.Sub(written))
-		start = append(start, ready.Sub(applied))
-		deploy = append(deploy, deployed.Sub(ready))
 	}
-	for _, l := range [][]time.Duration{total, reconcile, apply, start, deploy} {
-		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
-	}
+	sortDurations(total)
 	p50, maxTotal := percentile(total, 0.5), percentile(total, 1)
 	r := b.report
 	r.section("Time to first deploy of %d shoots in kluctl mode, Extensions created at once (p50 / max)", len(times))
 	r.add("Extension created → repository's ConfigMap in the shoot: p50", dur(p50), "≤ "+dur(firstDeployGoalP50), verdict(p50 <= firstDeployGoalP50))
 	r.add("Extension created → repository's ConfigMap in the shoot: max", dur(maxTotal), "≤ "+dur(firstDeployGoalMax), verdict(maxTotal <= firstDeployGoalMax))
-	split := func(name string, l []time.Duration) {
-		r.add("  "+name, fmt.Sprintf("%s / %s", dur(percentile(l, 0.5)), dur(percentile(l, 1))), "", "")
+	for _, p := range phases {
+		sortDurations(p.steps)
+		r.add("  "+p.name, fmt.Sprintf("%s / %s", dur(percentile(p.steps, 0.5)), dur(percentile(p.steps, 1))), "", "")
 	}
-	split("extension reconcile (→ both ManagedResources written)", reconcile)
-	split("resource manager apply (→ both ManagedResources applied)", apply)
-	split("controller start (→ kluctl controller ready)", start)
-	split("clone + deploy (→ ConfigMap in the shoot)", deploy)
 	// The milestones as seen, after the Extension's creation: they tell which steps overlap.
 	since := func(t, created time.Time) string {
 		if t.IsZero() {
@@ -289,14 +312,37 @@ func (b *bench) addFirstDeploy(times []deployTimes) {
 		return dur(t.Sub(created))
 	}
 	for i, t := range times {
-		r.add(fmt.Sprintf("  %s: written / applied / Succeeded / controller ready / deployed", b.shoots[i].Name),
-			fmt.Sprintf("%s / %s / %s / %s / %s", since(t.written, t.created), since(t.applied, t.created), since(t.succeeded, t.created),
-				since(t.controllerReady, t.created), since(t.deployed, t.created)), "", "")
+		r.add(fmt.Sprintf("  %s: controllers written / applied, bootstrap written / applied, Succeeded, controller ready, deployed", b.shoots[i].Name),
+			strings.Join([]string{
+				since(t.controllersWritten, t.created), since(t.controllersApplied, t.created), since(t.bootstrapWritten, t.created),
+				since(t.bootstrapApplied, t.created), since(t.succeeded, t.created), since(t.controllerReady, t.created), since(t.deployed, t.created),
+			}, " / "), "", "")
 	}
 	r.note("Each shoot has an API server, a gardener-resource-manager and a kubelet stand-in of its own, which runs the " +
 		"delivered source-controller and kluctl controller as processes; all of them, the extension and the git server " +
 		"share the machine. The phases are the steps between consecutive milestones of a shoot; p50 and max are taken " +
 		"per phase, so they need not add up to the total's.")
+}
+
+// addFirstDeployCPU reports the CPU time each role used while the shoots deployed, and what the
+// kluctl controllers' share alone means for the time to deploy them all on this machine.
+func (b *bench) addFirstDeployCPU(use cpuUse, wall time.Duration, shoots int) {
+	r := b.report
+	r.section("CPU from the first Extension's creation to the last deploy (%s on %.0f cores)", dur(wall), use.cores)
+	seconds := func(cores float64) time.Duration { return time.Duration(cores * float64(wall)) }
+	for _, g := range use.sortedGroups() {
+		r.add("  "+g, fmt.Sprintf("%s (%s per shoot)", dur(seconds(use.groups[g])), dur(seconds(use.groups[g])/time.Duration(shoots))), "", "")
+	}
+	r.add("  machine busy", fmt.Sprintf("%.0f%%", 100*use.machine), "", "")
+	if use.cores > 0 {
+		r.add("kluctl controllers' CPU alone, spread over all cores", dur(time.Duration(float64(seconds(use.groups[roleKluctl]))/use.cores)), "", "")
+	}
+	r.note("The kluctl controllers' line is the CPU the shoots' first deploys take on their own nodes in a real seed; " +
+		"here they share the machine, so with all cores busy no shoot can deploy before most of it is spent.")
+}
+
+func sortDurations(l []time.Duration) {
+	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
 }
 
 // later returns t, or not if t is zero or before not.

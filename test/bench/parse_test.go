@@ -103,5 +103,31 @@ odd{l="a \"quoted\", value\\with"} 1 1700000000
 			Expect(p.ppid).To(Equal(17))
 			Expect(p.cpu).To(Equal(3 * time.Second))
 		})
+
+		It("counts the CPU time of children that ended", func() {
+			p, err := parseStat([]byte("4242 (kluctl) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 120 30 20 0 12 0 100 0 0"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(p.cpu).To(Equal(4500 * time.Millisecond))
+		})
+
+		It("gives a kluctl controller's Python renderers the controller's role", func() {
+			const self, extension = 1, 2
+			procs := map[int]proc{
+				self:      {ppid: 0, cmdline: "bench -first-deploy=10"},
+				extension: {ppid: self, cmdline: "/tmp/x/gardener-extension-shoot-flux --config=c"},
+				10:        {ppid: self, cmdline: "/cache/kluctl-controller/v2.28.2/kluctl controller run --metrics-bind-address=127.0.0.1:1"},
+				11:        {ppid: 10, cmdline: "/tmp/pod/tmp/kluctl-cache/go-embed-jinja2/kluctl-python/bin/python3 -c main"},
+				12:        {ppid: self, cmdline: "/cache/source-controller/v1.7.4/source-controller --watch-all-namespaces"},
+				13:        {ppid: self, cmdline: "git upload-pack repo"},
+				14:        {ppid: 13, cmdline: "git pack-objects"},
+			}
+			Expect(roleOf(procs, self, self, extension)).To(Equal(roleBenchmark))
+			Expect(roleOf(procs, extension, self, extension)).To(Equal(roleExtension))
+			Expect(roleOf(procs, 10, self, extension)).To(Equal(roleKluctl))
+			Expect(roleOf(procs, 11, self, extension)).To(Equal(roleKluctl))
+			Expect(roleOf(procs, 12, self, extension)).To(Equal(roleFlux))
+			Expect(roleOf(procs, 13, self, extension)).To(Equal(roleOther))
+			Expect(roleOf(procs, 14, self, extension)).To(Equal(roleOther))
+		})
 	})
 })

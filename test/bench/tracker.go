@@ -265,26 +265,23 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[i]
 }
 
-// times returns when the namespace's Extension succeeded in the phase and when the last of its
-// ManagedResources was written and applied; zero while not done.
-func (t *tracker) times(namespace string, mrNames []string) (succeeded, written, applied time.Time) {
+// succeeded returns when the namespace's Extension succeeded in the phase; zero while not.
+func (t *tracker) succeeded(namespace string) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s := t.extensions[namespace]; s != nil {
-		succeeded = s.succeeded
+		return s.succeeded
 	}
-	allApplied := true
-	for _, name := range mrNames {
-		m := t.mrs[namespace+"/"+name]
-		if m == nil || m.written.IsZero() {
-			return succeeded, time.Time{}, time.Time{}
-		}
-		written = later(m.written, written)
-		allApplied = allApplied && !m.applied.IsZero()
-		applied = later(m.applied, applied)
+	return time.Time{}
+}
+
+// managedResourceTimes returns when the namespace's ManagedResource of that name was last written
+// with new content and when the resource manager reported that content applied; zero while not.
+func (t *tracker) managedResourceTimes(namespace, name string) (written, applied time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if m := t.mrs[namespace+"/"+name]; m != nil {
+		return m.written, m.applied
 	}
-	if !allApplied {
-		applied = time.Time{}
-	}
-	return succeeded, written, applied
+	return time.Time{}, time.Time{}
 }
