@@ -14,11 +14,11 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
-	"github.com/gardener/gardener/pkg/utils/managedresources"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
@@ -97,7 +97,6 @@ func Data(v Values) (map[string][]byte, error) {
 		return nil, fmt.Errorf("bootstrap mode %q deploys no bootstrap objects", cfg.Bootstrap.Mode)
 	}
 
-	registry := managedresources.NewRegistry(kubernetes.ShootScheme, kubernetes.ShootCodec, kubernetes.ShootSerializer)
 	var objects []client.Object
 
 	if v.Credentials != nil {
@@ -123,8 +122,13 @@ func Data(v Values) (map[string][]byte, error) {
 	if v.Status != nil {
 		objects = append(objects, statusConfigMap(namespace, v.Status))
 	}
-	if err := registry.Add(objects...); err != nil {
-		return nil, fmt.Errorf("failed serializing bootstrap secrets and config maps: %w", err)
+	files := make(map[string][]byte, len(objects)+2)
+	for _, obj := range objects {
+		filename, out, err := manifest(obj)
+		if err != nil {
+			return nil, fmt.Errorf("failed serializing bootstrap secrets and config maps: %w", err)
+		}
+		files[filename] = out
 	}
 
 	var docs map[string]any
@@ -142,14 +146,32 @@ func Data(v Values) (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("failed serializing %s: %w", filename, err)
 		}
-		registry.AddSerialized(filename, out)
+		if _, ok := files[filename]; ok {
+			return nil, fmt.Errorf("duplicate bootstrap manifest %s", filename)
+		}
+		files[filename] = out
 	}
 
-	data, err := registry.SerializedObjects()
+	data, err := managedresource.Data(files)
 	if err != nil {
 		return nil, fmt.Errorf("failed serializing bootstrap manifests: %w", err)
 	}
 	return data, nil
+}
+
+// manifest serializes a core object of the shoot as YAML with its kind, named by kind, namespace
+// and name, so that no two objects share a file.
+func manifest(obj client.Object) (string, []byte, error) {
+	gvk, err := apiutil.GVKForObject(obj, kubernetes.ShootScheme)
+	if err != nil {
+		return "", nil, err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	out, err := yaml.Marshal(obj)
+	if err != nil {
+		return "", nil, fmt.Errorf("failed serializing %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return strings.ToLower(gvk.Kind + "__" + obj.GetNamespace() + "__" + obj.GetName() + ".yaml"), out, nil
 }
 
 func secret(name, namespace string, data map[string][]byte) *corev1.Secret {

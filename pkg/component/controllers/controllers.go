@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gardener/gardener/pkg/client/kubernetes"
-	"github.com/gardener/gardener/pkg/utils/managedresources"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
@@ -67,18 +65,16 @@ func build(values Values) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed rendering flux manifests: %w", err)
 	}
-	registry := managedresources.NewRegistry(kubernetes.ShootScheme, kubernetes.ShootCodec, kubernetes.ShootSerializer)
-	registry.AddSerialized("flux.yaml", fluxYAML)
-
+	files := map[string][]byte{"flux.yaml": fluxYAML}
 	if values.Kluctl != nil {
 		kluctlYAML, err := manifests.RenderKluctl(*values.Kluctl)
 		if err != nil {
 			return nil, fmt.Errorf("failed rendering kluctl manifests: %w", err)
 		}
-		registry.AddSerialized("kluctl.yaml", kluctlYAML)
+		files["kluctl.yaml"] = kluctlYAML
 	}
 
-	data, err := registry.SerializedObjects()
+	data, err := managedresource.Data(files)
 	if err != nil {
 		return nil, fmt.Errorf("failed serializing controller manifests: %w", err)
 	}

@@ -1,0 +1,4 @@
+package managedresource
+
+// Compressions is the semaphore of Data, for tests that hold its slots.
+var Compressions = compressions
