@@ -57,23 +57,17 @@ var concurrencyFlags = map[string]string{
 	KluctlComponent:        "--concurrency",
 }
 
-// tuned renders with render (cached under key) and applies the tuning on top, cached as well: the
-// tuning is cheap next to a render, and shoots with different settings share the render.
+// tuned renders with render (cached under key) and applies the tuning on top. The tuned result is
+// not cached: its only user, the controllers ManagedResource, caches its compressed data (a tenth
+// of the size) under the same settings, and a tuned render of every Flux component is ~470 KiB,
+// so 200 tenants' distinct settings kept the whole render cache (32 MiB) full of copies of the
+// same CRDs. Shoots with different settings share the base render.
 func (r *renderer) tuned(key rendercache.Key, namespace string, tuning Tuning, render func() ([]byte, error)) ([]byte, error) {
-	if tuning.empty() {
-		return r.cached(key, render)
+	base, err := r.cached(key, render)
+	if err != nil || tuning.empty() {
+		return base, err
 	}
-	tuningKey, err := tuning.Key()
-	if err != nil {
-		return nil, err
-	}
-	return r.cached(rendercache.KeyOf("tuned", string(key[:]), namespace, tuningKey), func() ([]byte, error) {
-		base, err := r.cached(key, render)
-		if err != nil {
-			return nil, err
-		}
-		return applyTuning(base, namespace, tuning)
-	})
+	return applyTuning(base, namespace, tuning)
 }
 
 // applyTuning patches the Deployments of rendered manifests with strategic merge patches (see

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"strings"
 
 	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
@@ -108,6 +109,24 @@ var _ = Describe("Tuning", func() {
 		Expect(string(before)).To(Equal(snapshot))
 		again, err := r.renderFlux(opts)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(&again[0]).To(BeIdenticalTo(&tuned[0]), "the tuned render is cached")
+		Expect(again).To(Equal(tuned))
+	})
+
+	// A tuned render is as large as the base (every CRD again): cached per distinct setting, 200
+	// tenants' settings filled the whole cache with copies of the same CRDs.
+	It("keeps only the base render in the cache, however many distinct settings are rendered", func() {
+		opts := FluxOptions{Version: newestFlux, Components: []string{SourceController}, Namespace: "flux-system"}
+		_, err := r.renderFlux(opts)
+		Expect(err).NotTo(HaveOccurred())
+		entries, size := r.cache.Len(), r.cache.Bytes()
+		for i := range 5 {
+			s := settings
+			s.NodeSelector = map[string]string{"pool": strings.Repeat("x", i+1)}
+			opts.Tuning = Tuning{Controllers: map[string]flux.ControllerSettings{SourceController: s}}
+			_, err := r.renderFlux(opts)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(r.cache.Len()).To(Equal(entries))
+		Expect(r.cache.Bytes()).To(Equal(size))
 	})
 })

@@ -1,5 +1,6 @@
 // Package rendercache keeps what the extension renders alike for many shoots: the Flux and kluctl
-// manifests, plain and tuned, and the compressed data of the controllers ManagedResource. It is the
+// manifests as rendered (before a shoot's controller settings are applied), and the compressed
+// data of the controllers ManagedResource, settings applied. It is the
 // one cache of rendered output in the process.
 //
 // The inputs are partly chosen by tenants (namespaces, controller settings), so the set of distinct
@@ -19,15 +20,15 @@ import (
 
 const (
 	// DefaultMaxEntries bounds the number of results of the process-wide cache. A seed's shoots
-	// share a few Flux and kluctl renders (versions x component sets x namespaces) plus one tuned
-	// render and one compressed blob per distinct set of controller settings; 256 leaves room for
-	// ~80 distinct settings before a shared render is dropped.
+	// share a few Flux and kluctl renders (versions x component sets x namespaces) plus one
+	// compressed blob per distinct set of controller settings; 256 leaves room for ~240 distinct
+	// settings before a shared render is dropped.
 	DefaultMaxEntries = 256
-	// DefaultMaxBytes bounds the bytes of the process-wide cache. A render takes 150-320 KiB, a tuned
-	// one more by the size of its settings, a compressed blob 15-35 KiB: ~100 distinct settings fit,
-	// far more than a seed's projects use, and a tenant who makes up more evicts, but does not grow
-	// the process. The bound is what the chart's memory limit accounts for (docs/operations.md,
-	// "Memory").
+	// DefaultMaxBytes bounds the bytes of the process-wide cache. A render takes 150-470 KiB, a
+	// compressed blob 15-35 KiB, so 256 blobs take at most ~9 MiB and tenants' settings alone do not
+	// reach the bound; renders of many versions, component sets and namespaces do, and then evict,
+	// but do not grow the process. The bound is what the chart's memory limit accounts for
+	// (docs/operations.md, "Memory").
 	DefaultMaxBytes = 32 << 20
 )
 

@@ -134,10 +134,7 @@ var _ = Describe("GitOps with the delivered Flux controllers running", func() {
 
 		By("waiting for the controllers to reconcile the bootstrap objects")
 		Eventually(func(g Gomega) {
-			for _, gvk := range []schema.GroupVersionKind{gitRepositoryGVK, kustomizationGVK} {
-				ready := readyConditionOf(g, ctx, h, gvk, fluxNamespace, constants.BootstrapName)
-				g.Expect(ready["status"]).To(Equal("True"), "Ready condition of the %s: %v", gvk.Kind, ready)
-			}
+			fluxBootstrapReady(g, ctx, h)
 			repo, err := shootObject(ctx, h, gitRepositoryGVK, fluxNamespace, constants.BootstrapName)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(nestedString(repo, "status", "artifact", "revision")).To(ContainSubstring(gitCommit))
@@ -291,6 +288,14 @@ func createGitRepository(ctx context.Context, h *sandbox.ShootHandle, namespace,
 // readyCondition returns the Ready condition of a GitRepository.
 func readyCondition(g Gomega, ctx context.Context, h *sandbox.ShootHandle, namespace, name string) map[string]any {
 	return readyConditionOf(g, ctx, h, gitRepositoryGVK, namespace, name)
+}
+
+// fluxBootstrapReady expects the bootstrap GitRepository and Kustomization Ready.
+func fluxBootstrapReady(g Gomega, ctx context.Context, h *sandbox.ShootHandle) {
+	for _, gvk := range []schema.GroupVersionKind{gitRepositoryGVK, kustomizationGVK} {
+		ready := readyConditionOf(g, ctx, h, gvk, fluxNamespace, constants.BootstrapName)
+		g.Expect(ready["status"]).To(Equal("True"), "Ready condition of the %s: %v", gvk.Kind, ready)
+	}
 }
 
 // readyConditionOf returns the Ready condition of a Flux object.

@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
@@ -159,12 +158,7 @@ func update(ctx context.Context, h *sandbox.ShootHandle, providerConfig []byte) 
 // expectBootstrapApplied waits until the controllers reconciled the bootstrap objects.
 func expectBootstrapApplied(ctx context.Context, h *sandbox.ShootHandle, logs func() string) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		for _, gvk := range []schema.GroupVersionKind{gitRepositoryGVK, kustomizationGVK} {
-			ready := readyConditionOf(g, ctx, h, gvk, fluxNamespace, constants.BootstrapName)
-			g.Expect(ready["status"]).To(Equal("True"), "Ready condition of the %s: %v", gvk.Kind, ready)
-		}
-	}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+	Eventually(func(g Gomega) { fluxBootstrapReady(g, ctx, h) }).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
 }
 
 // setUserEnv sets the user's environment variable in the changed controller's container.

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,9 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rendercache"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -42,6 +45,16 @@ var (
 	floodDuration = 10 * time.Second
 	// floodWorkers is the chart's default number of workers (values.yaml extension.concurrentSyncs).
 	floodWorkers = 20
+	// settingsShoots shoots of one project change their controller settings settingsRounds times
+	// each, every time to a value no shoot had before, one change after the other per shoot (each
+	// reaches the extension with a reconcile of its Shoot): settingsShoots changes are in flight at
+	// any time, far more than gardenlet's Shoot reconciles (minutes each) let through.
+	settingsShoots = 4
+	settingsRounds = 50
+	// settingsSelectorEntries nodeSelector entries of 63-character values make the controllers
+	// layer ~13.5 KiB as JSON, just below the default limit (16 KiB), so that each distinct setting
+	// costs a render of the largest size a tenant can ask for.
+	settingsSelectorEntries = 150
 )
 
 // hostileRun makes the names of a scenario unique when the suite repeats it (-ginkgo.repeat).
@@ -97,26 +110,37 @@ func (t *healthyTenants) expectPropagation(ctx context.Context, branch string) {
 	setProjectConfig(ctx, t.namespaces[0], legacyConfig(publicURL, branch, "public"))
 	took := make([]time.Duration, len(shoots))
 	Expect(inParallel(len(shoots), func(i int) error {
-		deadline := time.Now().Add(shootTimeout)
-		for {
-			objs, err := shoots[i].ManagedResourceObjects(ctx, constants.ManagedResourceBootstrap)
-			if err == nil && bootstrapBranch(objs) == branch {
-				took[i] = time.Since(start)
-				return nil
-			}
-			if time.Now().After(deadline) {
-				if err != nil {
-					return fmt.Errorf("shoot %s: branch %q not delivered within %s: %w", shoots[i].Name, branch, shootTimeout, err)
-				}
-				return fmt.Errorf("shoot %s: branch %q not delivered within %s", shoots[i].Name, branch, shootTimeout)
-			}
-			time.Sleep(100 * time.Millisecond)
+		if err := waitForBranch(ctx, shoots[i], branch, shootTimeout); err != nil {
+			return err
 		}
+		took[i] = time.Since(start)
+		return nil
 	})).To(Succeed())
 	slowest := slices.Max(took)
 	AddReportEntry("propagation", fmt.Sprintf("a ConfigMap change of a healthy project reached its %d shoots after %s (budget %s)",
 		len(shoots), slowest.Round(time.Millisecond), propagationBudget))
 	Expect(slowest).To(BeNumerically("<=", propagationBudget), "the change reached the healthy shoots too late: %v", took)
+}
+
+// waitForBranch waits until the shoot's bootstrap ManagedResource in the seed deploys the branch.
+// Light shoots share one API server, so the seed's ManagedResource is what tells them apart.
+func waitForBranch(ctx context.Context, h *sandbox.ShootHandle, branch string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		objs, err := h.ManagedResourceObjects(ctx, constants.ManagedResourceBootstrap)
+		if err == nil && bootstrapBranch(objs) == branch {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("shoot %s: branch %q not delivered within %s: %w", h.Name, branch, timeout, err)
+			}
+			return fmt.Errorf("shoot %s: branch %q not delivered within %s", h.Name, branch, timeout)
+		}
+		if err := sandbox.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 // bootstrapBranch returns the git branch of the bootstrap KluctlDeployment among objs.
@@ -298,20 +322,7 @@ var _ = Describe("Hostile tenant", func() {
 
 		By("waiting for the last update to reach every flooded shoot")
 		Expect(inParallel(len(flooded), func(i int) error {
-			deadline := time.Now().Add(reconcileTimeout)
-			for {
-				objs, err := flooded[i].ManagedResourceObjects(ctx, constants.ManagedResourceBootstrap)
-				if err == nil && bootstrapBranch(objs) == lastBranch {
-					return nil
-				}
-				if time.Now().After(deadline) {
-					if err != nil {
-						return fmt.Errorf("shoot %s: branch %q not delivered within %s: %w", flooded[i].Name, lastBranch, reconcileTimeout, err)
-					}
-					return fmt.Errorf("shoot %s: branch %q not delivered within %s", flooded[i].Name, lastBranch, reconcileTimeout)
-				}
-				time.Sleep(250 * time.Millisecond)
-			}
+			return waitForBranch(ctx, flooded[i], lastBranch, reconcileTimeout)
 		})).To(Succeed())
 		// A reconcile still running writes nothing new: the content is the last update's.
 		time.Sleep(consistentlyDuration)
@@ -331,7 +342,106 @@ var _ = Describe("Hostile tenant", func() {
 		}
 	})
 
+	// The attacking shoots are hibernated, with control planes of their own: the extension renders,
+	// compresses and writes every distinct setting as for an awake shoot, but does not wait for a
+	// resource manager. Awake, each change would make the sandbox's one shared resource manager
+	// rewrite all Flux CRDs in the one shared API server, which every light shoot, the healthy ones
+	// included, waits for; in a seed each shoot has a resource manager and an API server of its own,
+	// so that load would be the attacker's alone.
+	It("keeps the memory of 200 distinct controller settings within the render cache's bound", Label(labelDeployed), func(ctx SpecContext) {
+		hostileRun++
+		prefix := fmt.Sprintf("cs%d", hostileRun)
+		By(fmt.Sprintf("running the extension with %d workers", floodWorkers))
+		restartExtension(ctx, sandbox.ExtensionSettings{MaxConcurrentReconciles: floodWorkers})
+
+		attacker := prefix + "a"
+		newProject(ctx, attacker)
+		specs := make([]sandbox.ShootSpec, settingsShoots)
+		for i := range specs {
+			specs[i] = sandbox.ShootSpec{Project: attacker, Name: fmt.Sprintf("s%02d", i), Hibernated: true, ProviderConfig: distinctSettings(i, 0)}
+		}
+		shoots := createShoots(ctx, specs)
+		Expect(inParallel(len(shoots), func(i int) error {
+			_, err := shoots[i].WaitSucceeded(ctx, reconcileTimeout)
+			return err
+		})).To(Succeed())
+		// In-process, the extension's memory is the test process's: there is nothing of its own
+		// to read.
+		var (
+			before        sandbox.Memory
+			attackMemory  func() (int64, sandbox.Memory)
+			changes       = settingsShoots * settingsRounds
+			attackStarted = time.Now()
+		)
+		if sb.Deployed() {
+			var err error
+			before, err = sb.ExtensionMemory()
+			Expect(err).NotTo(HaveOccurred())
+			attackMemory = sampleMemory(ctx)
+		}
+
+		By(fmt.Sprintf("changing the controller settings %d times to distinct values while healthy shoots are created", changes))
+		attackDone := make(chan error, 1)
+		go func() {
+			defer GinkgoRecover()
+			attackDone <- inParallel(len(shoots), func(i int) error {
+				h := shoots[i]
+				for round := 1; round <= settingsRounds; round++ {
+					if err := h.UpdateProviderConfig(ctx, distinctSettings(i, round)); err != nil {
+						return err
+					}
+					if _, err := h.WaitSucceeded(ctx, reconcileTimeout); err != nil {
+						return fmt.Errorf("shoot %s, round %d: %w", h.Name, round, err)
+					}
+				}
+				return nil
+			})
+		}()
+		healthy := createHealthyTenants(ctx, prefix)
+		healthy.expectPropagation(ctx, "release")
+		Expect(<-attackDone).To(Succeed())
+		AddReportEntry("settings", fmt.Sprintf("%d distinct controller settings of ~%.1f KiB served in %s", changes,
+			float64(len(settingsSelector(0, 0)))/1024, time.Since(attackStarted).Round(time.Millisecond)))
+
+		if attackMemory != nil {
+			highest, after := attackMemory()
+			addHeapReport(ctx, "settings heap")
+			grown := after.RSS - before.RSS
+			AddReportEntry("settings memory", fmt.Sprintf("extension RSS %s before, %s after: grew %.1f MiB, at most %.1f MiB during the attack (budget: the render cache's %d MiB, doubled for the garbage collector)",
+				before, after, float64(grown)/(1<<20), float64(highest)/(1<<20), rendercache.DefaultMaxBytes>>20))
+			Expect(grown).To(BeNumerically("<=", 2*rendercache.DefaultMaxBytes))
+		}
+	})
+
 })
+
+// distinctSettings is the providerConfig of the settings attacker's shoot i in a round: all Flux
+// controllers and kluctl, with controller settings that no other shoot or round has.
+func distinctSettings(shoot, round int) []byte {
+	GinkgoHelper()
+	cfg := map[string]any{
+		"flux": map[string]any{"components": flux.KnownComponents},
+		"controllers": map[string]any{
+			flux.ControllersDefaults: map[string]any{"nodeSelector": json.RawMessage(settingsSelector(shoot, round))},
+		},
+	}
+	data, err := json.Marshal(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return data
+}
+
+// settingsSelector is a nodeSelector of settingsSelectorEntries entries as JSON, distinct per
+// shoot and round.
+func settingsSelector(shoot, round int) []byte {
+	GinkgoHelper()
+	selector := make(map[string]string, settingsSelectorEntries)
+	for k := range settingsSelectorEntries {
+		selector[fmt.Sprintf("pool.example.com/k%03d", k)] = fmt.Sprintf("%s-%03d-%03d", strings.Repeat("v", 55), shoot, round)
+	}
+	data, err := json.Marshal(selector)
+	Expect(err).NotTo(HaveOccurred())
+	return data
+}
 
 // addHeapReport reports the Go heap of the running extension from its metrics: what is live and
 // where the garbage collector will next run, which together explain its RSS.

@@ -287,12 +287,7 @@ var _ = Describe("Quick start", func() {
 		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
 
 		By("waiting for podinfo to be deployed from the repository")
-		Eventually(func(g Gomega) {
-			for _, gvk := range []schema.GroupVersionKind{gitRepositoryGVK, kustomizationGVK} {
-				ready := readyConditionOf(g, ctx, h, gvk, fluxNamespace, constants.BootstrapName)
-				g.Expect(ready["status"]).To(Equal("True"), "Ready condition of the %s: %v", gvk.Kind, ready)
-			}
-		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+		expectBootstrapApplied(ctx, h, logs)
 		Expect(host.UploadPackRequests()).To(BeNumerically(">", 0))
 
 		By("running the quick start's kubectl commands")
