@@ -128,6 +128,11 @@ func Data(v Values) (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("failed serializing bootstrap secrets and config maps: %w", err)
 		}
+		// Validation keeps additional Secrets apart from the extension's own; one written over
+		// another here would deliver only one of them.
+		if _, ok := files[filename]; ok {
+			return nil, fmt.Errorf("duplicate bootstrap manifest %s", filename)
+		}
 		files[filename] = out
 	}
 

@@ -179,6 +179,14 @@ var _ = Describe("Data", func() {
 		Expect(ObjectKinds(fluxapi.BootstrapModeNone, true)).To(BeEmpty())
 	})
 
+	It("refuses two objects of one kind, namespace and name instead of delivering one", func() {
+		_, err := Data(Values{
+			Config: config(fluxapi.BootstrapModeKluctl), URL: "https://git.example.com/org/repo",
+			AdditionalSecrets: []Secret{{Name: "db", Namespace: "apps"}, {Name: "db", Namespace: "apps"}},
+		})
+		Expect(err).To(MatchError("duplicate bootstrap manifest secret__apps__db.yaml"))
+	})
+
 	It("refuses configurations without bootstrap", func() {
 		cfg := config(fluxapi.BootstrapModeNone)
 		_, err := Data(Values{Config: cfg, URL: "https://x/y"})
