@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -294,14 +294,14 @@ func (b *bench) addFirstDeploy(times []deployTimes) {
 		}
 		total = append(total, t.deployed.Sub(t.created))
 	}
-	sortDurations(total)
+	slices.Sort(total)
 	p50, maxTotal := percentile(total, 0.5), percentile(total, 1)
 	r := b.report
 	r.section("Time to first deploy of %d shoots in kluctl mode, Extensions created at once (p50 / max)", len(times))
 	r.add("Extension created → repository's ConfigMap in the shoot: p50", dur(p50), "≤ "+dur(firstDeployGoalP50), verdict(p50 <= firstDeployGoalP50))
 	r.add("Extension created → repository's ConfigMap in the shoot: max", dur(maxTotal), "≤ "+dur(firstDeployGoalMax), verdict(maxTotal <= firstDeployGoalMax))
 	for _, p := range phases {
-		sortDurations(p.steps)
+		slices.Sort(p.steps)
 		r.add("  "+p.name, fmt.Sprintf("%s / %s", dur(percentile(p.steps, 0.5)), dur(percentile(p.steps, 1))), "", "")
 	}
 	// The milestones as seen, after the Extension's creation: they tell which steps overlap.
@@ -339,10 +339,6 @@ func (b *bench) addFirstDeployCPU(use cpuUse, wall time.Duration, shoots int) {
 	}
 	r.note("The kluctl controllers' line is the CPU the shoots' first deploys take on their own nodes in a real seed; " +
 		"here they share the machine, so with all cores busy no shoot can deploy before most of it is spent.")
-}
-
-func sortDurations(l []time.Duration) {
-	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
 }
 
 // later returns t, or not if t is zero or before not.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -240,9 +239,9 @@ func (t *tracker) result(namespaces []string, mrNames []string) phaseResult {
 			}
 		}
 	}
-	sort.Slice(r.Latencies, func(i, j int) bool { return r.Latencies[i] < r.Latencies[j] })
+	slices.Sort(r.Latencies)
 	for _, l := range r.ApplyLatencies {
-		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+		slices.Sort(l)
 	}
 	return r
 }
