@@ -40,6 +40,12 @@ type Cluster struct {
 	// certDir holds kube-apiserver's serving certificates. The cluster owns it rather than envtest,
 	// which would replace the certificates on a restart and so invalidate every client's CA.
 	certDir string
+	// tmpDir is the cluster's own temporary directory (certDir unless gardener's test environment
+	// chose the certificate directory).
+	tmpDir string
+	// stopEnv stops the control plane: envtest's, or gardener's test environment with its
+	// gardener-apiserver.
+	stopEnv func() error
 
 	mu        sync.Mutex
 	apiServer bool
@@ -53,6 +59,8 @@ type clusterOptions struct {
 	// auditDir, if set, makes kube-apiserver write an audit log <name>-audit.log there (see
 	// auditPolicy).
 	auditDir string
+	// gardener also starts gardener-apiserver behind kube-apiserver (StartGarden).
+	gardener bool
 }
 
 // auditPolicy records every request at metadata level, and Extension requests with their bodies,
@@ -75,7 +83,7 @@ func startCluster(name string, scheme *runtime.Scheme, crdPaths []string, opts c
 	if err != nil {
 		return nil, fmt.Errorf("failed creating certificate directory of %s: %w", name, err)
 	}
-	c := &Cluster{Name: name, certDir: certDir}
+	c := &Cluster{Name: name, certDir: certDir, tmpDir: certDir}
 	env := &envtest.Environment{
 		Scheme:                   scheme,
 		CRDDirectoryPaths:        crdPaths,
@@ -98,14 +106,23 @@ func startCluster(name string, scheme *runtime.Scheme, crdPaths []string, opts c
 	env.ControlPlane.APIServer = apiServer
 	c.Env = env
 
-	cfg, err := env.Start()
+	start, stop := env.Start, env.Stop
+	if opts.gardener {
+		genv := gardenerEnvironment(env)
+		start, stop = genv.Start, genv.Stop
+	}
+	c.stopEnv = stop
+	cfg, err := start()
 	if err != nil {
 		// A half-started control plane still owns processes and a data directory.
-		return nil, errors.Join(fmt.Errorf("failed starting %s API server: %w", name, err), env.Stop(), os.RemoveAll(certDir))
+		return nil, errors.Join(fmt.Errorf("failed starting %s API server: %w", name, err), stop(), os.RemoveAll(certDir))
 	}
+	// gardener's test environment generates the certificates, with the aggregation layer's, in a
+	// directory of its own that stays until it stops.
+	c.certDir = apiServer.CertDir
 	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("failed creating %s client: %w", name, err), env.Stop(), os.RemoveAll(certDir))
+		return nil, errors.Join(fmt.Errorf("failed creating %s client: %w", name, err), stop(), os.RemoveAll(certDir))
 	}
 	c.Config, c.Client, c.apiServer = cfg, cl, true
 	return c, nil
@@ -196,11 +213,11 @@ func (c *Cluster) stop() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		var errs []error
-		if err := c.Env.Stop(); err != nil {
+		if err := c.stopEnv(); err != nil {
 			errs = append(errs, fmt.Errorf("failed stopping %s API server: %w", c.Name, err))
 		}
 		c.apiServer = false
-		if err := os.RemoveAll(c.certDir); err != nil {
+		if err := os.RemoveAll(c.tmpDir); err != nil {
 			errs = append(errs, fmt.Errorf("failed removing certificate directory of %s: %w", c.Name, err))
 		}
 		c.stopErr = errors.Join(errs...)
