@@ -62,7 +62,7 @@ func gardenerEnvironment(env *envtest.Environment) *gardenerenvtest.GardenerTest
 		Environment:         env,
 		UseExistingGardener: ptr.To(false),
 		GardenerAPIServer: &gardenerenvtest.GardenerAPIServer{
-			Args: []string{"--disable-admission-plugins=" + strings.Join(disabled, ","), "--log-level=error"},
+			Args:         []string{"--disable-admission-plugins=" + strings.Join(disabled, ","), "--log-level=error"},
 			StartTimeout: ControlPlaneStartTimeout,
 			StopTimeout:  ControlPlaneStopTimeout,
 		},
@@ -202,8 +202,8 @@ func CreateProject(ctx context.Context, c client.Client, name string) (string, e
 		return "", fmt.Errorf("failed creating the credentials of project %s: %w", name, err)
 	}
 	binding := &securityv1alpha1.CredentialsBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: credentialsName},
-		Provider:   securityv1alpha1.CredentialsBindingProvider{Type: providerType},
+		ObjectMeta:     metav1.ObjectMeta{Namespace: namespace, Name: credentialsName},
+		Provider:       securityv1alpha1.CredentialsBindingProvider{Type: providerType},
 		CredentialsRef: corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: namespace, Name: secret.Name},
 	}
 	if err := c.Create(ctx, binding); err != nil {
