@@ -262,3 +262,32 @@ func gardenerModuleFile(elem ...string) (string, error) {
 	}
 	return p, nil
 }
+
+// ExtensionRegistrationFile is the ControllerDeployment and ControllerRegistration of shoot-flux
+// that make generate writes, relative to the repository root.
+const ExtensionRegistrationFile = "example/controller-registration.yaml"
+
+// registerExtension creates shoot-flux's ControllerDeployment and ControllerRegistration of
+// ExtensionRegistrationFile in the garden, as an operator does before the first shoot uses it:
+// gardener-apiserver admits shoots with the extension only then, and gardenlet takes the
+// Extension's lifecycle and timeout from the registration.
+func (s *Sandbox) registerExtension(ctx context.Context) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(root, ExtensionRegistrationFile))
+	if err != nil {
+		return fmt.Errorf("failed reading the extension's registration: %w", err)
+	}
+	objs, err := DecodeObjects(data)
+	if err != nil {
+		return fmt.Errorf("failed decoding %s: %w", ExtensionRegistrationFile, err)
+	}
+	for _, o := range objs {
+		if err := s.Garden.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("failed registering the extension: creating %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
+}

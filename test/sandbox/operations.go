@@ -8,12 +8,7 @@ import (
 	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
-	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,7 +37,7 @@ func (h *ShootHandle) Cluster(ctx context.Context) (*extensionsv1alpha1.Cluster,
 	return c, nil
 }
 
-// ShootObject returns the Shoot recorded in the Cluster.
+// ShootObject returns the Shoot recorded in the Cluster, as the extension sees it.
 func (h *ShootHandle) ShootObject(ctx context.Context) (*gardencorev1beta1.Shoot, error) {
 	c, err := h.Cluster(ctx)
 	if err != nil {
@@ -55,125 +50,48 @@ func (h *ShootHandle) ShootObject(ctx context.Context) (*gardencorev1beta1.Shoot
 	return shoot, nil
 }
 
-// updateShoot changes the Shoot in the Cluster as gardenlet does at the start of every shoot
-// operation.
-func (h *ShootHandle) updateShoot(ctx context.Context, mutate func(*gardencorev1beta1.Shoot)) error {
-	var rv string
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		c, err := h.Cluster(ctx)
-		if err != nil {
-			return err
-		}
-		shoot := &gardencorev1beta1.Shoot{}
-		if err := json.Unmarshal(c.Spec.Shoot.Raw, shoot); err != nil {
-			return fmt.Errorf("failed decoding shoot of cluster %s: %w", h.SeedNamespace, err)
-		}
-		mutate(shoot)
-		if c.Spec.Shoot.Raw, err = json.Marshal(shoot); err != nil {
-			return fmt.Errorf("failed encoding shoot: %w", err)
-		}
-		if err := h.sandbox.Seed.Client.Update(ctx, c); err != nil {
-			return err
-		}
-		rv = c.ResourceVersion
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("failed updating cluster %s: %w", h.SeedNamespace, err)
-	}
-	return h.waitUntilExtensionSeesCluster(ctx, rv)
-}
-
-// startOperation records a shoot operation in the Cluster and annotates the Extension with the
-// matching operation, which is how gardenlet asks extensions to act. Checkpoint semantics: the
-// next Wait considers only what happens from here on.
-func (h *ShootHandle) startOperation(ctx context.Context, opType gardencorev1beta1.LastOperationType, annotation string, mutate func(*gardencorev1beta1.Shoot)) error {
+// reconcile changes the Shoot (mutate; nil for none) and runs the extension steps of gardenlet's
+// reconcile flow: the Shoot's status and Cluster (startShootOperation), then the Extensions
+// (deployExtensions). WaitSucceeded waits for the extension's answer.
+func (h *ShootHandle) reconcile(ctx context.Context, mutate func(*gardencorev1beta1.Shoot)) error {
 	if err := h.Checkpoint(ctx); err != nil {
 		return err
 	}
-	if err := h.updateShoot(ctx, func(shoot *gardencorev1beta1.Shoot) {
-		if mutate != nil {
-			mutate(shoot)
-		}
-		shoot.Status.LastOperation = &gardencorev1beta1.LastOperation{
-			Type:           opType,
-			State:          gardencorev1beta1.LastOperationStateProcessing,
-			LastUpdateTime: metav1.NewTime(time.Now().Truncate(time.Second)),
-			Description:    fmt.Sprintf("%s of the shoot in progress", opType),
-		}
-	}); err != nil {
-		return err
-	}
-	if annotation == "" {
-		return nil
-	}
-	return h.annotateExtension(ctx, annotation)
-}
-
-func (h *ShootHandle) annotateExtension(ctx context.Context, operation string) error {
-	ex, err := h.Extension(ctx)
+	shoot, err := h.startShootOperation(ctx, gardencorev1beta1.LastOperationTypeReconcile, mutate)
 	if err != nil {
 		return err
 	}
-	patch := client.MergeFrom(ex.DeepCopy())
-	metav1.SetMetaDataAnnotation(&ex.ObjectMeta, v1beta1constants.GardenerOperation, operation)
-	metav1.SetMetaDataAnnotation(&ex.ObjectMeta, v1beta1constants.GardenerTimestamp, time.Now().UTC().Format(time.RFC3339Nano))
-	if err := h.sandbox.Seed.Client.Patch(ctx, ex, patch); err != nil {
-		return fmt.Errorf("failed annotating extension of %s with operation %s: %w", h.SeedNamespace, operation, err)
-	}
-	// Only what happens after the request counts: a reconcile that was already running (e.g. one
-	// that still read the Cluster before this operation changed it) may finish between the
-	// checkpoint and the annotation, and its result is not the answer to this request. One that
-	// finishes later leaves the annotation in place, which the waits do not accept.
-	h.setSince(ex.ResourceVersion)
-	return nil
+	return h.deployExtensions(ctx, shoot)
 }
 
-// UpdateProviderConfig changes the providerConfig in the Shoot and in the Extension.
+// UpdateProviderConfig changes the shoot-flux providerConfig in the Shoot, as its owner does, and
+// starts the shoot reconciliation that follows.
 func (h *ShootHandle) UpdateProviderConfig(ctx context.Context, data []byte) error {
 	raw, err := providerConfig(data)
 	if err != nil {
 		return err
 	}
-	if err := h.Checkpoint(ctx); err != nil {
-		return err
-	}
-	if err := h.updateShoot(ctx, func(shoot *gardencorev1beta1.Shoot) {
-		shoot.Generation++
+	return h.reconcile(ctx, func(shoot *gardencorev1beta1.Shoot) {
 		for i := range shoot.Spec.Extensions {
 			if shoot.Spec.Extensions[i].Type == constants.ExtensionType {
 				shoot.Spec.Extensions[i].ProviderConfig = raw
 			}
 		}
-	}); err != nil {
-		return err
-	}
-	ex, err := h.Extension(ctx)
-	if err != nil {
-		return err
-	}
-	patch := client.MergeFrom(ex.DeepCopy())
-	ex.Spec.ProviderConfig = raw
-	metav1.SetMetaDataAnnotation(&ex.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationReconcile)
-	if err := h.sandbox.Seed.Client.Patch(ctx, ex, patch); err != nil {
-		return fmt.Errorf("failed updating providerConfig of %s: %w", h.SeedNamespace, err)
-	}
-	return nil
+	})
 }
 
-// SetHibernated hibernates or wakes up the shoot. Hibernation records the state in the Cluster and
-// then stops the shoot's resource manager, as the control plane is scaled down; wake-up starts it
-// first. The shared resource manager of a light shoot keeps running.
+// SetHibernated hibernates or wakes up the shoot through the Shoot's spec. Hibernation reconciles
+// the Extension with the hibernated Shoot and then stops the shoot's resource manager, as the
+// control plane is scaled down; wake-up starts it first. The shared resource manager of a light
+// shoot keeps running.
 func (h *ShootHandle) SetHibernated(ctx context.Context, hibernated bool) error {
 	if !hibernated {
 		if err := h.startResourceManager(ctx); err != nil {
 			return err
 		}
 	}
-	if err := h.startOperation(ctx, gardencorev1beta1.LastOperationTypeReconcile, v1beta1constants.GardenerOperationReconcile, func(shoot *gardencorev1beta1.Shoot) {
+	if err := h.reconcile(ctx, func(shoot *gardencorev1beta1.Shoot) {
 		shoot.Spec.Hibernation = &gardencorev1beta1.Hibernation{Enabled: ptr.To(hibernated)}
-		shoot.Status.IsHibernated = hibernated
-		shoot.Generation++
 	}); err != nil {
 		return err
 	}
@@ -183,35 +101,66 @@ func (h *ShootHandle) SetHibernated(ctx context.Context, hibernated bool) error 
 	return nil
 }
 
-// UpdateShootSpec changes the Shoot's spec, e.g. its Kubernetes version, and starts the shoot
-// reconciliation that follows as gardenlet does: the Cluster gets the new Shoot, then the Extension
-// the reconcile operation. WaitSucceeded waits for its result.
+// UpdateShootSpec changes the Shoot's spec, e.g. its Kubernetes version, through gardener-apiserver
+// and starts the shoot reconciliation that follows. WaitSucceeded waits for its result.
 func (h *ShootHandle) UpdateShootSpec(ctx context.Context, mutate func(*gardencorev1beta1.ShootSpec)) error {
-	return h.startOperation(ctx, gardencorev1beta1.LastOperationTypeReconcile, v1beta1constants.GardenerOperationReconcile, func(shoot *gardencorev1beta1.Shoot) {
-		mutate(&shoot.Spec)
-		shoot.Generation++
-	})
+	return h.reconcile(ctx, func(shoot *gardencorev1beta1.Shoot) { mutate(&shoot.Spec) })
 }
 
 // TriggerReconcile starts a shoot reconciliation as gardenlet does.
 func (h *ShootHandle) TriggerReconcile(ctx context.Context) error {
-	return h.startOperation(ctx, gardencorev1beta1.LastOperationTypeReconcile, v1beta1constants.GardenerOperationReconcile, nil)
+	return h.reconcile(ctx, nil)
 }
 
-// Migrate starts the migration of the shoot's control plane away from this seed and waits until
-// the Extension reports a successful Migrate operation.
+// Migrate starts the migration of the shoot's control plane away from this seed with gardenlet's
+// Extension component and waits until the Extension reports a successful Migrate operation.
 func (h *ShootHandle) Migrate(ctx context.Context, timeout time.Duration) error {
-	if err := h.startOperation(ctx, gardencorev1beta1.LastOperationTypeMigrate, v1beta1constants.GardenerOperationMigrate, nil); err != nil {
+	if err := h.Checkpoint(ctx); err != nil {
 		return err
 	}
-	_, err := h.wait(ctx, timeout, gardencorev1beta1.LastOperationTypeMigrate)
+	shoot, err := h.startShootOperation(ctx, gardencorev1beta1.LastOperationTypeMigrate, nil)
+	if err != nil {
+		return err
+	}
+	ext, err := h.extensionComponent(ctx, shoot)
+	if err != nil {
+		return err
+	}
+	for _, migrate := range []func(context.Context) error{ext.MigrateBeforeKubeAPIServer, ext.MigrateAfterKubeAPIServer} {
+		if err := migrate(ctx); err != nil {
+			return fmt.Errorf("failed migrating the Extensions of shoot %s: %w", h.Name, err)
+		}
+	}
+	if err := h.checkpointDeployed(ctx); err != nil {
+		return err
+	}
+	_, err = h.wait(ctx, timeout, gardencorev1beta1.LastOperationTypeMigrate)
 	return err
 }
 
-// Restore starts the restoration of the shoot's control plane on this seed; WaitRestored waits
-// for its result.
+// Restore starts the restoration of the shoot's control plane on this seed with gardenlet's
+// Extension component; WaitRestored waits for its result. The migration stays on the one seed of
+// the sandbox, so the Extension keeps its state and the ShootState gardenlet would restore it
+// from is empty.
 func (h *ShootHandle) Restore(ctx context.Context) error {
-	return h.startOperation(ctx, gardencorev1beta1.LastOperationTypeRestore, v1beta1constants.GardenerOperationRestore, nil)
+	if err := h.Checkpoint(ctx); err != nil {
+		return err
+	}
+	shoot, err := h.startShootOperation(ctx, gardencorev1beta1.LastOperationTypeRestore, nil)
+	if err != nil {
+		return err
+	}
+	ext, err := h.extensionComponent(ctx, shoot)
+	if err != nil {
+		return err
+	}
+	state := &gardencorev1beta1.ShootState{}
+	for _, restore := range []func(context.Context, *gardencorev1beta1.ShootState) error{ext.RestoreBeforeKubeAPIServer, ext.RestoreAfterKubeAPIServer, ext.RestoreAfterWorker} {
+		if err := restore(ctx, state); err != nil {
+			return fmt.Errorf("failed restoring the Extensions of shoot %s: %w", h.Name, err)
+		}
+	}
+	return h.checkpointDeployed(ctx)
 }
 
 // WaitRestored waits for a successful Restore operation after Restore.
@@ -219,42 +168,29 @@ func (h *ShootHandle) WaitRestored(ctx context.Context, timeout time.Duration) (
 	return h.wait(ctx, timeout, gardencorev1beta1.LastOperationTypeRestore)
 }
 
-// Delete disables the extension for the shoot: the extension is removed from the Shoot and the
-// Extension resource is deleted; Delete waits until it is gone.
+// Delete disables the extension for the shoot: its owner removes it from the Shoot's extensions,
+// and gardenlet's reconcile deletes the Extension that is no longer wanted (the Extension
+// component's DeleteStaleResources) and waits until it is gone (at most timeout).
 func (h *ShootHandle) Delete(ctx context.Context, timeout time.Duration) error {
-	if err := h.updateShoot(ctx, func(shoot *gardencorev1beta1.Shoot) {
-		shoot.Generation++
+	shoot, err := h.startShootOperation(ctx, gardencorev1beta1.LastOperationTypeReconcile, func(shoot *gardencorev1beta1.Shoot) {
 		shoot.Spec.Extensions = slices.DeleteFunc(shoot.Spec.Extensions, func(e gardencorev1beta1.Extension) bool {
 			return e.Type == constants.ExtensionType
 		})
-	}); err != nil {
-		return err
-	}
-	ex, err := h.Extension(ctx)
-	if err != nil {
-		return err
-	}
-	if err := h.sandbox.Seed.Client.Delete(ctx, ex); err != nil {
-		return fmt.Errorf("failed deleting extension of %s: %w", h.SeedNamespace, err)
-	}
-	var last *extensionsv1alpha1.Extension
-	err = wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		current := &extensionsv1alpha1.Extension{}
-		if err := h.sandbox.Seed.Client.Get(ctx, h.extensionKey(), current); err != nil {
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, err
-		}
-		last = current
-		return false, nil
 	})
 	if err != nil {
-		var lastErr *gardencorev1beta1.LastError
-		if last != nil {
-			lastErr = last.Status.LastError
-		}
-		return fmt.Errorf("extension of %s was not deleted within %s%s: %w", h.SeedNamespace, timeout, describe(lastErr), err)
+		return err
+	}
+	ext, err := h.extensionComponent(ctx, shoot)
+	if err != nil {
+		return err
+	}
+	if err := ext.DeleteStaleResources(ctx); err != nil {
+		return fmt.Errorf("failed deleting the Extension of %s: %w", h.SeedNamespace, err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := ext.WaitCleanupStaleResources(waitCtx); err != nil {
+		return fmt.Errorf("extension of %s was not deleted within %s: %w", h.SeedNamespace, timeout, err)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
+	gardenerextension "github.com/gardener/gardener/pkg/component/extensions/extension"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -163,8 +164,10 @@ type Sandbox struct {
 	// deployedEnv is set with Options.Deployed.
 	deployedEnv *deployedEnv
 	extCache    client.Reader
-	shoots      []*ShootHandle
-	shared      *sharedControlPlane
+	// gardenObjects are the CloudProfile and Seed of every shoot.
+	gardenObjects *GardenObjects
+	shoots        []*ShootHandle
+	shared        *sharedControlPlane
 
 	sharedStart sync.Mutex
 }
@@ -184,6 +187,9 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err := validateKluctlControllers(opts.KluctlControllers); err != nil {
 		return nil, err
 	}
+	// gardenlet's Extension component polls every 5 s, which would dominate the sandbox's scenarios
+	// of seconds; its rules stay gardenlet's.
+	gardenerextension.DefaultInterval = PollInterval
 	s := &Sandbox{opts: opts, log: opts.Log}
 	if opts.ExtensionConfig != nil {
 		s.config = *opts.ExtensionConfig
@@ -214,12 +220,14 @@ func (s *Sandbox) start(ctx context.Context) error {
 		}
 	}
 
-	gardenScheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(gardenScheme); err != nil {
-		return fmt.Errorf("failed building garden scheme: %w", err)
+	s.log.Info("Starting garden API server with gardener-apiserver")
+	if s.Garden, err = StartGarden(GardenOptions{AuditDir: s.opts.AuditLogDir}); err != nil {
+		return err
 	}
-	s.log.Info("Starting garden API server")
-	if s.Garden, err = startCluster("garden", gardenScheme, nil, clusterOptions{auditDir: s.opts.AuditLogDir}); err != nil {
+	if s.gardenObjects, err = CreateGardenObjects(ctx, s.Garden.Client); err != nil {
+		return err
+	}
+	if err := s.registerExtension(ctx); err != nil {
 		return err
 	}
 	s.log.Info("Starting seed API server")

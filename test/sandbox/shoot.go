@@ -3,7 +3,6 @@ package sandbox
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,8 +31,10 @@ const (
 	// KubernetesVersion is the version of the sandbox API servers, recorded in the Shoot.
 	KubernetesVersion = "1.36.4"
 
+	// providerType is the provider of the sandbox's seed, CloudProfile and shoots.
 	providerType = "local"
-	seedName     = "local"
+	// seedName is the name of the sandbox's seed in the garden.
+	seedName = "local"
 )
 
 // ProjectNamespace returns the garden namespace of a project.
@@ -47,20 +47,10 @@ func SeedNamespace(project, shoot string) string {
 	return "shoot--" + project + "--" + shoot
 }
 
-// CreateProject creates the garden namespace of a project as gardener-controller-manager does and
-// returns its name.
+// CreateProject creates a Project and its namespace in the garden (see the function CreateProject)
+// and returns the namespace.
 func (s *Sandbox) CreateProject(ctx context.Context, name string) (string, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: ProjectNamespace(name),
-		Labels: map[string]string{
-			v1beta1constants.GardenRole:  v1beta1constants.GardenRoleProject,
-			v1beta1constants.ProjectName: name,
-		},
-	}}
-	if err := s.Garden.Client.Create(ctx, ns); err != nil {
-		return "", fmt.Errorf("failed creating project namespace %s: %w", ns.Name, err)
-	}
-	return ns.Name, nil
+	return CreateProject(ctx, s.Garden.Client, name)
 }
 
 // ShootSpec describes a shoot with the shoot-flux extension enabled.
@@ -161,6 +151,20 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 	}
 	h.log = s.log.WithValues("shoot", h.SeedNamespace)
 
+	// The shoot owner's request goes through gardener-apiserver's admission first.
+	shoot, err := NewShoot(h.ProjectNamespace, h.Name, spec.ProviderConfig)
+	if err != nil {
+		return nil, err
+	}
+	shoot.Spec.Resources = spec.Resources
+	shoot.Spec.Hibernation = &gardencorev1beta1.Hibernation{Enabled: ptr.To(spec.Hibernated)}
+	if spec.Domain != "" {
+		shoot.Spec.DNS = &gardencorev1beta1.DNS{Domain: ptr.To(spec.Domain)}
+	}
+	if err := s.Garden.Client.Create(ctx, shoot); err != nil {
+		return nil, fmt.Errorf("failed creating shoot %s/%s: %w", h.ProjectNamespace, h.Name, err)
+	}
+
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: h.SeedNamespace,
 		Labels: map[string]string{
@@ -195,11 +199,7 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 		return h, err
 	}
 
-	raw, err := providerConfig(spec.ProviderConfig)
-	if err != nil {
-		return h, err
-	}
-	if err := h.createCluster(ctx, spec, raw); err != nil {
+	if _, err := h.startShootOperation(ctx, gardencorev1beta1.LastOperationTypeCreate, nil); err != nil {
 		return h, err
 	}
 	if spec.DeferExtension {
@@ -268,82 +268,6 @@ func (h *ShootHandle) copyReferencedResources(ctx context.Context, resources []g
 	return nil
 }
 
-func (h *ShootHandle) createCluster(ctx context.Context, spec ShootSpec, raw *runtime.RawExtension) error {
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	shoot := &gardencorev1beta1.Shoot{
-		TypeMeta: metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Shoot"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              h.Name,
-			Namespace:         h.ProjectNamespace,
-			UID:               uuid.NewUUID(),
-			Generation:        1,
-			CreationTimestamp: now,
-		},
-		Spec: gardencorev1beta1.ShootSpec{
-			CloudProfile: &gardencorev1beta1.CloudProfileReference{Kind: "CloudProfile", Name: providerType},
-			Region:       providerType,
-			Provider:     gardencorev1beta1.Provider{Type: providerType},
-			Kubernetes:   gardencorev1beta1.Kubernetes{Version: KubernetesVersion},
-			SeedName:     ptr.To(seedName),
-			Extensions:   []gardencorev1beta1.Extension{{Type: constants.ExtensionType, ProviderConfig: raw}},
-			Resources:    spec.Resources,
-			Hibernation:  &gardencorev1beta1.Hibernation{Enabled: ptr.To(spec.Hibernated)},
-		},
-		Status: gardencorev1beta1.ShootStatus{
-			IsHibernated:       spec.Hibernated,
-			TechnicalID:        h.SeedNamespace,
-			SeedName:           ptr.To(seedName),
-			ObservedGeneration: 1,
-			LastOperation: &gardencorev1beta1.LastOperation{
-				Type:           gardencorev1beta1.LastOperationTypeCreate,
-				State:          gardencorev1beta1.LastOperationStateProcessing,
-				LastUpdateTime: now,
-				Description:    "Creating the shoot",
-			},
-		},
-	}
-	shoot.Status.UID = shoot.UID
-	// gardener's API server defaults the purpose.
-	shoot.Spec.Purpose = ptr.To(gardencorev1beta1.ShootPurposeEvaluation)
-	if spec.Domain != "" {
-		shoot.Spec.DNS = &gardencorev1beta1.DNS{Domain: ptr.To(spec.Domain)}
-	}
-
-	cloudProfile := &gardencorev1beta1.CloudProfile{
-		TypeMeta:   metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "CloudProfile"},
-		ObjectMeta: metav1.ObjectMeta{Name: providerType},
-		Spec: gardencorev1beta1.CloudProfileSpec{
-			Type:       providerType,
-			Kubernetes: gardencorev1beta1.KubernetesSettings{Versions: []gardencorev1beta1.ExpirableVersion{{Version: KubernetesVersion}}},
-			Regions:    []gardencorev1beta1.Region{{Name: providerType}},
-		},
-	}
-	seed := &gardencorev1beta1.Seed{
-		TypeMeta:   metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Seed"},
-		ObjectMeta: metav1.ObjectMeta{Name: seedName},
-		Spec: gardencorev1beta1.SeedSpec{
-			Provider: gardencorev1beta1.SeedProvider{Type: providerType, Region: providerType},
-		},
-	}
-
-	cluster := &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: h.SeedNamespace}}
-	var err error
-	if cluster.Spec.Shoot.Raw, err = json.Marshal(shoot); err != nil {
-		return fmt.Errorf("failed encoding shoot: %w", err)
-	}
-	if cluster.Spec.CloudProfile.Raw, err = json.Marshal(cloudProfile); err != nil {
-		return fmt.Errorf("failed encoding cloud profile: %w", err)
-	}
-	cluster.Spec.Seed = &runtime.RawExtension{}
-	if cluster.Spec.Seed.Raw, err = json.Marshal(seed); err != nil {
-		return fmt.Errorf("failed encoding seed: %w", err)
-	}
-	if err := h.sandbox.Seed.Client.Create(ctx, cluster); err != nil {
-		return fmt.Errorf("failed creating cluster %s: %w", cluster.Name, err)
-	}
-	return h.waitUntilExtensionSeesCluster(ctx, cluster.ResourceVersion)
-}
-
 // waitUntilExtensionSeesCluster waits until the in-process extension's cache holds the Cluster
 // (at least at resourceVersion): the extension decides on an Extension event with the Cluster
 // from its cache, and a Cluster missing there makes it drop the event.
@@ -365,37 +289,16 @@ func (h *ShootHandle) waitUntilExtensionSeesCluster(ctx context.Context, resourc
 	return nil
 }
 
-// CreateExtension creates the Extension resource as gardenlet does when the shoot's extensions
-// are deployed.
+// CreateExtension deploys the shoot's Extension as gardenlet's reconcile flow does (see
+// deployExtensions).
 func (h *ShootHandle) CreateExtension(ctx context.Context) error {
-	shoot, err := h.ShootObject(ctx)
+	shoot, err := h.GardenShoot(ctx)
 	if err != nil {
 		return err
 	}
-	var raw *runtime.RawExtension
-	for _, e := range shoot.Spec.Extensions {
-		if e.Type == constants.ExtensionType {
-			raw = e.ProviderConfig
-		}
+	if err := h.deployExtensions(ctx, shoot); err != nil {
+		return err
 	}
-	ex := &extensionsv1alpha1.Extension{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      ExtensionName,
-			Namespace: h.SeedNamespace,
-			Annotations: map[string]string{
-				v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationReconcile,
-				v1beta1constants.GardenerTimestamp: time.Now().UTC().Format(time.RFC3339Nano),
-			},
-		},
-		Spec: extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{
-			Type:           constants.ExtensionType,
-			ProviderConfig: raw,
-		}},
-	}
-	if err := h.sandbox.Seed.Client.Create(ctx, ex); err != nil {
-		return fmt.Errorf("failed creating extension of %s: %w", h.SeedNamespace, err)
-	}
-	h.setSince(ex.ResourceVersion)
 	if h.sandbox.Deployed() {
 		return h.nudgeUntilPickedUp(ctx)
 	}

@@ -1,0 +1,182 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/gardener/gardener/pkg/component/extensions/extension"
+	"github.com/gardener/gardener/pkg/component/shared"
+	gardenerextensions "github.com/gardener/gardener/pkg/extensions"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The sandbox plays the part of gardenlet's shoot flow that concerns extensions with gardenlet's
+// own code: the Shoot lives in gardener-apiserver, its status is written as gardenlet writes it at
+// the start of an operation, the Cluster is synced with pkg/extensions.SyncClusterResourceToSeed,
+// and the Extension is deployed, migrated, restored and cleaned up by the Extension component
+// (pkg/component/extensions/extension, built by pkg/component/shared.NewExtension as gardenlet's
+// botanist builds it: from the ControllerRegistrations' lifecycle and timeout).
+
+// GardenShoot reads the shoot's Shoot from gardener-apiserver.
+func (h *ShootHandle) GardenShoot(ctx context.Context) (*gardencorev1beta1.Shoot, error) {
+	shoot := &gardencorev1beta1.Shoot{}
+	if err := h.sandbox.Garden.Client.Get(ctx, client.ObjectKey{Namespace: h.ProjectNamespace, Name: h.Name}, shoot); err != nil {
+		return nil, fmt.Errorf("failed reading shoot %s/%s: %w", h.ProjectNamespace, h.Name, err)
+	}
+	return shoot, nil
+}
+
+// startShootOperation changes the Shoot in gardener-apiserver as its owner would (mutate; nil for
+// none), then starts a shoot operation of opType as gardenlet does: the Shoot's status records the
+// operation and the shoot's placement on the seed, and the Cluster gets the current Shoot,
+// CloudProfile and Seed. It waits until the in-process extension's cache has the Cluster and
+// returns the Shoot.
+func (h *ShootHandle) startShootOperation(ctx context.Context, opType gardencorev1beta1.LastOperationType, mutate func(*gardencorev1beta1.Shoot)) (*gardencorev1beta1.Shoot, error) {
+	garden := h.sandbox.Garden.Client
+	var shoot *gardencorev1beta1.Shoot
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if shoot, err = h.GardenShoot(ctx); err != nil {
+			return err
+		}
+		if mutate == nil {
+			return nil
+		}
+		before := shoot.Spec.DeepCopy()
+		mutate(shoot)
+		if equality.Semantic.DeepEqual(before, &shoot.Spec) {
+			return nil
+		}
+		return garden.Update(ctx, shoot)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed updating shoot %s/%s: %w", h.ProjectNamespace, h.Name, err)
+	}
+
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current, err := h.GardenShoot(ctx)
+		if err != nil {
+			return err
+		}
+		shoot = current
+		shoot.Status.UID = shoot.UID
+		shoot.Status.TechnicalID = h.SeedNamespace
+		shoot.Status.SeedName = shoot.Spec.SeedName
+		shoot.Status.ObservedGeneration = shoot.Generation
+		// gardenlet records the hibernation it brings about; the sandbox's control plane follows the
+		// spec at once (SetHibernated), so the status does too.
+		shoot.Status.IsHibernated = v1beta1helper.HibernationIsEnabled(shoot)
+		shoot.Status.LastOperation = &gardencorev1beta1.LastOperation{
+			Type:           opType,
+			State:          gardencorev1beta1.LastOperationStateProcessing,
+			LastUpdateTime: metav1.NewTime(time.Now().Truncate(time.Second)),
+			Description:    fmt.Sprintf("%s of the shoot in progress", opType),
+		}
+		return garden.Status().Update(ctx, shoot)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed updating the status of shoot %s/%s: %w", h.ProjectNamespace, h.Name, err)
+	}
+
+	if err := h.syncCluster(ctx, shoot); err != nil {
+		return nil, err
+	}
+	return shoot, nil
+}
+
+// syncCluster writes the Cluster of the shoot with gardenlet's code.
+func (h *ShootHandle) syncCluster(ctx context.Context, shoot *gardencorev1beta1.Shoot) error {
+	garden := h.sandbox.Garden.Client
+	cloudProfile := &gardencorev1beta1.CloudProfile{}
+	if err := garden.Get(ctx, client.ObjectKey{Name: shoot.Spec.CloudProfile.Name}, cloudProfile); err != nil {
+		return fmt.Errorf("failed reading CloudProfile of shoot %s: %w", h.Name, err)
+	}
+	seed := &gardencorev1beta1.Seed{}
+	if err := garden.Get(ctx, client.ObjectKey{Name: ptr.Deref(shoot.Spec.SeedName, "")}, seed); err != nil {
+		return fmt.Errorf("failed reading Seed of shoot %s: %w", h.Name, err)
+	}
+	if err := gardenerextensions.SyncClusterResourceToSeed(ctx, h.sandbox.Seed.Client, h.SeedNamespace, shoot, cloudProfile, seed); err != nil {
+		return fmt.Errorf("failed syncing cluster %s: %w", h.SeedNamespace, err)
+	}
+	cluster, err := h.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	return h.waitUntilExtensionSeesCluster(ctx, cluster.ResourceVersion)
+}
+
+// extensionComponent builds gardenlet's Extension component for the shoot as its botanist does.
+func (h *ShootHandle) extensionComponent(ctx context.Context, shoot *gardencorev1beta1.Shoot) (extension.Interface, error) {
+	ext, err := shared.NewExtension(ctx, h.log.WithName("gardenlet"), h.sandbox.Garden.Client, h.sandbox.Seed.Client,
+		h.SeedNamespace, extensionsv1alpha1.ExtensionClassShoot, shoot.Spec.Extensions, v1beta1helper.IsWorkerless(shoot))
+	if err != nil {
+		return nil, fmt.Errorf("failed building the Extension component of shoot %s: %w", h.Name, err)
+	}
+	return ext, nil
+}
+
+// deployExtensions deploys the shoot's Extensions at the steps of gardenlet's reconcile flow
+// (before and after kube-apiserver, after the workers), each Extension at the step its
+// registration's lifecycle names. Only what happens after the deployment counts for the next wait.
+func (h *ShootHandle) deployExtensions(ctx context.Context, shoot *gardencorev1beta1.Shoot) error {
+	ext, err := h.extensionComponent(ctx, shoot)
+	if err != nil {
+		return err
+	}
+	for _, deploy := range []func(context.Context) error{ext.DeployBeforeKubeAPIServer, ext.DeployAfterKubeAPIServer, ext.DeployAfterWorker} {
+		if err := deploy(ctx); err != nil {
+			return fmt.Errorf("failed deploying the Extensions of shoot %s: %w", h.Name, err)
+		}
+	}
+	return h.checkpointDeployed(ctx)
+}
+
+// checkpointDeployed sets the wait checkpoint at the Extension gardenlet just wrote: a reconcile
+// that was already running may finish between an earlier checkpoint and the new request, and its
+// result is not the answer to it.
+func (h *ShootHandle) checkpointDeployed(ctx context.Context) error {
+	ex, err := h.Extension(ctx)
+	if err != nil {
+		return err
+	}
+	h.setSince(ex.ResourceVersion)
+	return nil
+}
+
+// WaitExtensionReady waits for the shoot's Extensions as gardenlet's reconcile flow does
+// (extensions.WaitUntilExtensionObjectReady with the registration's timeout, at most timeout): it
+// returns nil when they are ready, or gardenlet's error, which names the Extension's lastError.
+func (h *ShootHandle) WaitExtensionReady(ctx context.Context, timeout time.Duration) error {
+	shoot, err := h.GardenShoot(ctx)
+	if err != nil {
+		return err
+	}
+	ext, err := h.extensionComponent(ctx, shoot)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return ext.Wait(ctx)
+}
+
+// annotateExtension asks the extension for an operation again as gardenlet's flow does when it
+// retries a task (extensions.AnnotateObjectWithOperation).
+func (h *ShootHandle) annotateExtension(ctx context.Context, operation string) error {
+	ex, err := h.Extension(ctx)
+	if err != nil {
+		return err
+	}
+	if err := gardenerextensions.AnnotateObjectWithOperation(ctx, h.sandbox.Seed.Client, ex, operation); err != nil {
+		return fmt.Errorf("failed annotating extension of %s with operation %s: %w", h.SeedNamespace, operation, err)
+	}
+	return nil
+}
