@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
-	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -59,11 +58,11 @@ var _ = Describe("Bad configuration", Ordered, Label(labelDeployed), func() {
 	)
 
 	It("rejects additional Secrets whose data exceed the operator's limit together and keeps the last good deployment", func(ctx SpecContext) {
-		// Two Secrets of 150 KiB, as gardenlet copies them from spec.resources; together they are
-		// over the default limit of 256 KiB.
+		// Two Secrets of 150 KiB in the project, which gardenlet copies from spec.resources; together
+		// they are over the default limit of 256 KiB.
 		for _, name := range []string{"big-a", "big-b"} {
-			Expect(sb.Seed.Client.Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: h.SeedNamespace, Name: v1beta1constants.ReferencedResourcesPrefix + name},
+			Expect(sb.Garden.Client.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: projectNamespace, Name: name},
 				Data:       map[string][]byte{"data": bytes.Repeat([]byte("x"), 150<<10)},
 			})).To(Succeed())
 		}

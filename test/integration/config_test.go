@@ -93,7 +93,7 @@ source:
 	})
 
 	It("propagates a project ConfigMap change to all shoots of the project without touching their Extensions", Label(labelDeployed), func(ctx SpecContext) {
-		project := "propagation"
+		project := "propagate"
 		projectNamespace := newProject(ctx, project)
 		setProjectConfig(ctx, projectNamespace, legacyConfig("https://git.example.com/old/fleet.git", "main", "public"))
 
@@ -131,12 +131,12 @@ source:
 	})
 
 	It("after a restart, reconciles only the shoots whose project ConfigMap changed while the extension was down", Label(labelDeployed), func(ctx SpecContext) {
-		steadyNamespace := newProject(ctx, "restart-steady")
+		steadyNamespace := newProject(ctx, "rsteady")
 		setProjectConfig(ctx, steadyNamespace, legacyConfig(publicURL, "main", "public"))
-		changedNamespace := newProject(ctx, "restart-changed")
+		changedNamespace := newProject(ctx, "rchanged")
 		setProjectConfig(ctx, changedNamespace, legacyConfig(publicURL, "main", "public"))
-		steady := createShootSucceeded(ctx, sandbox.ShootSpec{Project: "restart-steady", Name: "one", SharedControlPlane: true})
-		changed := createShootSucceeded(ctx, sandbox.ShootSpec{Project: "restart-changed", Name: "one", SharedControlPlane: true})
+		steady := createShootSucceeded(ctx, sandbox.ShootSpec{Project: "rsteady", Name: "one", SharedControlPlane: true})
+		changed := createShootSucceeded(ctx, sandbox.ShootSpec{Project: "rchanged", Name: "one", SharedControlPlane: true})
 		before, err := steady.Extension(ctx)
 		Expect(err).NotTo(HaveOccurred())
 
@@ -170,9 +170,9 @@ source:
 	})
 
 	It("after a restart, drops the bootstrap of a shoot whose project ConfigMap was deleted while the extension was down", func(ctx SpecContext) {
-		projectNamespace := newProject(ctx, "restart-deleted")
+		projectNamespace := newProject(ctx, "rdeleted")
 		setProjectConfig(ctx, projectNamespace, legacyConfig(publicURL, "main", "public"))
-		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: "restart-deleted", Name: "one", SharedControlPlane: true})
+		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: "rdeleted", Name: "one", SharedControlPlane: true})
 		Expect(appliedManagedResource(ctx, h, constants.ManagedResourceBootstrap)).To(Succeed())
 
 		By("deleting the project ConfigMap while the extension is stopped")

@@ -156,8 +156,8 @@ var _ = Describe("Deploy keys", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(secret.Data[constants.SecretKeyIdentity]).To(Equal(identity))
 		},
-		Entry("from the project's Secret", Label(labelDeployed), "legacy-project", func(string) string { return constants.LegacyDeployKeySecretName }),
-		Entry("from a shoot's Secret, which the extension may not read", Label(labelDeployed), "legacy-shoot", func(shoot string) string {
+		Entry("from the project's Secret", Label(labelDeployed), "legacyprj", func(string) string { return constants.LegacyDeployKeySecretName }),
+		Entry("from a shoot's Secret, which the extension may not read", Label(labelDeployed), "legacysht", func(shoot string) string {
 			return constants.LegacyDeployKeySecretName + "-" + shoot
 		}),
 	)
@@ -204,7 +204,8 @@ var _ = Describe("Deploy keys", func() {
 
 	DescribeTable("ends with the first key per scope when the extension restarts in the middle of the first reconciles",
 		func(ctx SpecContext, scope config.KeyScope) {
-			project := "restart-" + string(scope)
+			// A project name has at most 10 characters (gardener-apiserver).
+			project := "restart" + string(scope)[:1]
 			projectNamespace := newProject(ctx, project)
 			setProjectConfig(ctx, projectNamespace, legacyConfig(git.URL(repoName), "main", "private"))
 			cfg := sb.ExtensionConfig()

@@ -18,7 +18,7 @@ import (
 var _ = Describe("Enabling the extension with the legacy project ConfigMap", func() {
 	It("bootstraps a public https repository", func(ctx SpecContext) {
 		const url = "https://git.example.com/platform/fleet.git"
-		project := "legacy-public"
+		project := "legacypub"
 		projectNamespace := newProject(ctx, project)
 		setProjectConfig(ctx, projectNamespace, legacyConfig(url, "release", "public"))
 
@@ -45,7 +45,7 @@ var _ = Describe("Enabling the extension with the legacy project ConfigMap", fun
 	})
 
 	It("bootstraps a private ssh repository with a generated deploy key", Label(labelDeployed), func(ctx SpecContext) {
-		project := "legacy-private"
+		project := "legacypriv"
 		projectNamespace := newProject(ctx, project)
 		url := git.URL(repoName)
 		setProjectConfig(ctx, projectNamespace, legacyConfig(url, "main", "private"))

@@ -44,7 +44,7 @@ func maxAttemptsWithBackoff(d time.Duration) int {
 
 var _ = Describe("Faults", func() {
 	It("keeps the ManagedResources and backs off while the garden API server is down, and recovers", func(ctx SpecContext) {
-		project := "garden-outage"
+		project := "goutage"
 		projectNamespace := newProject(ctx, project)
 		setProjectConfig(ctx, projectNamespace, legacyConfig(git.URL(repoName), "main", "private"))
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one", SharedControlPlane: true})
@@ -90,7 +90,7 @@ var _ = Describe("Faults", func() {
 	})
 
 	It("converges after the seed API server was restarted", func(ctx SpecContext) {
-		project := "seed-outage"
+		project := "soutage"
 		projectNamespace := newProject(ctx, project)
 		setProjectConfig(ctx, projectNamespace, legacyConfig(publicURL, "main", "public"))
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one", SharedControlPlane: true})

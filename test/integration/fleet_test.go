@@ -35,7 +35,7 @@ var _ = Describe("Shoot identity and status in the shoot", func() {
 	}
 
 	It("delivers the identity to kluctl, follows a Kubernetes upgrade and shows the deploy key in the shoot", Label(labelDeployed), func(ctx SpecContext) {
-		const project, domain = "fleet-kluctl", "one.fleet-kluctl.local.example.com"
+		const project, domain = "fleetklct", "one.fleetklct.local.example.com"
 		projectNamespace := newProject(ctx, project)
 		cfg := legacyConfig(git.URL(repoName), gitserver.Branch, "private")
 		cfg[constants.ConfigMapKeyConfig] = "bootstrap:\n  kluctl:\n    args:\n      environment: prod\n      shoot:\n        team: platform\n"
@@ -77,7 +77,7 @@ var _ = Describe("Shoot identity and status in the shoot", func() {
 		}
 
 		By("upgrading Kubernetes")
-		const upgraded = "1.37.0"
+		const upgraded = sandbox.KubernetesPatchVersion
 		Expect(h.UpdateShootSpec(ctx, func(spec *gardencorev1beta1.ShootSpec) { spec.Kubernetes.Version = upgraded })).To(Succeed())
 		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
 		Expect(err).NotTo(HaveOccurred())

@@ -19,7 +19,7 @@ var gardenDownRetryWindow = 5 * time.Second
 
 var _ = Describe("Garden unreachable at start", Label(labelDeployed), func() {
 	It("starts, checks health, migrates and deletes without the garden, reports the garden as the cause of reconcile errors, and converges once the garden is back", func(ctx SpecContext) {
-		project := "garden-down"
+		project := "gdown"
 		projectNamespace := newProject(ctx, project)
 		setProjectConfig(ctx, projectNamespace, legacyConfig(publicURL, "main", "public"))
 		// The health check reads the bootstrap KluctlDeployment, which needs a shoot API server of

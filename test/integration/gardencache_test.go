@@ -18,7 +18,7 @@ import (
 
 var _ = Describe("Garden cache", func() {
 	It("keeps only the project ConfigMaps named flux-config, and of them only what the extension reads", func(ctx SpecContext) {
-		projectNamespace := newProject(ctx, "garden-cache")
+		projectNamespace := newProject(ctx, "gcache")
 		// kubectl apply keeps the whole object in an annotation: a copy the cache must not keep.
 		lastApplied := map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 100000)}
 		other := &corev1.ConfigMap{

@@ -27,7 +27,7 @@ import (
 // that the delivered URL, credentials and known_hosts work for a real GitOps controller.
 var _ = Describe("GitOps with the Flux source-controller", func() {
 	It("fetches the repository in bootstrap mode flux", func(ctx SpecContext) {
-		project := "gitops-flux"
+		project := "gitopsflux"
 		newProject(ctx, project)
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one", ProviderConfig: mustJSON(map[string]any{
 			"source": map[string]any{
@@ -88,7 +88,7 @@ var _ = Describe("GitOps with the Flux source-controller", func() {
 	})
 
 	It("delivers credentials a GitRepository can use in bootstrap mode kluctl", func(ctx SpecContext) {
-		project := "gitops-kluctl"
+		project := "gitopsklct"
 		projectNamespace := newProject(ctx, project)
 		setProjectConfig(ctx, projectNamespace, legacyConfig(git.URL(repoName), gitserver.Branch, "private"))
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one"})
@@ -115,7 +115,7 @@ var _ = Describe("GitOps with the delivered Flux controllers running", func() {
 	const fluxFinalizer = "finalizers.fluxcd.io"
 
 	It("deploys the repository in bootstrap mode flux", func(ctx SpecContext) {
-		project := "gitops-running"
+		project := "gitopsrun"
 		newProject(ctx, project)
 		providerConfig := func(components ...string) []byte {
 			return fluxModeConfig(repoName, "configmap", components...)

@@ -167,7 +167,7 @@ var _ = Describe("SOPS decryption with the delivered kluctl controller running",
 		Expect(err).NotTo(HaveOccurred())
 		Expect(files["app/secret.yaml"]).NotTo(ContainSubstring("decrypted by kluctl"))
 
-		project := "kluctl-sops"
+		project := "kluctlsops"
 		key := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: sandbox.ProjectNamespace(project), Name: "sops-key"},
 			Data:       map[string][]byte{"identity.agekey": []byte(identity.String() + "\n")},

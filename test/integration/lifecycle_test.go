@@ -150,7 +150,7 @@ var _ = Describe("Extension lifecycle", func() {
 	})
 
 	It("reconciles a hibernated shoot without waiting for its resource manager", Label(labelDeployed), func(ctx SpecContext) {
-		project := "hibernation"
+		project := "hibernate"
 		setProjectConfig(ctx, newProject(ctx, project), legacyConfig(publicURL, "main", "public"))
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one", Hibernated: true})
 
@@ -188,7 +188,7 @@ var _ = Describe("Extension lifecycle", func() {
 
 var _ = Describe("Disabling the extension for a hibernated shoot", func() {
 	It("takes nothing from the shoot when it wakes up", Label(labelDeployed), func(ctx SpecContext) {
-		project := "disable-asleep"
+		project := "disasleep"
 		setProjectConfig(ctx, newProject(ctx, project), legacyConfig(publicURL, "main", "public"))
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one"})
 		kd, err := kluctlDeployment(ctx, h)

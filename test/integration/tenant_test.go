@@ -122,7 +122,7 @@ var _ = Describe("Tenant isolation", func() {
 	// The wait for the bootstrap ManagedResource is bounded by timeouts.managedResourceApplied (2m);
 	// a shoot whose bootstrap cannot be applied must give its worker back long before that.
 	It("reports an unappliable bootstrap with the resource manager's message instead of waiting for the timeout", Label(labelDeployed), func(ctx SpecContext) {
-		project := "unappliable"
+		project := "unapply"
 		newUnappliableProject(ctx, project)
 
 		start := time.Now()

@@ -115,7 +115,7 @@ func CreateGardenObjects(ctx context.Context, c client.Client) (*GardenObjects, 
 		ObjectMeta: metav1.ObjectMeta{Name: providerType},
 		Spec: gardencorev1beta1.CloudProfileSpec{
 			Type:       providerType,
-			Kubernetes: gardencorev1beta1.KubernetesSettings{Versions: []gardencorev1beta1.ExpirableVersion{{Version: KubernetesVersion}}},
+			Kubernetes: gardencorev1beta1.KubernetesSettings{Versions: []gardencorev1beta1.ExpirableVersion{{Version: KubernetesVersion}, {Version: KubernetesPatchVersion}}},
 			Regions:    []gardencorev1beta1.Region{{Name: providerType}},
 			MachineTypes: []gardencorev1beta1.MachineType{{
 				Name:   machineType,

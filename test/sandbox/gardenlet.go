@@ -86,6 +86,10 @@ func (h *ShootHandle) startShootOperation(ctx context.Context, opType gardencore
 		return nil, fmt.Errorf("failed updating the status of shoot %s/%s: %w", h.ProjectNamespace, h.Name, err)
 	}
 
+	// gardenlet copies the referenced resources into the seed namespace on every reconcile.
+	if err := h.copyReferencedResources(ctx, shoot.Spec.Resources); err != nil {
+		return nil, err
+	}
 	if err := h.syncCluster(ctx, shoot); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,9 @@ const (
 	ExtensionName = constants.ExtensionType
 	// KubernetesVersion is the version of the sandbox API servers, recorded in the Shoot.
 	KubernetesVersion = "1.36.4"
+	// KubernetesPatchVersion is a later patch of KubernetesVersion the CloudProfile offers, for
+	// scenarios that upgrade a shoot.
+	KubernetesPatchVersion = "1.36.5"
 
 	// providerType is the provider of the sandbox's seed, CloudProfile and shoots.
 	providerType = "local"
@@ -193,9 +196,6 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 	s.mu.Unlock()
 
 	if err := h.createShootAccess(ctx); err != nil {
-		return h, err
-	}
-	if err := h.copyReferencedResources(ctx, spec.Resources); err != nil {
 		return h, err
 	}
 
