@@ -213,7 +213,7 @@ func expectFleetWorkloads(ctx context.Context, h *sandbox.ShootHandle) []client.
 
 var _ = Describe("Disabling the extension with the delivered Flux controllers running", func() {
 	It("keeps the workloads and the Helm release of the user's Flux objects", func(ctx SpecContext) {
-		h, logs := fleetShoot(ctx, "disable-running", nil)
+		h, logs := fleetShoot(ctx, "disrun", nil)
 
 		By("disabling the extension")
 		start := time.Now()
@@ -234,7 +234,7 @@ var _ = Describe("Disabling the extension with the delivered Flux controllers ru
 	})
 
 	It("completes when the controllers were stopped before", func(ctx SpecContext) {
-		h, logs := fleetShoot(ctx, "disable-stopped", nil)
+		h, logs := fleetShoot(ctx, "disstop", nil)
 
 		By("stopping the controllers: the operator pauses the ManagedResource and scales them to 0")
 		mr, err := h.ManagedResource(ctx, constants.ManagedResourceControllers)
@@ -272,7 +272,7 @@ var _ = Describe("Disabling the extension with the delivered Flux controllers ru
 
 var _ = Describe("Migrating a shoot with the delivered Flux controllers running", func() {
 	It("neither re-creates nor restarts anything in the shoot", func(ctx SpecContext) {
-		h, logs := fleetShoot(ctx, "migrate-running", nil)
+		h, logs := fleetShoot(ctx, "migrun", nil)
 		uids := func() map[string]string {
 			GinkgoHelper()
 			out := map[string]string{}

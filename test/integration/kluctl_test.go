@@ -43,7 +43,7 @@ const kluctlRetryInterval = "3s"
 // what it reports.
 var _ = Describe("GitOps with the delivered kluctl controller running", func() {
 	It("deploys the configured target with the arguments and the shoot identity", Label(labelDeployed), func(ctx SpecContext) {
-		h, commit, _ := kluctlShoot(ctx, "kluctl-target", kluctlShootSpec{kluctl: map[string]any{
+		h, commit, _ := kluctlShoot(ctx, "ktarget", kluctlShootSpec{kluctl: map[string]any{
 			"target": gitserver.TargetGreen,
 			"args":   map[string]any{"greeting": "hi"},
 		}})
@@ -67,7 +67,7 @@ var _ = Describe("GitOps with the delivered kluctl controller running", func() {
 	})
 
 	It("deploys a new commit within the interval and keeps the last good objects when a commit does not render", func(ctx SpecContext) {
-		h, _, logs := kluctlShoot(ctx, "kluctl-commits", kluctlShootSpec{kluctl: map[string]any{
+		h, _, logs := kluctlShoot(ctx, "kcommits", kluctlShootSpec{kluctl: map[string]any{
 			"target":   gitserver.TargetBlue,
 			"interval": "5s",
 		}})
@@ -109,7 +109,7 @@ var _ = Describe("Disabling the extension with the delivered kluctl controller",
 		cfg := sb.ExtensionConfig()
 		cfg.Timeouts.BootstrapFinalizers.Duration = controllersTimeout
 		restartExtension(ctx, sandbox.ExtensionSettings{Config: &cfg})
-		h, _, logs := kluctlShoot(ctx, "kluctl-disable", kluctlShootSpec{kluctl: map[string]any{"target": gitserver.TargetBlue}})
+		h, _, logs := kluctlShoot(ctx, "kdisable", kluctlShootSpec{kluctl: map[string]any{"target": gitserver.TargetBlue}})
 		kd, err := kluctlDeployment(ctx, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(kd.GetFinalizers()).To(ContainElement(kluctlFinalizer))
@@ -129,7 +129,7 @@ var _ = Describe("Disabling the extension with the delivered kluctl controller",
 	})
 
 	It("completes when the controller was stopped before", func(ctx SpecContext) {
-		h, _, logs := kluctlShoot(ctx, "kluctl-disable-stopped", kluctlShootSpec{kluctl: map[string]any{"target": gitserver.TargetBlue}})
+		h, _, logs := kluctlShoot(ctx, "kdisstop", kluctlShootSpec{kluctl: map[string]any{"target": gitserver.TargetBlue}})
 
 		By("stopping the controller: the operator pauses the ManagedResource and scales it to 0")
 		mr, err := h.ManagedResource(ctx, constants.ManagedResourceControllers)
@@ -200,7 +200,7 @@ var _ = Describe("Deploy key rotation with the delivered kluctl controller runni
 		server, err := gitserver.Start(gitserver.Options{RepoRoot: gitRepoRoot})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(server.Close)
-		h, _, logs := kluctlShoot(ctx, "kluctl-rotation", kluctlShootSpec{server: server, kluctl: map[string]any{"target": gitserver.TargetBlue, "interval": "5s"}})
+		h, _, logs := kluctlShoot(ctx, "krotate", kluctlShootSpec{server: server, kluctl: map[string]any{"target": gitserver.TargetBlue, "interval": "5s"}})
 		before, err := h.ProviderStatus(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		old, err := credentials(ctx, h, kluctlNamespace)
@@ -232,7 +232,7 @@ var _ = Describe("Deploy key rotation with the delivered kluctl controller runni
 // reconcile around it.
 var _ = Describe("Shoot operations with the delivered kluctl controller running", func() {
 	It("migrates and restores without restarting the controller, and hibernates and wakes up", func(ctx SpecContext) {
-		h, commit, logs := kluctlShoot(ctx, "kluctl-operations", kluctlShootSpec{kluctl: map[string]any{"target": gitserver.TargetBlue}})
+		h, commit, logs := kluctlShoot(ctx, "kops", kluctlShootSpec{kluctl: map[string]any{"target": gitserver.TargetBlue}})
 		uids := func() map[string]types.UID {
 			GinkgoHelper()
 			kd, err := kluctlDeployment(ctx, h)

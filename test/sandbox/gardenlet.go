@@ -7,12 +7,14 @@ import (
 
 	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/component/extensions/extension"
 	"github.com/gardener/gardener/pkg/component/shared"
 	gardenerextensions "github.com/gardener/gardener/pkg/extensions"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,9 +131,13 @@ func (h *ShootHandle) extensionComponent(ctx context.Context, shoot *gardencorev
 
 // deployExtensions deploys the shoot's Extensions at the steps of gardenlet's reconcile flow
 // (before and after kube-apiserver, after the workers), each Extension at the step its
-// registration's lifecycle names. Only what happens after the deployment counts for the next wait.
+// registration's lifecycle names. Only what happens after the request counts for the next wait.
 func (h *ShootHandle) deployExtensions(ctx context.Context, shoot *gardencorev1beta1.Shoot) error {
 	ext, err := h.extensionComponent(ctx, shoot)
+	if err != nil {
+		return err
+	}
+	mark, err := h.markBeforeRequest(ctx)
 	if err != nil {
 		return err
 	}
@@ -140,18 +146,53 @@ func (h *ShootHandle) deployExtensions(ctx context.Context, shoot *gardencorev1b
 			return fmt.Errorf("failed deploying the Extensions of shoot %s: %w", h.Name, err)
 		}
 	}
-	return h.checkpointDeployed(ctx)
+	return h.checkpointAtRequest(ctx, mark)
 }
 
-// checkpointDeployed sets the wait checkpoint at the Extension gardenlet just wrote: a reconcile
-// that was already running may finish between an earlier checkpoint and the new request, and its
-// result is not the answer to it.
-func (h *ShootHandle) checkpointDeployed(ctx context.Context) error {
-	ex, err := h.Extension(ctx)
-	if err != nil {
-		return err
+// requestMark is where the Extension stood before gardenlet's code wrote a request to it: the
+// resourceVersion of a list of the Extension and its gardener.cloud/timestamp annotation.
+type requestMark struct {
+	listVersion string
+	timestamp   string
+}
+
+// markBeforeRequest records where the Extension stands before a request is written.
+func (h *ShootHandle) markBeforeRequest(ctx context.Context) (requestMark, error) {
+	list := &extensionsv1alpha1.ExtensionList{}
+	if err := h.sandbox.Seed.Client.List(ctx, list, client.InNamespace(h.SeedNamespace),
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", ExtensionName)}); err != nil {
+		return requestMark{}, fmt.Errorf("failed reading extension of %s: %w", h.SeedNamespace, err)
 	}
-	h.setSince(ex.ResourceVersion)
+	m := requestMark{listVersion: list.ResourceVersion}
+	if len(list.Items) > 0 {
+		m.timestamp = list.Items[0].Annotations[v1beta1constants.GardenerTimestamp]
+	}
+	return m, nil
+}
+
+// checkpointAtRequest sets the wait checkpoint at the version of the Extension that carries the
+// request gardenlet's code wrote after m: the first one with a new gardener.cloud/timestamp. Only
+// what the extension does from there on answers the request; a reconcile that was already running
+// may finish just before, and its result is not the answer. The Extension's current version is no
+// substitute: the extension may have answered the request already when it is read.
+func (h *ShootHandle) checkpointAtRequest(ctx context.Context, m requestMark) error {
+	h.setSince(m.listVersion)
+	var found string
+	err := h.watchExtension(ctx, CacheSyncTimeout, func(ex *extensionsv1alpha1.Extension, reread bool, _ time.Time) (bool, error) {
+		if ex.Annotations[v1beta1constants.GardenerTimestamp] == m.timestamp {
+			return false, nil
+		}
+		if reread {
+			// The watch lost the versions in between; the request's own version is gone.
+			h.log.Info("Taking the Extension's current version as the request's: the watch lost track")
+		}
+		found = ex.ResourceVersion
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the request to the Extension of %s was not found: %w", h.SeedNamespace, err)
+	}
+	h.setSince(found)
 	return nil
 }
 
@@ -182,5 +223,6 @@ func (h *ShootHandle) annotateExtension(ctx context.Context, operation string) e
 	if err := gardenerextensions.AnnotateObjectWithOperation(ctx, h.sandbox.Seed.Client, ex, operation); err != nil {
 		return fmt.Errorf("failed annotating extension of %s with operation %s: %w", h.SeedNamespace, operation, err)
 	}
+	h.setSince(ex.ResourceVersion)
 	return nil
 }

@@ -126,12 +126,16 @@ func (h *ShootHandle) Migrate(ctx context.Context, timeout time.Duration) error 
 	if err != nil {
 		return err
 	}
+	mark, err := h.markBeforeRequest(ctx)
+	if err != nil {
+		return err
+	}
 	for _, migrate := range []func(context.Context) error{ext.MigrateBeforeKubeAPIServer, ext.MigrateAfterKubeAPIServer} {
 		if err := migrate(ctx); err != nil {
 			return fmt.Errorf("failed migrating the Extensions of shoot %s: %w", h.Name, err)
 		}
 	}
-	if err := h.checkpointDeployed(ctx); err != nil {
+	if err := h.checkpointAtRequest(ctx, mark); err != nil {
 		return err
 	}
 	_, err = h.wait(ctx, timeout, gardencorev1beta1.LastOperationTypeMigrate)
@@ -154,13 +158,17 @@ func (h *ShootHandle) Restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	mark, err := h.markBeforeRequest(ctx)
+	if err != nil {
+		return err
+	}
 	state := &gardencorev1beta1.ShootState{}
 	for _, restore := range []func(context.Context, *gardencorev1beta1.ShootState) error{ext.RestoreBeforeKubeAPIServer, ext.RestoreAfterKubeAPIServer, ext.RestoreAfterWorker} {
 		if err := restore(ctx, state); err != nil {
 			return fmt.Errorf("failed restoring the Extensions of shoot %s: %w", h.Name, err)
 		}
 	}
-	return h.checkpointDeployed(ctx)
+	return h.checkpointAtRequest(ctx, mark)
 }
 
 // WaitRestored waits for a successful Restore operation after Restore.
