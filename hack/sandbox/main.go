@@ -23,6 +23,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -342,6 +343,11 @@ func demo(ctx context.Context, dir string) (err error) {
 	if err := reportFlux(ctx, e.fluxShoot); err != nil {
 		return err
 	}
+	for _, h := range []*sandbox.ShootHandle{e.shoot, e.fluxShoot} {
+		if err := reportGardenlet(ctx, h); err != nil {
+			return err
+		}
+	}
 	denied, err := e.sandbox.DeniedRequests()
 	if err != nil {
 		return err
@@ -451,5 +457,26 @@ func report(ctx context.Context, h *sandbox.ShootHandle) error {
 		fmt.Printf("  warning: %s\n", w)
 	}
 	fmt.Println()
+	return nil
+}
+
+// reportGardenlet prints a shoot's extension state as Gardener sees it: gardenlet's Extension
+// component waits for the Extension with gardenlet's rules, and the Shoot comes from
+// gardener-apiserver.
+func reportGardenlet(ctx context.Context, h *sandbox.ShootHandle) error {
+	if err := h.WaitExtensionReady(ctx, reconcileTimeout); err != nil {
+		return fmt.Errorf("gardenlet's Extension component does not see shoot %s/%s ready: %w", h.Project, h.Name, err)
+	}
+	shoot, err := h.GardenShoot(ctx)
+	if err != nil {
+		return err
+	}
+	ex, err := h.Extension(ctx)
+	if err != nil {
+		return err
+	}
+	op := ex.Status.LastOperation
+	step("gardenlet: Extension %s of Shoot %s/%s (gardener-apiserver, generation %d, seed %s) is ready: %s %s, %q",
+		ex.Name, shoot.Namespace, shoot.Name, shoot.Generation, ptr.Deref(shoot.Spec.SeedName, ""), op.Type, op.State, op.Description)
 	return nil
 }

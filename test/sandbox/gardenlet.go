@@ -226,3 +226,28 @@ func (h *ShootHandle) annotateExtension(ctx context.Context, operation string) e
 	h.setSince(ex.ResourceVersion)
 	return nil
 }
+
+// finishShootOperation records in the Shoot's status that the shoot operation in progress
+// succeeded, as gardenlet does when its flow ends: the sandbox's flow ends when the Extension
+// answered. gardener-apiserver refuses spec changes while a Restore has not succeeded.
+func (h *ShootHandle) finishShootOperation(ctx context.Context) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		shoot, err := h.GardenShoot(ctx)
+		if err != nil {
+			return err
+		}
+		op := shoot.Status.LastOperation
+		if op == nil || op.State != gardencorev1beta1.LastOperationStateProcessing {
+			return nil
+		}
+		op.State = gardencorev1beta1.LastOperationStateSucceeded
+		op.Progress = 100
+		op.LastUpdateTime = metav1.NewTime(time.Now().Truncate(time.Second))
+		op.Description = fmt.Sprintf("%s of the shoot succeeded", op.Type)
+		return h.sandbox.Garden.Client.Status().Update(ctx, shoot)
+	})
+	if err != nil {
+		return fmt.Errorf("failed recording the end of the operation of shoot %s/%s: %w", h.ProjectNamespace, h.Name, err)
+	}
+	return nil
+}

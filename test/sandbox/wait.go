@@ -116,6 +116,9 @@ func (h *ShootHandle) wait(ctx context.Context, timeout time.Duration, opType ga
 		}
 		return nil, fmt.Errorf("extension of %s did not complete %s within %s%s: %w", h.SeedNamespace, what, timeout, describe(lastErr), err)
 	}
+	if err := h.finishShootOperation(ctx); err != nil {
+		return nil, err
+	}
 	return result, nil
 }
 
