@@ -32,12 +32,14 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
-// Timeouts of the suite. The admission starts in about a second and the API server picks up a
-// webhook configuration within a few; the bounds leave room for a loaded machine.
+// Timeouts of the suite. The admission starts in about a second and the API servers (the garden
+// kube-apiserver and gardener-apiserver, each with its own informer) pick up a webhook
+// configuration within a few; the bounds leave room for a loaded machine.
 var (
 	// admissionStartTimeout bounds the start of the admission until it reports ready.
 	admissionStartTimeout = time.Minute
-	// webhookActiveTimeout bounds the wait until the API server calls newly registered webhooks.
+	// webhookActiveTimeout bounds the wait until both API servers call newly registered webhooks,
+	// or stop calling removed ones.
 	webhookActiveTimeout = time.Minute
 	// admissionStopTimeout bounds the shutdown of the admission.
 	admissionStopTimeout = 30 * time.Second
