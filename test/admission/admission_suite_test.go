@@ -1,12 +1,14 @@
-// Package admission_test tests the shoot-flux admission against a real kube-apiserver: its charts
-// are rendered the way gardener-operator renders them and every object is applied with server-side
+// Package admission_test tests the shoot-flux admission against a real garden: its charts are
+// rendered the way gardener-operator renders them and every object is applied with server-side
 // dry-run, and the admission command runs in-process behind the ValidatingWebhookConfiguration of
-// its application chart, so that the API server itself admits or rejects Shoots and project
-// ConfigMaps. gardener-apiserver is not available here; Shoots are served from a CRD instead.
+// its application chart, so that gardener-apiserver admits or rejects Shoots (its
+// ValidatingAdmissionWebhook plugin calls the webhook after gardener's own plugins) and the garden
+// kube-apiserver admits or rejects project ConfigMaps.
 package admission_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -15,31 +17,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener/gardener/pkg/client/kubernetes"
 	secretsutils "github.com/gardener/gardener/pkg/utils/secrets"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
-// Timeouts of the suite. The admission starts in about a second and the API server picks up a
-// webhook configuration within a few; the bounds leave room for a loaded machine.
+// Timeouts of the suite. The admission starts in about a second and the API servers (the garden
+// kube-apiserver and gardener-apiserver, each with its own informer) pick up a webhook
+// configuration within a few; the bounds leave room for a loaded machine.
 var (
 	// admissionStartTimeout bounds the start of the admission until it reports ready.
 	admissionStartTimeout = time.Minute
-	// webhookActiveTimeout bounds the wait until the API server calls newly registered webhooks.
+	// webhookActiveTimeout bounds the wait until both API servers call newly registered webhooks,
+	// or stop calling removed ones.
 	webhookActiveTimeout = time.Minute
 	// admissionStopTimeout bounds the shutdown of the admission.
 	admissionStopTimeout = 30 * time.Second
@@ -57,7 +57,6 @@ const (
 )
 
 var (
-	testEnv  *envtest.Environment
 	k8s      client.Client
 	warnings *sandbox.WarningRecorder
 	certs    *testCertificates
@@ -70,6 +69,8 @@ func TestAdmission(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	SetDefaultEventuallyPollingInterval(pollInterval)
+	// Before the garden starts: gardener-apiserver, running in this process, sets controller-runtime's
+	// logger too, and controller-runtime keeps the first one set.
 	logf.SetLogger(logzap.New(logzap.WriteTo(GinkgoWriter), logzap.UseDevMode(true)))
 
 	// make test-integration provides it; a missing one is a broken setup, not a reason to skip.
@@ -79,31 +80,21 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred(), "locating the gardener module with go list")
 	gardenerDir := strings.TrimSpace(string(out))
 
-	testEnv = &envtest.Environment{
-		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths: []string{filepath.Join(gardenerDir, "example", "seed-crds", "10-crd-autoscaling.k8s.io_verticalpodautoscalers.yaml")},
-			CRDs:  []*apiextensionsv1.CustomResourceDefinition{shootCRD()},
-		},
-		ErrorIfCRDPathMissing: true,
-	}
-	restCfg, err := testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(testEnv.Stop)
+	// The runtime chart's VerticalPodAutoscaler needs its CRD, as gardener-operator installs it in
+	// the runtime cluster.
+	garden := startGarden(filepath.Join(gardenerDir, "example", "seed-crds", "10-crd-autoscaling.k8s.io_verticalpodautoscalers.yaml"))
+	DeferCleanup(garden.Stop)
 
-	scheme := runtime.NewScheme()
-	Expect(validator.AddToScheme(scheme)).To(Succeed())
 	// Pod Security warnings for workload templates arrive as HTTP warnings, not errors.
 	warnings = &sandbox.WarningRecorder{}
-	cfg := rest.CopyConfig(restCfg)
+	cfg := rest.CopyConfig(garden.Config)
 	cfg.WarningHandler = warnings
-	// gardener's client package registers its types for protobuf, which gardener-apiserver serves
-	// but the Shoot CRD does not.
-	cfg.ContentType = runtime.ContentTypeJSON
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	k8s, err = client.New(cfg, client.Options{Scheme: kubernetes.GardenScheme})
 	Expect(err).NotTo(HaveOccurred())
 
 	// The garden runtime cluster provides both; the Priority admission plugin rejects pods naming
-	// a class that does not exist.
+	// a class that does not exist. The namespace comes before CreateGardenObjects, which creates
+	// it without the label when it is missing.
 	Expect(k8s.Create(ctx, &schedulingv1.PriorityClass{
 		ObjectMeta: metav1.ObjectMeta{Name: priorityClassName},
 		Value:      999998400,
@@ -113,29 +104,45 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
 	}})).To(Succeed())
 
+	// What gardener-apiserver needs to admit the suite's Shoots: the CloudProfile, Seed and
+	// provider registrations of a landscape, and shoot-flux registered as an operator registers
+	// it, without which the ExtensionValidator plugin rejects every Shoot naming shoot-flux.
+	_, err = sandbox.CreateGardenObjects(ctx, k8s)
+	Expect(err).NotTo(HaveOccurred())
+	registration, err := os.ReadFile(filepath.Join("..", "..", "example", "controller-registration.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	objs, err := sandbox.DecodeObjects(registration)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(kinds(objs)).To(ConsistOf("ControllerDeployment", "ControllerRegistration"))
+	for _, o := range objs {
+		Expect(k8s.Create(ctx, o)).To(Succeed(), "%s %s of example/controller-registration.yaml", o.GetKind(), o.GetName())
+	}
+
 	certs = newTestCertificates()
 })
 
-// shootCRD serves core.gardener.cloud/v1beta1 Shoots without a schema, so that the API server
-// routes their creations and updates through the webhooks like gardener-apiserver does.
-func shootCRD() *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "shoots.core.gardener.cloud"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "core.gardener.cloud",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "shoots", Singular: "shoot", Kind: "Shoot", ListKind: "ShootList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name:    "v1beta1",
-				Served:  true,
-				Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type:                   "object",
-					XPreserveUnknownFields: ptr.To(true),
-				}},
-			}},
-		},
+// startGarden starts the garden with gardener-apiserver's log in GinkgoWriter, shown with a failed
+// spec. gardener-apiserver, running in this process, builds its logger on os.Stderr when it starts
+// and makes it klog's, whatever its flags say; at the level error it still logs, with stack
+// traces, every discovery request the garden kube-apiserver aborts while it registers the
+// aggregated APIs. So os.Stderr is a pipe into GinkgoWriter until gardener-apiserver is up.
+func startGarden(crdPaths ...string) *sandbox.Cluster {
+	GinkgoHelper()
+	r, w, err := os.Pipe()
+	Expect(err).NotTo(HaveOccurred())
+	go func() {
+		// Ends with the process: gardener-apiserver keeps the writer.
+		_, _ = io.Copy(GinkgoWriter, r)
+	}()
+	start := func() (*sandbox.Cluster, error) {
+		stderr := os.Stderr
+		os.Stderr = w
+		defer func() { os.Stderr = stderr }()
+		return sandbox.StartGarden(sandbox.GardenOptions{CRDPaths: crdPaths})
 	}
+	c, err := start()
+	Expect(err).NotTo(HaveOccurred())
+	return c
 }
 
 // testCertificates are a CA and a serving certificate signed by it, as an operator provides them
@@ -169,12 +176,23 @@ func newTestCertificates() *testCertificates {
 }
 
 // createNamespace creates a namespace with a generated name and deletes it after the spec.
-func createNamespace(ctx context.Context, prefix string, labels map[string]string) string {
+func createNamespace(ctx context.Context, prefix string) string {
 	GinkgoHelper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: labels}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
 	Expect(k8s.Create(ctx, ns)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) {
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed())
 	})
 	return ns.Name
+}
+
+// createProject creates a Project named name with its namespace and the cloud credentials its
+// Shoots are bound to, and returns the namespace. Projects are not deleted after the spec: the
+// garden runs no gardener-controller-manager that would finish their deletion, and each
+// container of the suite has a project of its own.
+func createProject(ctx context.Context, name string) string {
+	GinkgoHelper()
+	namespace, err := sandbox.CreateProject(ctx, k8s, name)
+	Expect(err).NotTo(HaveOccurred())
+	return namespace
 }

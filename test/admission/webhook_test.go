@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -24,6 +25,7 @@ import (
 	admissionchart "github.com/shoot-flux/gardener-extension-shoot-flux/charts/gardener-extension-shoot-flux-admission"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/cmd/gardener-extension-shoot-flux-admission/app"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -111,15 +113,53 @@ func registerWebhooks(ctx context.Context, webhookPort int, nameSuffix string) {
 	})
 }
 
-// projectLabels are the labels gardener puts on project namespaces.
-var projectLabels = map[string]string{"gardener.cloud/role": "project", "project.gardener.cloud/name": "dev"}
+// extensionLabel is the label gardener-apiserver's ExtensionLabels plugin sets on Shoots that
+// enable shoot-flux.
+const extensionLabel = v1beta1constants.LabelExtensionExtensionTypePrefix + constants.ExtensionType
 
 func fluxConfigMap(namespace string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "flux-config"}, Data: data}
 }
 
-// waitForWebhooks waits until the API server calls the webhooks (it loads webhook configurations
-// asynchronously): until creating an invalid flux-config fails as expected.
+// newShoot returns a Shoot that gardener-apiserver admits in a project of the suite, enabling
+// shoot-flux with providerConfig (JSON) and referring to resources. It does not carry the label
+// that the webhook's object selector matches: gardener-apiserver's ExtensionLabels plugin sets it,
+// as for every Shoot a user writes, before its ValidatingAdmissionWebhook plugin calls the webhook.
+func newShoot(namespace, name, providerConfig string, resources ...gardencorev1beta1.NamedResourceReference) *gardencorev1beta1.Shoot {
+	GinkgoHelper()
+	shoot, err := sandbox.NewShoot(namespace, name, []byte(providerConfig))
+	Expect(err).NotTo(HaveOccurred())
+	shoot.Spec.Resources = resources
+	return shoot
+}
+
+// deleteShoot deletes a Shoot the way a user does, with the confirmation annotation that
+// gardener-apiserver's DeletionConfirmation plugin requires.
+func deleteShoot(ctx context.Context, shoot *gardencorev1beta1.Shoot) {
+	GinkgoHelper()
+	patch := client.MergeFrom(shoot.DeepCopy())
+	metav1.SetMetaDataAnnotation(&shoot.ObjectMeta, v1beta1constants.ConfirmationDeletion, "true")
+	Expect(k8s.Patch(ctx, shoot, patch)).To(Succeed())
+	Expect(k8s.Delete(ctx, shoot)).To(Succeed())
+}
+
+// createSecretResource creates the Secret secret-<name> in namespace and returns the Shoot
+// resource referring to it; gardener-apiserver's ResourceReferenceManager plugin rejects Shoots
+// referring to Secrets that do not exist.
+func createSecretResource(ctx context.Context, namespace, name string) gardencorev1beta1.NamedResourceReference {
+	GinkgoHelper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "secret-" + name}}
+	Expect(k8s.Create(ctx, secret)).To(Succeed())
+	return gardencorev1beta1.NamedResourceReference{
+		Name:        name,
+		ResourceRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "v1", Kind: "Secret", Name: secret.Name},
+	}
+}
+
+// waitForWebhooks waits until both API servers call the webhooks: the garden kube-apiserver for
+// ConfigMaps and gardener-apiserver for Shoots load webhook configurations asynchronously, each
+// from its own informer. It waits until creating an invalid flux-config and an invalid Shoot (a
+// dry run) fails as expected.
 func waitForWebhooks(ctx context.Context, namespace string, expected func(error) bool) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
@@ -129,30 +169,10 @@ func waitForWebhooks(ctx context.Context, namespace string, expected func(error)
 			g.Expect(k8s.Delete(ctx, cm)).To(Succeed())
 		}
 		g.Expect(expected(err)).To(BeTrue(), "creating an invalid flux-config: %v", err)
+
+		err = k8s.Create(ctx, newShoot(namespace, "probe", `{"source": {"url": "ftp://example.com/repo"}}`), client.DryRunAll)
+		g.Expect(expected(err)).To(BeTrue(), "creating an invalid Shoot: %v", err)
 	}, webhookActiveTimeout).Should(Succeed())
-}
-
-// shootWithFlux returns a Shoot that enables shoot-flux with the given providerConfig and carries
-// the label gardener-apiserver sets on such Shoots.
-func shootWithFlux(namespace, name, providerConfig string, resources ...gardencorev1beta1.NamedResourceReference) *gardencorev1beta1.Shoot {
-	return &gardencorev1beta1.Shoot{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: namespace,
-			Name:      name,
-			Labels:    map[string]string{"extensions.extensions.gardener.cloud/shoot-flux": "true"},
-		},
-		Spec: gardencorev1beta1.ShootSpec{
-			Extensions: []gardencorev1beta1.Extension{{Type: "shoot-flux", ProviderConfig: &runtime.RawExtension{Raw: []byte(providerConfig)}}},
-			Resources:  resources,
-		},
-	}
-}
-
-func secretResource(name string) gardencorev1beta1.NamedResourceReference {
-	return gardencorev1beta1.NamedResourceReference{
-		Name:        name,
-		ResourceRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "v1", Kind: "Secret", Name: "secret-" + name},
-	}
 }
 
 // expectDenied asserts that the API server rejected a request because a webhook denied it.
@@ -166,13 +186,21 @@ func expectDenied(err error, webhook string, messages ...string) {
 	}
 }
 
-var _ = Describe("Admission behind a real API server", Ordered, func() {
-	var projectNamespace string
+var _ = Describe("Admission behind the garden's API servers", Ordered, func() {
+	var (
+		projectNamespace string
+		// legacyShoot was admitted before the webhooks were registered, as a Shoot written when
+		// its flux version was still supported.
+		legacyShoot *gardencorev1beta1.Shoot
+	)
 
 	BeforeAll(func(ctx SpecContext) {
+		projectNamespace = createProject(ctx, "dev")
+		legacyShoot = newShoot(projectNamespace, "legacy", `{"flux": {"version": "v0.1.0"}}`)
+		Expect(k8s.Create(ctx, legacyShoot)).To(Succeed())
+
 		// A private network of git servers, as an operator allows it for the controller's scans.
 		registerWebhooks(ctx, startAdmission("--host-policy-allowed-networks=10.20.0.0/16"), "")
-		projectNamespace = createNamespace(ctx, "garden-dev", projectLabels)
 		waitForWebhooks(ctx, projectNamespace, apierrors.IsForbidden)
 	})
 
@@ -181,42 +209,43 @@ var _ = Describe("Admission behind a real API server", Ordered, func() {
 	}
 
 	Describe("Shoots", func() {
-		It("rejects an invalid providerConfig with its field path", func(ctx SpecContext) {
-			shoot := shootWithFlux(projectNamespace, "bad-url", `{"source": {"url": "ftp://example.com/repo"}}`)
+		It("rejects an invalid providerConfig with its field path through gardener-apiserver", func(ctx SpecContext) {
+			shoot := newShoot(projectNamespace, "bad-url", `{"source": {"url": "ftp://example.com/repo"}}`)
+			// The webhook's object selector matches the label only once gardener-apiserver's
+			// ExtensionLabels plugin has set it: its ValidatingAdmissionWebhook plugin calls the
+			// webhook, not the garden kube-apiserver, which merely proxies the request.
+			Expect(shoot.Labels).NotTo(HaveKey(extensionLabel))
 			expectDenied(k8s.Create(ctx, shoot), shootWebhook, `spec.extensions[0].providerConfig.source.url: Invalid value: "ftp://example.com/repo"`)
 		})
 
 		It("rejects a reference to a missing Shoot resource", func(ctx SpecContext) {
-			shoot := shootWithFlux(projectNamespace, "missing-ref",
-				`{"source": {"url": "https://github.com/owner/repo", "secretResourceName": "git-creds"}}`, secretResource("other"))
+			shoot := newShoot(projectNamespace, "missing-ref",
+				`{"source": {"url": "https://github.com/owner/repo", "secretResourceName": "git-creds"}}`, createSecretResource(ctx, projectNamespace, "other"))
 			expectDenied(k8s.Create(ctx, shoot), shootWebhook,
 				`spec.extensions[0].providerConfig.source.secretResourceName: Invalid value: "git-creds": must name an entry of spec.resources`)
 		})
 
 		It("admits a valid providerConfig and checks changes of it", func(ctx SpecContext) {
-			shoot := shootWithFlux(projectNamespace, "valid",
+			shoot := newShoot(projectNamespace, "valid",
 				`{"flux": {"version": "`+fluxVersion()+`"}, "source": {"url": "https://github.com/owner/repo", "secretResourceName": "git-creds"}}`,
-				secretResource("git-creds"))
+				createSecretResource(ctx, projectNamespace, "git-creds"))
 			Expect(k8s.Create(ctx, shoot)).To(Succeed())
 
 			patch := client.MergeFrom(shoot.DeepCopy())
 			shoot.Spec.Extensions[0].ProviderConfig = &runtime.RawExtension{Raw: []byte(`{"flux": {"version": "v0.1.0"}}`)}
 			expectDenied(k8s.Patch(ctx, shoot, patch), shootWebhook, `spec.extensions[0].providerConfig.flux.version: Unsupported value: "v0.1.0"`)
 
-			Expect(k8s.Delete(ctx, shoot)).To(Succeed())
+			deleteShoot(ctx, shoot)
 		})
 
-		It("leaves Shoots without the extension label alone, and admits unrelated changes of an invalid providerConfig", func(ctx SpecContext) {
-			// Without the label gardener-apiserver sets, the object selector keeps the Shoot away
-			// from the admission: this one exists although its providerConfig is invalid, as a Shoot
-			// whose configuration was valid when it was written.
-			shoot := shootWithFlux(projectNamespace, "unlabeled", `{"flux": {"version": "v0.1.0"}}`)
-			shoot.Labels = nil
-			Expect(k8s.Create(ctx, shoot)).To(Succeed())
+		It("admits unrelated changes of a Shoot whose providerConfig is no longer valid", func(ctx SpecContext) {
+			shoot := &gardencorev1beta1.Shoot{}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(legacyShoot), shoot)).To(Succeed())
+			// The label the webhook's object selector matches, set by gardener-apiserver.
+			Expect(shoot.Labels).To(HaveKeyWithValue(extensionLabel, "true"))
 
 			patch := client.MergeFrom(shoot.DeepCopy())
-			shoot.Labels = map[string]string{"extensions.extensions.gardener.cloud/shoot-flux": "true"}
-			shoot.Annotations = map[string]string{"gardener.cloud/operation": "reconcile"}
+			shoot.Spec.Provider.Workers[0].Maximum = 2
 			Expect(k8s.Patch(ctx, shoot, patch)).To(Succeed())
 
 			patch = client.MergeFrom(shoot.DeepCopy())
@@ -224,7 +253,23 @@ var _ = Describe("Admission behind a real API server", Ordered, func() {
 			expectDenied(k8s.Patch(ctx, shoot, patch), shootWebhook, "spec.extensions[0].providerConfig.flux.version")
 
 			// Deletion is no operation of the webhook.
-			Expect(k8s.Delete(ctx, shoot)).To(Succeed())
+			deleteShoot(ctx, shoot)
+		})
+
+		It("comes after gardener's own admission plugins", func(ctx SpecContext) {
+			// A Kubernetes version the CloudProfile does not offer is gardener's reason to reject,
+			// before the webhook is asked about the invalid providerConfig.
+			shoot := newShoot(projectNamespace, "old-k8s", `{"flux": {"version": "v0.1.0"}}`)
+			shoot.Spec.Kubernetes.Version = "1.0.0"
+			err := k8s.Create(ctx, shoot)
+			Expect(err).To(HaveOccurred())
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "expected gardener's rejection, got %v", err)
+			Expect(err.Error()).To(ContainSubstring(`shoots.core.gardener.cloud "old-k8s" is forbidden: spec.kubernetes.version: Unsupported value: "1.0.0": supported values: "` + sandbox.KubernetesVersion + `"`))
+			Expect(err.Error()).NotTo(ContainSubstring("admission webhook"))
+
+			// With gardener's reason gone, the webhook's remains.
+			shoot.Spec.Kubernetes.Version = sandbox.KubernetesVersion
+			expectDenied(k8s.Create(ctx, shoot), shootWebhook, `spec.extensions[0].providerConfig.flux.version: Unsupported value: "v0.1.0"`)
 		})
 	})
 
@@ -262,7 +307,7 @@ var _ = Describe("Admission behind a real API server", Ordered, func() {
 		})
 
 		It("leaves flux-config ConfigMaps outside project namespaces alone", func(ctx SpecContext) {
-			namespace := createNamespace(ctx, "not-a-project", nil)
+			namespace := createNamespace(ctx, "not-a-project")
 			Expect(k8s.Create(ctx, fluxConfigMap(namespace, map[string]string{"repositoryUrl": "ftp://example.com/repo"}))).To(Succeed())
 		})
 	})
@@ -271,7 +316,7 @@ var _ = Describe("Admission behind a real API server", Ordered, func() {
 		const hostNotAllowed = "the host is not allowed by the operator's host policy"
 
 		It("rejects the host of an SSH scan the policy refuses in a Shoot with its field path", func(ctx SpecContext) {
-			shoot := shootWithFlux(projectNamespace, "loopback", `{"source": {"url": "ssh://git@127.0.0.1/owner/repo"}}`)
+			shoot := newShoot(projectNamespace, "loopback", `{"source": {"url": "ssh://git@127.0.0.1/owner/repo"}}`)
 			expectDenied(k8s.Create(ctx, shoot), shootWebhook,
 				`spec.extensions[0].providerConfig.source.url: Invalid value: "ssh://git@127.0.0.1/owner/repo": `+hostNotAllowed)
 		})
@@ -285,9 +330,9 @@ var _ = Describe("Admission behind a real API server", Ordered, func() {
 		})
 
 		It("admits public hosts and the networks the operator allows", func(ctx SpecContext) {
-			shoot := shootWithFlux(projectNamespace, "github", `{"source": {"url": "ssh://git@github.com:22/owner/repo"}}`)
+			shoot := newShoot(projectNamespace, "github", `{"source": {"url": "ssh://git@github.com:22/owner/repo"}}`)
 			Expect(k8s.Create(ctx, shoot)).To(Succeed())
-			Expect(k8s.Delete(ctx, shoot)).To(Succeed())
+			deleteShoot(ctx, shoot)
 
 			cm := fluxConfigMap(projectNamespace, map[string]string{"repositoryUrl": "ssh://git@10.20.1.2/owner/repo"})
 			Expect(k8s.Create(ctx, cm)).To(Succeed())
@@ -302,12 +347,13 @@ var _ = Describe("Unreachable admission", Ordered, func() {
 	var projectNamespace string
 
 	BeforeAll(func(ctx SpecContext) {
-		projectNamespace = createNamespace(ctx, "garden-down", projectLabels)
-		// Runs after the configuration is deleted (cleanups run in reverse order), so that the
-		// API server no longer calls the dead webhooks when other specs start.
+		projectNamespace = createProject(ctx, "down")
+		// Runs after the configuration is deleted (cleanups run in reverse order), so that neither
+		// API server calls the dead webhooks any more when other specs start.
 		DeferCleanup(func(ctx SpecContext) {
-			Eventually(func() error {
-				return client.IgnoreAlreadyExists(k8s.Create(ctx, fluxConfigMap(projectNamespace, nil)))
+			Eventually(func(g Gomega) {
+				g.Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, fluxConfigMap(projectNamespace, nil)))).To(Succeed())
+				g.Expect(k8s.Create(ctx, newShoot(projectNamespace, "probe", `{}`), client.DryRunAll)).To(Succeed())
 			}, webhookActiveTimeout).Should(Succeed())
 		})
 		// Nothing listens on the port.
@@ -321,7 +367,7 @@ var _ = Describe("Unreachable admission", Ordered, func() {
 	})
 
 	It("blocks Shoots that enable shoot-flux", func(ctx SpecContext) {
-		err := k8s.Create(ctx, shootWithFlux(projectNamespace, "down", `{}`))
+		err := k8s.Create(ctx, newShoot(projectNamespace, "down", `{}`))
 		Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("failed calling webhook %q", shootWebhook))))
 	})
 
@@ -332,9 +378,9 @@ var _ = Describe("Unreachable admission", Ordered, func() {
 	})
 
 	It("does not affect Shoots without shoot-flux", func(ctx SpecContext) {
-		shoot := shootWithFlux(projectNamespace, "without-flux", `{}`)
-		shoot.Labels = nil
+		shoot := newShoot(projectNamespace, "without-flux", "")
 		shoot.Spec.Extensions = nil
 		Expect(k8s.Create(ctx, shoot)).To(Succeed())
+		Expect(shoot.Labels).NotTo(HaveKey(extensionLabel))
 	})
 })

@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -444,5 +445,67 @@ var _ = Describe("memory figures in the docs", func() {
 		m := regexp.MustCompile(`(\d+)–(\d+) MiB RSS with 500\s+shoots`).FindStringSubmatch(string(data))
 		Expect(m).NotTo(BeNil(), "docs/operations.md no longer quotes the RSS with 500 shoots: update test/docs")
 		Expect(m[2]).To(Equal(strconv.Itoa(sandbox.BenchRSS500Shoots>>20)), "docs/operations.md and sandbox.BenchRSS500Shoots differ")
+	})
+})
+
+// ---- gardener-apiserver's disabled admission plugins ----
+
+// disabledPluginsSection is the section of docs/development.md whose table lists the admission
+// plugins of gardener-apiserver that the sandbox's garden disables.
+const disabledPluginsSection = "gardener-apiserver in the garden"
+
+// disabledPluginRow is a row of that table: the plugin as code, and the reason.
+var disabledPluginRow = regexp.MustCompile("^\\| `([A-Za-z]+)` \\| (.*) \\|$")
+
+// disabledPluginsInDocs returns the plugins the table lists, with their reasons.
+func disabledPluginsInDocs(d document) map[string]string {
+	GinkgoHelper()
+	listed := map[string]string{}
+	for _, l := range d.section(disabledPluginsSection) {
+		if m := disabledPluginRow.FindStringSubmatch(l.text); m != nil {
+			listed[m[1]] = strings.TrimSpace(m[2])
+		}
+	}
+	return listed
+}
+
+// disabledPluginsMismatch returns how the listed plugins differ from the disabled ones: a plugin
+// disabled but not listed, listed but not disabled, or listed without a reason.
+func disabledPluginsMismatch(listed, disabled map[string]string) []string {
+	var out []string
+	for _, plugin := range slices.Sorted(maps.Keys(disabled)) {
+		if _, ok := listed[plugin]; !ok {
+			out = append(out, plugin+" is disabled but not listed")
+		}
+	}
+	for _, plugin := range slices.Sorted(maps.Keys(listed)) {
+		if _, ok := disabled[plugin]; !ok {
+			out = append(out, plugin+" is listed but not disabled")
+		}
+		if listed[plugin] == "" {
+			out = append(out, plugin+" is listed without a reason")
+		}
+	}
+	return out
+}
+
+var _ = Describe("gardener-apiserver's disabled admission plugins in the docs", func() {
+	It("are exactly sandbox.DisabledAdmissionPlugins, each with its reason", func() {
+		listed := disabledPluginsInDocs(documentNamed(documents(), "docs/development.md"))
+		Expect(disabledPluginsMismatch(listed, sandbox.DisabledAdmissionPlugins)).To(BeEmpty(),
+			"the table of docs/development.md, %q, and sandbox.DisabledAdmissionPlugins (test/sandbox/garden.go) differ", disabledPluginsSection)
+	})
+
+	It("find a plugin missing from the table, one too many and one without a reason", func() {
+		d := parseDocument("docs/development.md", "## "+disabledPluginsSection+"\n\n| Disabled plugin | Why |\n|---|---|\n"+
+			"| `ShootDNS` | no default domain |\n| `ShootQuotaValidator` |  |\n| `Bastion` | no bastions |\n\n## Next\n\n| `ShootMutator` | elsewhere |\n")
+		listed := disabledPluginsInDocs(d)
+		Expect(listed).To(Equal(map[string]string{"ShootDNS": "no default domain", "ShootQuotaValidator": "", "Bastion": "no bastions"}))
+		Expect(disabledPluginsMismatch(listed, map[string]string{"ShootDNS": "x", "ShootQuotaValidator": "y", "ShootMutator": "z"})).To(ConsistOf(
+			"ShootMutator is disabled but not listed",
+			"Bastion is listed but not disabled",
+			"ShootQuotaValidator is listed without a reason",
+		))
+		Expect(disabledPluginsMismatch(map[string]string{"ShootDNS": "no default domain"}, map[string]string{"ShootDNS": "x"})).To(BeEmpty())
 	})
 })
