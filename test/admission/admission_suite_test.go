@@ -8,7 +8,6 @@ package admission_test
 
 import (
 	"context"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -122,25 +121,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 })
 
 // startGarden starts the garden with gardener-apiserver's log in GinkgoWriter, shown with a failed
-// spec. gardener-apiserver, running in this process, builds its logger on os.Stderr when it starts
-// and makes it klog's, whatever its flags say; at the level error it still logs, with stack
-// traces, every discovery request the garden kube-apiserver aborts while it registers the
-// aggregated APIs. So os.Stderr is a pipe into GinkgoWriter until gardener-apiserver is up.
+// spec (see sandbox.GardenOptions.APIServerLog).
 func startGarden(crdPaths ...string) *sandbox.Cluster {
 	GinkgoHelper()
-	r, w, err := os.Pipe()
-	Expect(err).NotTo(HaveOccurred())
-	go func() {
-		// Ends with the process: gardener-apiserver keeps the writer.
-		_, _ = io.Copy(GinkgoWriter, r)
-	}()
-	start := func() (*sandbox.Cluster, error) {
-		stderr := os.Stderr
-		os.Stderr = w
-		defer func() { os.Stderr = stderr }()
-		return sandbox.StartGarden(sandbox.GardenOptions{CRDPaths: crdPaths})
-	}
-	c, err := start()
+	c, err := sandbox.StartGarden(sandbox.GardenOptions{CRDPaths: crdPaths, APIServerLog: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }

@@ -46,6 +46,8 @@ type Cluster struct {
 	// stopEnv stops the control plane: envtest's, or gardener's test environment with its
 	// gardener-apiserver.
 	stopEnv func() error
+	// closers run after the control plane stopped.
+	closers []func() error
 
 	mu        sync.Mutex
 	apiServer bool
@@ -217,6 +219,9 @@ func (c *Cluster) stop() error {
 			errs = append(errs, fmt.Errorf("failed stopping %s API server: %w", c.Name, err))
 		}
 		c.apiServer = false
+		for _, closeFn := range c.closers {
+			errs = append(errs, closeFn())
+		}
 		if err := os.RemoveAll(c.tmpDir); err != nil {
 			errs = append(errs, fmt.Errorf("failed removing certificate directory of %s: %w", c.Name, err))
 		}

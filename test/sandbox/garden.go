@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -44,6 +45,10 @@ type GardenOptions struct {
 	CRDPaths []string
 	// AuditDir, if set, makes kube-apiserver write an audit log there (Cluster.AuditLogPath).
 	AuditDir string
+	// APIServerLog receives gardener-apiserver's log; nil discards it. gardener-apiserver runs in
+	// this process and logs to its stderr, at start even at level error: stack traces of the
+	// discovery requests it aborts while its APIs register.
+	APIServerLog io.Writer
 }
 
 // StartGarden starts a garden as a landscape has it: kube-apiserver with etcd, and
@@ -52,7 +57,30 @@ type GardenOptions struct {
 // (ValidatingAdmissionWebhook) call the ValidatingWebhookConfigurations registered in the
 // kube-apiserver for Gardener's resources, as in a landscape. Stop stops both.
 func StartGarden(opts GardenOptions) (*Cluster, error) {
-	return startCluster("garden", kubernetes.GardenScheme, opts.CRDPaths, clusterOptions{auditDir: opts.AuditDir, gardener: true})
+	// gardener-apiserver's logger takes the process's stderr when it starts and keeps it, so stderr
+	// points at a pipe into APIServerLog while it starts.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("failed creating the pipe for gardener-apiserver's log: %w", err)
+	}
+	dst := opts.APIServerLog
+	if dst == nil {
+		dst = io.Discard
+	}
+	go func() {
+		// Ends when Stop closes the writer.
+		_, _ = io.Copy(dst, r)
+		_ = r.Close()
+	}()
+	stderr := os.Stderr
+	os.Stderr = w
+	c, err := startCluster("garden", kubernetes.GardenScheme, opts.CRDPaths, clusterOptions{auditDir: opts.AuditDir, gardener: true})
+	os.Stderr = stderr
+	if err != nil {
+		return nil, errors.Join(err, w.Close())
+	}
+	c.closers = append(c.closers, w.Close)
+	return c, nil
 }
 
 // gardenerEnvironment wraps env so that starting it also starts gardener-apiserver.

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -221,7 +222,7 @@ func (s *Sandbox) start(ctx context.Context) error {
 	}
 
 	s.log.Info("Starting garden API server with gardener-apiserver")
-	if s.Garden, err = StartGarden(GardenOptions{AuditDir: s.opts.AuditLogDir}); err != nil {
+	if s.Garden, err = StartGarden(GardenOptions{AuditDir: s.opts.AuditLogDir, APIServerLog: logWriter{s.log.WithName("gardener-apiserver")}}); err != nil {
 		return err
 	}
 	if s.gardenObjects, err = CreateGardenObjects(ctx, s.Garden.Client); err != nil {
@@ -502,4 +503,17 @@ func (s *Sandbox) WriteKubeconfigs(dir string) error {
 		}
 	}
 	return nil
+}
+
+// logWriter writes each line it is given as a message of log at verbosity 1: a component's own
+// log lines, which the sandbox's log shows only when asked for detail.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if line != "" {
+			w.log.V(1).Info(line)
+		}
+	}
+	return len(p), nil
 }
