@@ -131,8 +131,17 @@ func (h *ShootHandle) extensionComponent(ctx context.Context, shoot *gardencorev
 
 // deployExtensions deploys the shoot's Extensions at the steps of gardenlet's reconcile flow
 // (before and after kube-apiserver, after the workers), each Extension at the step its
-// registration's lifecycle names. Only what happens after the request counts for the next wait.
+// registration's lifecycle names.
 func (h *ShootHandle) deployExtensions(ctx context.Context, shoot *gardencorev1beta1.Shoot) error {
+	return h.requestExtensions(ctx, shoot, "deploying", func(ext extension.Interface) []func(context.Context) error {
+		return []func(context.Context) error{ext.DeployBeforeKubeAPIServer, ext.DeployAfterKubeAPIServer, ext.DeployAfterWorker}
+	})
+}
+
+// requestExtensions runs steps of gardenlet's Extension component for the shoot (what names them
+// in errors) and sets the wait checkpoint at the request they wrote: only what the extension does
+// from there on answers it.
+func (h *ShootHandle) requestExtensions(ctx context.Context, shoot *gardencorev1beta1.Shoot, what string, steps func(extension.Interface) []func(context.Context) error) error {
 	ext, err := h.extensionComponent(ctx, shoot)
 	if err != nil {
 		return err
@@ -141,9 +150,9 @@ func (h *ShootHandle) deployExtensions(ctx context.Context, shoot *gardencorev1b
 	if err != nil {
 		return err
 	}
-	for _, deploy := range []func(context.Context) error{ext.DeployBeforeKubeAPIServer, ext.DeployAfterKubeAPIServer, ext.DeployAfterWorker} {
-		if err := deploy(ctx); err != nil {
-			return fmt.Errorf("failed deploying the Extensions of shoot %s: %w", h.Name, err)
+	for _, step := range steps(ext) {
+		if err := step(ctx); err != nil {
+			return fmt.Errorf("failed %s the Extensions of shoot %s: %w", what, h.Name, err)
 		}
 	}
 	return h.checkpointAtRequest(ctx, mark)

@@ -9,6 +9,7 @@ import (
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/gardener/gardener/pkg/component/extensions/extension"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,9 +55,6 @@ func (h *ShootHandle) ShootObject(ctx context.Context) (*gardencorev1beta1.Shoot
 // reconcile flow: the Shoot's status and Cluster (startShootOperation), then the Extensions
 // (deployExtensions). WaitSucceeded waits for the extension's answer.
 func (h *ShootHandle) reconcile(ctx context.Context, mutate func(*gardencorev1beta1.Shoot)) error {
-	if err := h.Checkpoint(ctx); err != nil {
-		return err
-	}
 	shoot, err := h.startShootOperation(ctx, gardencorev1beta1.LastOperationTypeReconcile, mutate)
 	if err != nil {
 		return err
@@ -115,27 +113,13 @@ func (h *ShootHandle) TriggerReconcile(ctx context.Context) error {
 // Migrate starts the migration of the shoot's control plane away from this seed with gardenlet's
 // Extension component and waits until the Extension reports a successful Migrate operation.
 func (h *ShootHandle) Migrate(ctx context.Context, timeout time.Duration) error {
-	if err := h.Checkpoint(ctx); err != nil {
-		return err
-	}
 	shoot, err := h.startShootOperation(ctx, gardencorev1beta1.LastOperationTypeMigrate, nil)
 	if err != nil {
 		return err
 	}
-	ext, err := h.extensionComponent(ctx, shoot)
-	if err != nil {
-		return err
-	}
-	mark, err := h.markBeforeRequest(ctx)
-	if err != nil {
-		return err
-	}
-	for _, migrate := range []func(context.Context) error{ext.MigrateBeforeKubeAPIServer, ext.MigrateAfterKubeAPIServer} {
-		if err := migrate(ctx); err != nil {
-			return fmt.Errorf("failed migrating the Extensions of shoot %s: %w", h.Name, err)
-		}
-	}
-	if err := h.checkpointAtRequest(ctx, mark); err != nil {
+	if err := h.requestExtensions(ctx, shoot, "migrating", func(ext extension.Interface) []func(context.Context) error {
+		return []func(context.Context) error{ext.MigrateBeforeKubeAPIServer, ext.MigrateAfterKubeAPIServer}
+	}); err != nil {
 		return err
 	}
 	_, err = h.wait(ctx, timeout, gardencorev1beta1.LastOperationTypeMigrate)
@@ -147,28 +131,18 @@ func (h *ShootHandle) Migrate(ctx context.Context, timeout time.Duration) error 
 // the sandbox, so the Extension keeps its state and the ShootState gardenlet would restore it
 // from is empty.
 func (h *ShootHandle) Restore(ctx context.Context) error {
-	if err := h.Checkpoint(ctx); err != nil {
-		return err
-	}
 	shoot, err := h.startShootOperation(ctx, gardencorev1beta1.LastOperationTypeRestore, nil)
 	if err != nil {
 		return err
 	}
-	ext, err := h.extensionComponent(ctx, shoot)
-	if err != nil {
-		return err
-	}
-	mark, err := h.markBeforeRequest(ctx)
-	if err != nil {
-		return err
-	}
 	state := &gardencorev1beta1.ShootState{}
-	for _, restore := range []func(context.Context, *gardencorev1beta1.ShootState) error{ext.RestoreBeforeKubeAPIServer, ext.RestoreAfterKubeAPIServer, ext.RestoreAfterWorker} {
-		if err := restore(ctx, state); err != nil {
-			return fmt.Errorf("failed restoring the Extensions of shoot %s: %w", h.Name, err)
+	return h.requestExtensions(ctx, shoot, "restoring", func(ext extension.Interface) []func(context.Context) error {
+		var steps []func(context.Context) error
+		for _, restore := range []func(context.Context, *gardencorev1beta1.ShootState) error{ext.RestoreBeforeKubeAPIServer, ext.RestoreAfterKubeAPIServer, ext.RestoreAfterWorker} {
+			steps = append(steps, func(ctx context.Context) error { return restore(ctx, state) })
 		}
-	}
-	return h.checkpointAtRequest(ctx, mark)
+		return steps
+	})
 }
 
 // WaitRestored waits for a successful Restore operation after Restore.
