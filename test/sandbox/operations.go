@@ -8,6 +8,7 @@ import (
 	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/component/extensions/extension"
 	"k8s.io/utils/ptr"
@@ -108,6 +109,15 @@ func (h *ShootHandle) UpdateShootSpec(ctx context.Context, mutate func(*gardenco
 // TriggerReconcile starts a shoot reconciliation as gardenlet does.
 func (h *ShootHandle) TriggerReconcile(ctx context.Context) error {
 	return h.reconcile(ctx, nil)
+}
+
+// RetryExtension asks the extension to reconcile again as gardenlet does when it retries the
+// extension step of a shoot operation under way (extensions.AnnotateObjectWithOperation), without
+// the flow's other steps: no Shoot status, no Cluster sync, no copies of referenced resources. It
+// works while the garden is down, and leaves a seed-side change of a scenario (e.g. a deleted
+// copy) as it is. WaitSucceeded and WaitError wait for the answer.
+func (h *ShootHandle) RetryExtension(ctx context.Context) error {
+	return h.annotateExtension(ctx, v1beta1constants.GardenerOperationReconcile)
 }
 
 // Migrate starts the migration of the shoot's control plane away from this seed with gardenlet's

@@ -59,7 +59,17 @@ var _ = Describe("Waiting for a restore", func() {
 				return w, nil
 			},
 		})
-		h := &ShootHandle{SeedNamespace: namespace, sandbox: &Sandbox{Seed: &Cluster{Client: c}}}
+		gardenScheme := runtime.NewScheme()
+		Expect(gardencorev1beta1.AddToScheme(gardenScheme)).To(Succeed())
+		shoot := &gardencorev1beta1.Shoot{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "garden-p", Name: "s"},
+			Status: gardencorev1beta1.ShootStatus{LastOperation: &gardencorev1beta1.LastOperation{
+				Type: gardencorev1beta1.LastOperationTypeRestore, State: gardencorev1beta1.LastOperationStateProcessing,
+			}},
+		}
+		garden := fake.NewClientBuilder().WithScheme(gardenScheme).WithObjects(shoot).WithStatusSubresource(shoot).Build()
+		h := &ShootHandle{SeedNamespace: namespace, ProjectNamespace: "garden-p", Name: "s",
+			sandbox: &Sandbox{Seed: &Cluster{Client: c}, Garden: &Cluster{Client: garden}}}
 		key := h.extensionKey()
 		update := func(mutate func(*extensionsv1alpha1.Extension)) {
 			GinkgoHelper()
@@ -69,7 +79,8 @@ var _ = Describe("Waiting for a restore", func() {
 			Expect(c.Update(ctx, ex)).To(Succeed())
 		}
 
-		Expect(h.Restore(ctx)).To(Succeed())
+		// The request gardenlet's restore step writes last.
+		Expect(h.annotateExtension(ctx, v1beta1constants.GardenerOperationRestore)).To(Succeed())
 		done := make(chan struct{})
 		go func() {
 			defer GinkgoRecover()
@@ -94,6 +105,9 @@ var _ = Describe("Waiting for a restore", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ex.Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeRestore))
 		Eventually(done).Should(BeClosed())
+		By("ending the Shoot's operation as gardenlet's flow does once the Extension answered")
+		Expect(garden.Get(ctx, client.ObjectKeyFromObject(shoot), shoot)).To(Succeed())
+		Expect(shoot.Status.LastOperation.State).To(Equal(gardencorev1beta1.LastOperationStateSucceeded))
 	})
 
 	It("does not ask again while the restore request stands or a restore runs", func() {
