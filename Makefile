@@ -158,6 +158,9 @@ check: $(GOLANGCI_LINT)
 
 .PHONY: test
 test: test-binaries test-unit test-integration test-deployed test-fuzz
+# make test runs the scenarios labelled "deployed" once, as deployed (test-deployed), not in-process
+# too: the in-process run proves nothing the deployed one does not, and takes minutes.
+test: INTEGRATION_LABEL_FILTER = !deployed
 
 .PHONY: test-binaries
 test-binaries:
@@ -167,9 +170,12 @@ test-binaries:
 test-unit:
 	$(GO) test $$($(GO) list ./... | grep -v /test/)
 
+# INTEGRATION_LABEL_FILTER selects the scenarios by label (ginkgo's --label-filter); empty runs all,
+# those labelled "deployed" in-process too.
+INTEGRATION_LABEL_FILTER ?=
 .PHONY: test-integration
 test-integration:
-	$(CONTROLLERS_ENV) $(GO) test -timeout 40m ./test/...
+	$(CONTROLLERS_ENV) $(GO) test -timeout 40m ./test/... -ginkgo.label-filter='$(INTEGRATION_LABEL_FILTER)'
 
 # The scenarios labelled "deployed" once more, with the extension run as deployed: the binary with
 # the chart's args and volumes, a read-only root, the chart's seed roles and the garden ClusterRole
