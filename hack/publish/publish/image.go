@@ -102,7 +102,8 @@ func pushImage(ctx context.Context, o Options, repository, binary string, remote
 	if err := writeLayer(layerFile, binary); err != nil {
 		return Pushed{}, err
 	}
-	layer, err := tarball.LayerFromFile(layerFile, tarball.WithMediaType(layerType))
+	// The layer is compressed once, for its digest and the upload.
+	layer, err := tarball.LayerFromFile(layerFile, tarball.WithMediaType(layerType), tarball.WithCompressedCaching)
 	if err != nil {
 		return Pushed{}, fmt.Errorf("failed reading the layer of %s: %w", binary, err)
 	}

@@ -24,6 +24,9 @@ const (
 	// ExtensionName is the extension binary, image and chart name.
 	ExtensionName = "gardener-extension-shoot-flux"
 	admissionName = ExtensionName + "-admission"
+	// ChartsDefaultRegistry is the registry the charts' default image repositories name (the
+	// Makefile's DEFAULT_REGISTRY), which Options.DefaultRegistry usually is.
+	ChartsDefaultRegistry = "europe-docker.pkg.dev/gardener-project/public"
 	// installName is the name of the ControllerRegistration, ControllerDeployment and operator
 	// Extension, as in the examples.
 	installName = "shoot-flux"
