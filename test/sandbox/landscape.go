@@ -408,6 +408,15 @@ func (s *Sandbox) startGardenlet(ctx context.Context, gardenAddress string) (*ru
 	if err != nil {
 		return nil, fmt.Errorf("failed creating gardenlet's garden cluster: %w", err)
 	}
+	// The field indexes of gardenlet's garden cache that its ControllerInstallation controllers
+	// list by (gardenlet's addAllFieldIndexesToGardenClient).
+	for _, add := range []func(context.Context, client.FieldIndexer) error{
+		indexer.AddControllerInstallationRegistrationRefName, indexer.AddControllerInstallationSeedRefName,
+	} {
+		if err := add(ctx, garden.GetFieldIndexer()); err != nil {
+			return nil, fmt.Errorf("failed adding a field index of gardenlet: %w", err)
+		}
+	}
 	if err := mgr.Add(garden); err != nil {
 		return nil, fmt.Errorf("failed adding the garden cluster to gardenlet: %w", err)
 	}
