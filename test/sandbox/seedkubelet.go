@@ -107,6 +107,9 @@ type extensionPod struct {
 func startExtensionKubelet(ctx context.Context, log logr.Logger, seed *Cluster, garden *rest.Config, env *deployedEnv, l *landscape) (*extensionKubelet, error) {
 	opts := landscapeManagerOptions(log)
 	opts.Scheme = kubernetes.SeedScheme
+	// The seed holds many Secrets of the shoots' ManagedResources; the stand-in reads the few it
+	// needs, and its Pod objects, from the API server.
+	opts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Pod{}}}}
 	mgr, err := manager.New(seed.Config, opts)
 	if err != nil {
 		return nil, fmt.Errorf("failed creating the seed's kubelet: %w", err)
@@ -267,7 +270,12 @@ func (k *extensionKubelet) Reconcile(ctx context.Context, req reconcile.Request)
 	exited := p != nil && p.exited
 	k.mu.Unlock()
 	wanted := want != nil && deploymentPorts(d) == *want
-	if p != nil && (p.deployment != key || p.hash != hash || !wanted || exited) {
+	if p != nil && p.deployment != key {
+		// One pod of the extension runs at a time, as its ports would collide: the one of another
+		// Deployment goes with that Deployment, after which this one is looked at again.
+		return reconcile.Result{}, k.writeStatus(ctx, d, hash, nil)
+	}
+	if p != nil && (p.hash != hash || !wanted || exited) {
 		reason := "pod template changed"
 		switch {
 		case !wanted:
@@ -321,7 +329,11 @@ func deploymentPorts(d *appsv1.Deployment) rollout {
 		if !ok {
 			continue
 		}
-		_, port, err := netSplitPort(value)
+		_, portValue, err := net.SplitHostPort(value)
+		if err != nil {
+			continue
+		}
+		port, err := strconv.Atoi(portValue)
 		if err != nil {
 			continue
 		}
@@ -333,15 +345,6 @@ func deploymentPorts(d *appsv1.Deployment) rollout {
 		}
 	}
 	return r
-}
-
-func netSplitPort(address string) (string, int, error) {
-	host, port, err := net.SplitHostPort(address)
-	if err != nil {
-		return "", 0, err
-	}
-	n, err := strconv.Atoi(port)
-	return host, n, err
 }
 
 // startPod pulls the image, creates the Pod object and starts the container, and probes its
@@ -487,7 +490,8 @@ func (k *extensionKubelet) probe(p *extensionPod, healthAddr string) {
 	}
 }
 
-// stopPodOf stops the pod if it belongs to the Deployment.
+// stopPodOf stops the pod if it belongs to the Deployment, and then looks at the other
+// Deployments again, whose pod may run now.
 func (k *extensionKubelet) stopPodOf(ctx context.Context, key types.NamespacedName, reason string) error {
 	k.mu.Lock()
 	p := k.pod
@@ -495,7 +499,10 @@ func (k *extensionKubelet) stopPodOf(ctx context.Context, key types.NamespacedNa
 	if p == nil || p.deployment != key {
 		return nil
 	}
-	return k.stopPod(ctx, reason)
+	err := k.stopPod(ctx, reason)
+	// The controller's queue takes the events while this reconcile holds its worker.
+	go k.enqueueAll(nil)
+	return err
 }
 
 // stopPod stops the running pod, if any, with its grace period and deletes its Pod object; the
