@@ -177,10 +177,11 @@ INTEGRATION_LABEL_FILTER ?=
 test-integration:
 	$(CONTROLLERS_ENV) $(GO) test -timeout 40m ./test/... -ginkgo.label-filter='$(INTEGRATION_LABEL_FILTER)'
 
-# The scenarios labelled "deployed" once more, with the extension run as deployed: the binary with
-# the chart's args and volumes, a read-only root, the chart's seed roles and the garden ClusterRole
-# and admission policy of example/garden-rbac.yaml (see docs/development.md). Needs root (mount
-# namespaces, chroot).
+# The scenarios labelled "deployed" once more, with the extension installed as in a landscape
+# (published into an in-process registry, installed by gardener-controller-manager's and gardenlet's
+# ControllerInstallation controllers) and run as deployed: the binary with the chart's args and
+# volumes, a read-only root, the chart's seed roles and the garden ClusterRole and admission policy
+# of example/garden-rbac.yaml (see docs/development.md). Needs root (mount namespaces, chroot).
 .PHONY: test-deployed
 test-deployed:
 	$(CONTROLLERS_ENV) SHOOT_FLUX_DEPLOYED=true $(GO) test -timeout 30m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)

@@ -169,8 +169,20 @@ func setup(ctx context.Context, dir, binary string) (*env, error) {
 	e.cleanup = append(e.cleanup, e.sandbox.Stop)
 	step("sandbox up in %s", time.Since(start).Round(100*time.Millisecond))
 	if withExtension {
-		step("the extension runs read-only as %s (seed) and the garden ServiceAccount of %s; its log: %s",
-			sandbox.DeployedNamespace, sandbox.GardenRBACFile, e.sandbox.ExtensionLogPath())
+		namespace, err := e.sandbox.ExtensionNamespace(ctx)
+		if err != nil {
+			return e, err
+		}
+		conditions, err := e.sandbox.ControllerInstallationConditions(ctx)
+		if err != nil {
+			return e, err
+		}
+		step("gardenlet installed the published chart into %s and reports the ControllerInstallation:", namespace)
+		for _, c := range conditions {
+			step("  %s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message)
+		}
+		step("the extension runs read-only in %s and as the garden ServiceAccount of %s; its log: %s",
+			namespace, sandbox.GardenRBACFile, e.sandbox.ExtensionLogPath())
 	}
 
 	if err := createDemoShoot(ctx, e, withExtension); err != nil {

@@ -72,10 +72,13 @@ var (
 const repoName = "fleet"
 
 // The scenarios labelled labelDeployed also run with the extension as deployed (sandbox
-// Options.Deployed) when envDeployed is "true": make test-deployed.
+// Options.Deployed) when envDeployed is "true": make test-deployed. Those labelled labelLandscape
+// are about the installation (ControllerRegistration, ControllerInstallation), which only the
+// deployed extension has: they run only then.
 const (
-	labelDeployed = "deployed"
-	envDeployed   = "SHOOT_FLUX_DEPLOYED"
+	labelDeployed  = "deployed"
+	labelLandscape = "landscape"
+	envDeployed    = "SHOOT_FLUX_DEPLOYED"
 )
 
 // deployed tells whether this run drives the extension as deployed.
@@ -85,7 +88,16 @@ func deployed() bool {
 
 func TestIntegration(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Integration Suite")
+	suiteConfig, reporterConfig := GinkgoConfiguration()
+	if !deployed() {
+		// The in-process extension has no installation for these scenarios to look at.
+		filter := "!" + labelLandscape
+		if suiteConfig.LabelFilter != "" {
+			filter = "(" + suiteConfig.LabelFilter + ") && " + filter
+		}
+		suiteConfig.LabelFilter = filter
+	}
+	RunSpecs(t, "Integration Suite", suiteConfig, reporterConfig)
 }
 
 var _ = BeforeSuite(func() {

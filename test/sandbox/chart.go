@@ -31,7 +31,9 @@ const (
 var ServerVersion = &version.Info{GitVersion: "v1.36.4", Major: "1", Minor: "36"}
 
 // GardenletValues are the values gardenlet adds when it renders the chart of a ControllerDeployment
-// with injectGardenKubeconfig: true (see gardenlet's controllerinstallation reconciler).
+// with injectGardenKubeconfig: true (see gardenlet's controllerinstallation reconciler), for tests
+// that render the chart themselves (test/charts, test/publish, test/admission). The sandbox's
+// deployed extension is rendered by gardenlet's own reconciler (landscape.go).
 func GardenletValues() map[string]any {
 	return map[string]any{
 		"gardener": map[string]any{
@@ -62,7 +64,8 @@ func MergeValues(values ...map[string]any) map[string]any {
 }
 
 // RenderExtensionChart renders the embedded extension chart into namespace with gardener's chart
-// renderer, as gardenlet does, and decodes every object.
+// renderer, as gardenlet does, and decodes every object, for the tests of the chart
+// (test/charts).
 func RenderExtensionChart(namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	rendered, err := chartrenderer.NewWithServerVersion(ServerVersion).RenderEmbeddedFS(charts.FS, charts.ExtensionChartName, ReleaseName, namespace, values)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"golang.org/x/mod/module"
@@ -40,6 +41,43 @@ func seedCRDPaths() ([]string, error) {
 	return paths, nil
 }
 
+// landscapeSeedCRDPatterns are the further CRDs of a seed that the extension's chart and gardenlet
+// need when the extension is installed as in a landscape (Options.Deployed): gardenlet's
+// ControllerInstallation "required" controller watches every extension kind, and the chart
+// deploys a VerticalPodAutoscaler and a PrometheusRule, which a seed's VPA and monitoring serve.
+var landscapeSeedCRDPatterns = []string{
+	"10-crd-extensions.gardener.cloud_*.yaml",
+	"10-crd-autoscaling.k8s.io_verticalpodautoscalers.yaml",
+	"10-crd-monitoring.coreos.com_prometheusrules.yaml",
+}
+
+// landscapeSeedCRDPaths returns seedCRDPaths and the CRDs of landscapeSeedCRDPatterns.
+func landscapeSeedCRDPaths() ([]string, error) {
+	paths, err := seedCRDPaths()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := gardenerModuleDir()
+	if err != nil {
+		return nil, err
+	}
+	for _, pattern := range landscapeSeedCRDPatterns {
+		matches, err := filepath.Glob(filepath.Join(dir, "example", "seed-crds", pattern))
+		if err != nil {
+			return nil, fmt.Errorf("failed listing gardener CRDs %s: %w", pattern, err)
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("gardener CRDs %s missing from the module cache", pattern)
+		}
+		for _, m := range matches {
+			if !slices.Contains(paths, m) {
+				paths = append(paths, m)
+			}
+		}
+	}
+	return paths, nil
+}
+
 // gardenerModuleDir finds the gardener module in the module cache from the build information of
 // the running binary; `go list` is the fallback for binaries without module information.
 func gardenerModuleDir() (string, error) {
@@ -58,6 +96,31 @@ func gardenerModuleDir() (string, error) {
 		return "", fmt.Errorf("module %s is not in the module cache; run go mod download", gardenerModule)
 	}
 	return dir, nil
+}
+
+// gardenerVersion is the version of the gardener module this binary was built with, which
+// gardenlet reports as its own to the charts it renders; `go list` is the fallback for binaries
+// without module information (test binaries).
+func gardenerVersion() (string, error) {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path != gardenerModule {
+				continue
+			}
+			if dep.Replace != nil && dep.Replace.Version != "" {
+				return dep.Replace.Version, nil
+			}
+			return dep.Version, nil
+		}
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", gardenerModule)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("failed reading the version of module %s with go list: %w: %s", gardenerModule, err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 func moduleDirFromBuildInfo(path string) (string, bool) {

@@ -5,24 +5,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"net"
 	"os"
-	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
 	"github.com/gardener/gardener/pkg/controllermanager/controller/controllerregistration/extensionclusterrole"
-	appsv1 "k8s.io/api/apps/v1"
+	gardenerutils "github.com/gardener/gardener/pkg/utils/gardener"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -38,36 +38,55 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 )
 
-const (
-	// DeployedNamespace is the seed namespace the chart is installed into, named like gardenlet
-	// names the namespace of a ControllerInstallation.
-	DeployedNamespace = "extension-shoot-flux-sandbox"
-	// GardenRBACFile is what operators apply to the garden for the extension, relative to the
-	// repository root: the ClusterRole and the ValidatingAdmissionPolicy (with its binding) that
-	// confines the extension's Secret writes.
-	GardenRBACFile = "example/garden-rbac.yaml"
-	// gardenletFieldOwner applies the chart's objects, as gardenlet's resource manager would.
-	gardenletFieldOwner = "gardenlet"
-)
+// GardenRBACFile is what operators apply to the garden for the extension, relative to the
+// repository root: the ClusterRole and the ValidatingAdmissionPolicy (with its binding) that
+// confines the extension's Secret writes.
+const GardenRBACFile = "example/garden-rbac.yaml"
 
-// deployedEnv is what a deployed extension needs beyond its chart: the binary, the garden side of
-// its identity, and a directory for its root file system, volumes and log.
+// DeployedRolloutTimeout bounds StartExtension with Options.Deployed: the rollout of the new
+// values through gardener-controller-manager, gardenlet, gardener-resource-manager and the
+// kubelet stand-in, the start of the pod and the ControllerInstallation's report.
+var DeployedRolloutTimeout = 3 * time.Minute
+
+// deployedEnv is what a deployed extension needs beyond its chart: the binary, the landscape that
+// installs it, and a directory for its root file system, volumes and log.
 type deployedEnv struct {
 	dir     string
 	binary  string
 	logPath string
-	// seedUser and gardenUser are the extension's identities in the seed and the garden.
-	seedUser, gardenUser   string
+	// landscape publishes, registers and installs the extension (landscape.go).
+	landscape              *landscape
 	seedAudit, gardenAudit *AuditLog
-	// kubeconfigDir is where the chart mounts the garden kubeconfig and its token.
-	kubeconfigDir string
-	// installed is set once installDeployed succeeded; later starts only apply the chart.
-	installed bool
+
+	mu sync.Mutex
+	// seedUsers and gardenUsers are the extension's identities in the seed and the garden, of
+	// every installation it ran from (a new installation has a new namespace).
+	seedUsers, gardenUsers []string
+	// ports are the health and metrics ports of the last start.
+	ports [2]int
 }
 
-// deployedExtension is a running deployed extension.
+// addUsers records the identities of a pod the kubelet stand-in starts.
+func (e *deployedEnv) addUsers(seedUser, gardenUser string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !slices.Contains(e.seedUsers, seedUser) {
+		e.seedUsers = append(e.seedUsers, seedUser)
+	}
+	if gardenUser != "" && !slices.Contains(e.gardenUsers, gardenUser) {
+		e.gardenUsers = append(e.gardenUsers, gardenUser)
+	}
+}
+
+func (e *deployedEnv) users() (seed, garden []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.seedUsers), slices.Clone(e.gardenUsers)
+}
+
+// deployedExtension is a start of the deployed extension: the rollout the kubelet stand-in runs.
 type deployedExtension struct {
-	pod         *Pod
+	kubelet     *extensionKubelet
 	healthAddr  string
 	metricsAddr string
 }
@@ -89,7 +108,6 @@ func (s *Sandbox) prepareDeployed(ctx context.Context) error {
 	}
 	binary := filepath.Join(dir, "gardener-extension-shoot-flux")
 	if s.opts.ExtensionBinary != "" {
-		// The extension's user runs it from the sandbox's directory, the only one it may traverse.
 		if err := copyExecutable(s.opts.ExtensionBinary, binary); err != nil {
 			return err
 		}
@@ -109,131 +127,227 @@ func (s *Sandbox) prepareDeployed(ctx context.Context) error {
 	return nil
 }
 
-// installDeployed sets up what gardenlet and gardener-controller-manager set up once per seed: the
-// release namespace, the garden ClusterRole of GardenRBACFile bound to the extension's dedicated
-// garden ServiceAccount (with the file's admission policy in effect) and its token. genericSecret
-// is the generic garden kubeconfig Secret the chart was rendered with.
-func (s *Sandbox) installDeployed(ctx context.Context, objs []*unstructured.Unstructured, deployment *appsv1.Deployment, genericSecret string) error {
+// deployedValues are the ControllerDeployment values of one start: free ports (others than the
+// last start's, so that the rollout of this start is told from the last one by them) and the
+// settings of the sandbox as chart values.
+func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers int) (map[string]any, rollout, error) {
+	var want rollout
+	for {
+		var err error
+		if want.healthPort, err = FreePort(); err != nil {
+			return nil, want, err
+		}
+		if want.metricsPort, err = FreePort(); err != nil {
+			return nil, want, err
+		}
+		last := s.deployedEnv.ports
+		if want.healthPort != want.metricsPort && !slices.Contains(last[:], want.healthPort) && !slices.Contains(last[:], want.metricsPort) {
+			break
+		}
+	}
+	versioned, err := loader.Versioned(cfg)
+	if err != nil {
+		return nil, want, err
+	}
+	data, err := json.Marshal(versioned)
+	if err != nil {
+		return nil, want, fmt.Errorf("failed encoding the configuration: %w", err)
+	}
+	configValues := map[string]any{}
+	if err := json.Unmarshal(data, &configValues); err != nil {
+		return nil, want, fmt.Errorf("failed encoding the configuration: %w", err)
+	}
+	delete(configValues, "apiVersion")
+	delete(configValues, "kind")
+	if s.opts.HealthCheck {
+		configValues["healthCheckConfig"] = map[string]any{"syncPeriod": HealthCheckSyncPeriod.String()}
+	}
+	values := map[string]any{
+		"metrics":    map[string]any{"port": want.metricsPort},
+		"healthPort": want.healthPort,
+		"controllers": map[string]any{
+			"extension":                 map[string]any{"concurrentSyncs": workers},
+			"ignoreOperationAnnotation": s.opts.IgnoreOperationAnnotation,
+		},
+		"config":             configValues,
+		"disableControllers": []any{},
+	}
+	if !s.opts.HealthCheck {
+		values["disableControllers"] = []any{healthcheck.ControllerName}
+	}
+	return values, want, nil
+}
+
+// startDeployed configures the extension as an operator does, in the ControllerDeployment's values
+// (and gardenlet's garden address, see ExtensionSettings.GardenAddress), and waits until the
+// landscape rolled it out: the kubelet stand-in runs the new Deployment's pod, which reports
+// ready, and the ControllerInstallation reports the installation healthy.
+func (s *Sandbox) startDeployed(ctx context.Context, cfg *config.ControllerConfiguration, workers int, gardenAddress string) (*deployedExtension, error) {
 	env := s.deployedEnv
-	env.seedAudit = &AuditLog{Path: s.Seed.AuditLogPath}
-	env.gardenAudit = &AuditLog{Path: s.Garden.AuditLogPath}
-
-	// The chart's dashboard goes to the seed's garden namespace, where the seed's Plutono looks.
-	for _, ns := range []string{DeployedNamespace, GardenNamespace} {
-		if err := s.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("failed creating namespace %s: %w", ns, err)
-		}
-	}
-	if err := s.Garden.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: GardenAccessNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed creating garden namespace %s: %w", GardenAccessNamespace, err)
-	}
-
-	root, err := RepoRoot()
+	values, want, err := s.deployedValues(cfg, workers)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(root, GardenRBACFile))
-	if err != nil {
-		return fmt.Errorf("failed reading %s: %w", GardenRBACFile, err)
+	if err := s.setGardenletAddress(ctx, gardenAddress); err != nil {
+		return nil, err
 	}
-	rbacObjs, err := DecodeObjects(data)
-	if err != nil {
-		return fmt.Errorf("failed decoding %s: %w", GardenRBACFile, err)
+	if err := s.setDeploymentValues(ctx, values); err != nil {
+		return nil, err
 	}
-	// Unlike the chart's objects, none of these may be skipped for a kind the API server does not
-	// serve: without the policy the extension would run with more rights than in a garden.
-	for _, o := range rbacObjs {
-		if err := s.Garden.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(gardenletFieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("failed applying %s %s of %s to the garden: %w", o.GetKind(), o.GetName(), GardenRBACFile, err)
-		}
+	env.ports = [2]int{want.healthPort, want.metricsPort}
+	k := env.landscape.kubelet
+	k.run(want)
+	d := &deployedExtension{
+		kubelet:     k,
+		healthAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(want.healthPort)),
+		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(want.metricsPort)),
 	}
-
-	// The chart's objects exist before gardenlet's token requestor reads the access Secret.
-	if err := applyObjects(ctx, s.Seed.Client, objs); err != nil {
-		return err
+	s.log.Info("Rolling out the deployed extension", "log", env.logPath)
+	if err := s.waitRollout(ctx, want); err != nil {
+		return nil, errors.Join(fmt.Errorf("the deployed extension (log: %s): %w", env.logPath, err), d.stop())
 	}
-	accessSecret, kubeconfigDir, err := gardenAccess(deployment, genericSecret)
-	if err != nil {
-		return err
-	}
-	var clusterRoles []string
-	for _, o := range rbacObjs {
-		if o.GetKind() == "ClusterRole" {
-			clusterRoles = append(clusterRoles, o.GetName())
-		}
-	}
-	_, gardenUser, err := GrantGardenAccess(ctx, s.Seed.Client, s.Garden.Client, client.ObjectKey{Namespace: DeployedNamespace, Name: accessSecret}, clusterRoles)
-	if err != nil {
-		return err
-	}
-	env.gardenUser = gardenUser
-	if err := waitGardenPolicy(ctx, s.Garden.Config, gardenUser); err != nil {
-		return err
-	}
-	env.seedUser = "system:serviceaccount:" + DeployedNamespace + ":" + deployment.Spec.Template.Spec.ServiceAccountName
-	env.kubeconfigDir = kubeconfigDir
-	return nil
+	return d, nil
 }
 
-// genericKubeconfigSecret returns the name of the generic garden kubeconfig Secret for a garden
-// address: GenericKubeconfigSecret for the garden API server's own, else one named after the
-// address, as gardenlet names its Secret after the content's hash.
-func genericKubeconfigSecret(gardenAddress string) string {
-	if gardenAddress == "" {
-		return GenericKubeconfigSecret
-	}
-	return fmt.Sprintf("generic-garden-kubeconfig-%08x", crc32.ChecksumIEEE([]byte(gardenAddress)))
-}
-
-// createGenericKubeconfig creates gardenlet's generic garden kubeconfig Secret: the garden's
-// address and CA, and the token file that the chart projects next to it. The Secret is immutable;
-// one that exists already has the same content, as its name stands for the address.
-func (s *Sandbox) createGenericKubeconfig(ctx context.Context, name string, garden *rest.Config) error {
-	kubeconfig, err := GenericGardenKubeconfig(garden, path.Join(s.deployedEnv.kubeconfigDir, "token"))
+// waitRollout waits until the kubelet stand-in runs a ready pod of the rollout and gardenlet
+// reports the ControllerInstallation Valid, Installed, Healthy and not Progressing. A pod of the
+// rollout that ends before it is ready fails the wait at once.
+func (s *Sandbox) waitRollout(ctx context.Context, want rollout) error {
+	k := s.deployedEnv.landscape.kubelet
+	var (
+		state      string
+		conditions []gardencorev1beta1.Condition
+	)
+	err := wait.PollUntilContextTimeout(ctx, PollInterval, DeployedRolloutTimeout, true, func(ctx context.Context) (bool, error) {
+		ready, st, err := k.rolloutState(want)
+		state = st
+		if err != nil {
+			return false, err
+		}
+		if !ready {
+			return false, nil
+		}
+		ci, err := s.ControllerInstallation(ctx)
+		if err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		conditions = ci.Status.Conditions
+		return v1beta1helper.IsControllerInstallationSuccessful(*ci) && conditionTrue(conditions, gardencorev1beta1.ControllerInstallationValid), nil
+	})
 	if err != nil {
-		return err
-	}
-	generic := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: DeployedNamespace},
-		Data:       map[string][]byte{"kubeconfig": kubeconfig},
-		Immutable:  ptr.To(true),
-	}
-	if err := s.Seed.Client.Create(ctx, generic); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed creating the generic garden kubeconfig %s: %w", name, err)
+		return fmt.Errorf("not rolled out within %s (pod: %s; ControllerInstallation: %s): %w", DeployedRolloutTimeout, state, FormatConditions(conditions), err)
 	}
 	return nil
 }
 
-// waitGardenPolicy waits until the garden enforces the admission policy of GardenRBACFile on the
-// extension's garden user. kube-apiserver loads policies asynchronously, and a Secret the extension
-// wrote before would escape the check. The probe is a dry-run creation that the policy forbids
-// (a Secret other than shoot-flux-deploy-keys, outside a project namespace) and the ClusterRole
-// allows, made as that user.
-func waitGardenPolicy(ctx context.Context, garden *rest.Config, user string) error {
+func conditionTrue(conditions []gardencorev1beta1.Condition, t gardencorev1beta1.ConditionType) bool {
+	c := v1beta1helper.GetCondition(conditions, t)
+	return c != nil && c.Status == gardencorev1beta1.ConditionTrue
+}
+
+// FormatConditions formats conditions as "Type=Status (Reason: Message)", one after the other.
+func FormatConditions(conditions []gardencorev1beta1.Condition) string {
+	if len(conditions) == 0 {
+		return "no conditions"
+	}
+	parts := make([]string, 0, len(conditions))
+	for _, c := range conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// stop ends the start: the kubelet stand-in stops the pod and runs none until the next start, as
+// if the extension's node were gone.
+func (d *deployedExtension) stop() error {
+	if d == nil {
+		return nil
+	}
+	return d.kubelet.suspend()
+}
+
+// ExtensionLogPath is the log of the deployed extension (Options.Deployed); empty otherwise.
+func (s *Sandbox) ExtensionLogPath() string {
+	if s.deployedEnv == nil {
+		return ""
+	}
+	return s.deployedEnv.logPath
+}
+
+// ExtensionNamespace is the seed namespace gardenlet installed the deployed extension into
+// (Options.Deployed): extension-<ControllerInstallation>.
+func (s *Sandbox) ExtensionNamespace(ctx context.Context) (string, error) {
+	ci, err := s.ControllerInstallation(ctx)
+	if err != nil {
+		return "", err
+	}
+	return gardenerutils.NamespaceNameForControllerInstallation(ci), nil
+}
+
+// DeniedRequests returns the requests of the deployed extension's seed and garden identities that
+// the API servers refused (403) since the previous call, as "<cluster>: <permission>: <message>".
+// A permission the chart or GardenRBACFile lacks shows up here by name.
+func (s *Sandbox) DeniedRequests() ([]string, error) {
+	env := s.deployedEnv
+	if env == nil || env.seedAudit == nil {
+		return nil, errors.New("the extension does not run as deployed")
+	}
+	seedUsers, gardenUsers := env.users()
+	var (
+		denied []string
+		counts = map[string]int{}
+	)
+	for _, c := range []struct {
+		name  string
+		log   *AuditLog
+		users []string
+	}{{"seed", env.seedAudit, seedUsers}, {"garden", env.gardenAudit, gardenUsers}} {
+		events, err := c.log.Read(func(e AuditEvent) bool {
+			return slices.Contains(c.users, e.User.Username) && e.ResponseStatus != nil && e.ResponseStatus.Code == 403
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+		for _, e := range events {
+			line := fmt.Sprintf("%s: %s denied to %s: %s", c.name, e.Permission(), e.User.Username, e.ResponseStatus.Message)
+			if counts[line] == 0 {
+				denied = append(denied, line)
+			}
+			counts[line]++
+		}
+	}
+	for i, line := range denied {
+		if n := counts[line]; n > 1 {
+			denied[i] = fmt.Sprintf("%s (%d times)", line, n)
+		}
+	}
+	return denied, nil
+}
+
+// gardenPolicyEnforced tells whether the garden enforces the admission policy of GardenRBACFile on
+// the extension's garden user, with the garden's last answer. kube-apiserver loads policies
+// asynchronously, and a Secret the extension wrote before would escape the check. The probe is a
+// dry-run creation that the policy forbids (a Secret other than shoot-flux-deploy-keys, outside a
+// project namespace) and the ClusterRole allows, made as that user: it also tells that
+// gardener-controller-manager bound the ClusterRole to the user.
+func gardenPolicyEnforced(ctx context.Context, garden *rest.Config, user string) (bool, string, error) {
 	cfg := rest.CopyConfig(garden)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
-		return fmt.Errorf("failed creating a garden client as %s: %w", user, err)
+		return false, "", fmt.Errorf("failed creating a garden client as %s: %w", user, err)
 	}
 	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "garden-policy-probe", Namespace: GardenAccessNamespace}}
-	answer := "none"
-	err = wait.PollUntilContextTimeout(ctx, PollInterval, CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
-		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		switch {
-		case err == nil:
-			answer = "accepted"
-		case apierrors.ReasonForError(err) != metav1.StatusReasonUnknown:
-			// Only the API server's answers; the client's own errors, e.g. about the deadline,
-			// would hide what the garden said.
-			answer = err.Error()
-		}
-		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
-	})
-	if err != nil {
-		return fmt.Errorf("the garden does not enforce the admission policy of %s on %s (last answer to a forbidden Secret: %s): %w", GardenRBACFile, user, answer, err)
+	err = c.Create(ctx, probe, client.DryRunAll)
+	switch {
+	case err == nil:
+		return false, "accepted", nil
+	case apierrors.ReasonForError(err) == metav1.StatusReasonUnknown:
+		// Only the API server's answers count; the client's own errors, e.g. about the deadline,
+		// would hide what the garden said.
+		return false, "none", nil
 	}
-	return nil
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), err.Error(), nil
 }
 
 // GenericGardenKubeconfig is the kubeconfig gardenlet writes for injectGardenKubeconfig: the
@@ -255,12 +369,12 @@ func GenericGardenKubeconfig(garden *rest.Config, tokenFile string) ([]byte, err
 // requestor creates the extension's dedicated garden ServiceAccount.
 const GardenAccessNamespace = "seed-" + SeedName
 
-// GrantGardenAccess does what gardener does for the chart's dedicated garden access, with gardener's
-// own code: gardenlet's token requestor reads the access Secret in the seed, creates the
-// ServiceAccount in the garden namespace of the seed and writes its token into the Secret, and
-// gardener-controller-manager's reconciler binds each of the extension ClusterRoles (labelled for
-// custom extension permissions, like example/garden-rbac.yaml) to it. It returns the token and the
-// ServiceAccount's user name.
+// GrantGardenAccess does once what gardener does for the chart's dedicated garden access, with
+// gardener's own code, for tests that render the chart themselves: gardenlet's token requestor
+// reads the access Secret in the seed, creates the ServiceAccount in the garden namespace of the
+// seed and writes its token into the Secret, and gardener-controller-manager's reconciler binds
+// each of the extension ClusterRoles (labelled for custom extension permissions, like
+// example/garden-rbac.yaml) to it. It returns the token and the ServiceAccount's user name.
 func GrantGardenAccess(ctx context.Context, seed, garden client.Client, accessSecret client.ObjectKey, clusterRoles []string) ([]byte, string, error) {
 	requestor := &tokenrequestor.Reconciler{
 		SourceClient:    seed,
@@ -287,215 +401,4 @@ func GrantGardenAccess(ctx context.Context, seed, garden client.Client, accessSe
 		}
 	}
 	return token, "system:serviceaccount:" + GardenAccessNamespace + ":" + secret.Annotations[resourcesv1alpha1.ServiceAccountName], nil
-}
-
-// deployedValues are the values of one installation: gardenlet's, free ports, and the settings of
-// the sandbox as chart values. It also returns the addresses of the health and metrics servers.
-func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers int, genericSecret string) (map[string]any, string, string, error) {
-	metricsPort, err := FreePort()
-	if err != nil {
-		return nil, "", "", err
-	}
-	healthPort, err := FreePort()
-	if err != nil {
-		return nil, "", "", err
-	}
-	versioned, err := loader.Versioned(cfg)
-	if err != nil {
-		return nil, "", "", err
-	}
-	data, err := json.Marshal(versioned)
-	if err != nil {
-		return nil, "", "", fmt.Errorf("failed encoding the configuration: %w", err)
-	}
-	configValues := map[string]any{}
-	if err := json.Unmarshal(data, &configValues); err != nil {
-		return nil, "", "", fmt.Errorf("failed encoding the configuration: %w", err)
-	}
-	delete(configValues, "apiVersion")
-	delete(configValues, "kind")
-	if s.opts.HealthCheck {
-		configValues["healthCheckConfig"] = map[string]any{"syncPeriod": HealthCheckSyncPeriod.String()}
-	}
-	values := map[string]any{
-		"metrics":    map[string]any{"port": metricsPort},
-		"healthPort": healthPort,
-		"controllers": map[string]any{
-			"extension":                 map[string]any{"concurrentSyncs": workers},
-			"ignoreOperationAnnotation": s.opts.IgnoreOperationAnnotation,
-		},
-		"config": configValues,
-		"gardener": map[string]any{
-			"garden": map[string]any{"genericKubeconfigSecretName": genericSecret},
-		},
-	}
-	if !s.opts.HealthCheck {
-		values["disableControllers"] = []any{healthcheck.ControllerName}
-	}
-	return MergeValues(GardenletValues(), values), net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort)), net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)), nil
-}
-
-// startDeployed installs the chart into the seed and runs its Deployment's pod. gardenAddress, if
-// set, is where the pod reaches the garden API server (see ExtensionSettings.GardenAddress).
-func (s *Sandbox) startDeployed(ctx context.Context, cfg *config.ControllerConfiguration, workers int, gardenAddress string) (*deployedExtension, error) {
-	genericSecret := genericKubeconfigSecret(gardenAddress)
-	values, healthAddr, metricsAddr, err := s.deployedValues(cfg, workers, genericSecret)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := RenderExtensionChart(DeployedNamespace, values)
-	if err != nil {
-		return nil, err
-	}
-	deployment, err := chartDeployment(objs)
-	if err != nil {
-		return nil, err
-	}
-	env := s.deployedEnv
-	if !env.installed {
-		if err := s.installDeployed(ctx, objs, deployment, genericSecret); err != nil {
-			return nil, err
-		}
-		env.installed = true
-	} else if err := applyObjects(ctx, s.Seed.Client, objs); err != nil {
-		return nil, err
-	}
-	if err := s.createGenericKubeconfig(ctx, genericSecret, s.gardenConfig(gardenAddress)); err != nil {
-		return nil, err
-	}
-	pod := &Pod{
-		Namespace: DeployedNamespace,
-		Name:      deployment.Name + "-0",
-		Spec:      deployment.Spec.Template.Spec,
-		Images:    map[string]string{deployment.Spec.Template.Spec.Containers[0].Image: env.binary},
-		API:       s.Seed.Config,
-		Dir:       env.dir,
-		LogPath:   s.ExtensionLogPath(),
-	}
-	s.log.Info("Starting the deployed extension", "log", pod.LogPath)
-	if err := pod.Start(ctx); err != nil {
-		return nil, err
-	}
-	if err := WaitReady(ctx, healthAddr, pod.Exited); err != nil {
-		return nil, errors.Join(fmt.Errorf("the deployed extension (log: %s): %w", pod.LogPath, err), pod.Stop())
-	}
-	return &deployedExtension{pod: pod, healthAddr: healthAddr, metricsAddr: metricsAddr}, nil
-}
-
-func (d *deployedExtension) stop() error {
-	if d == nil {
-		return nil
-	}
-	return d.pod.Stop()
-}
-
-// ExtensionLogPath is the log of the deployed extension (Options.Deployed); empty otherwise.
-func (s *Sandbox) ExtensionLogPath() string {
-	if s.deployedEnv == nil {
-		return ""
-	}
-	return s.deployedEnv.logPath
-}
-
-// DeniedRequests returns the requests of the deployed extension's seed and garden identities that
-// the API servers refused (403) since the previous call, as "<cluster>: <permission>: <message>".
-// A permission the chart or GardenRBACFile lacks shows up here by name.
-func (s *Sandbox) DeniedRequests() ([]string, error) {
-	env := s.deployedEnv
-	if env == nil || env.seedAudit == nil {
-		return nil, errors.New("the extension does not run as deployed")
-	}
-	var (
-		denied []string
-		counts = map[string]int{}
-	)
-	for _, c := range []struct {
-		name string
-		log  *AuditLog
-		user string
-	}{{"seed", env.seedAudit, env.seedUser}, {"garden", env.gardenAudit, env.gardenUser}} {
-		events, err := c.log.Read(func(e AuditEvent) bool {
-			return e.User.Username == c.user && e.ResponseStatus != nil && e.ResponseStatus.Code == 403
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.name, err)
-		}
-		for _, e := range events {
-			line := fmt.Sprintf("%s: %s denied to %s: %s", c.name, e.Permission(), c.user, e.ResponseStatus.Message)
-			if counts[line] == 0 {
-				denied = append(denied, line)
-			}
-			counts[line]++
-		}
-	}
-	for i, line := range denied {
-		if n := counts[line]; n > 1 {
-			denied[i] = fmt.Sprintf("%s (%d times)", line, n)
-		}
-	}
-	return denied, nil
-}
-
-func chartDeployment(objs []*unstructured.Unstructured) (*appsv1.Deployment, error) {
-	for _, o := range objs {
-		if o.GetKind() != "Deployment" {
-			continue
-		}
-		d := &appsv1.Deployment{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
-			return nil, fmt.Errorf("failed decoding Deployment %s: %w", o.GetName(), err)
-		}
-		if len(d.Spec.Template.Spec.Containers) != 1 {
-			return nil, fmt.Errorf("deployment %s has %d containers, want 1", d.Name, len(d.Spec.Template.Spec.Containers))
-		}
-		return d, nil
-	}
-	return nil, errors.New("the chart renders no Deployment")
-}
-
-// gardenAccess returns the name of the chart's garden access Secret (the projected token source of
-// the volume that $GARDEN_KUBECONFIG points into, besides the generic kubeconfig Secret
-// genericSecret) and the directory of that volume.
-func gardenAccess(d *appsv1.Deployment, genericSecret string) (string, string, error) {
-	c := d.Spec.Template.Spec.Containers[0]
-	var kubeconfig string
-	for _, e := range c.Env {
-		if e.Name == "GARDEN_KUBECONFIG" {
-			kubeconfig = e.Value
-		}
-	}
-	if kubeconfig == "" {
-		return "", "", errors.New("the chart's container has no GARDEN_KUBECONFIG")
-	}
-	dir := path.Dir(kubeconfig)
-	for _, m := range c.VolumeMounts {
-		if m.MountPath != dir {
-			continue
-		}
-		v, ok := podVolume(d.Spec.Template.Spec.Volumes, m.Name)
-		if !ok || v.Projected == nil {
-			break
-		}
-		for _, src := range v.Projected.Sources {
-			if src.Secret != nil && src.Secret.Name != genericSecret {
-				return src.Secret.Name, dir, nil
-			}
-		}
-	}
-	return "", "", fmt.Errorf("no projected garden access Secret is mounted at %s", dir)
-}
-
-// applyObjects applies objects with server-side apply; kinds the API server does not serve (the
-// VerticalPodAutoscaler: no VPA runs in the sandbox) are left out.
-func applyObjects(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
-	for _, o := range objs {
-		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(gardenletFieldOwner), client.ForceOwnership)
-		if meta.IsNoMatchError(err) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("failed applying %s %s: %w", o.GetKind(), o.GetName(), err)
-		}
-	}
-	return nil
 }

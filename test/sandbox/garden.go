@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -295,25 +296,32 @@ func gardenerModuleFile(elem ...string) (string, error) {
 // that make generate writes, relative to the repository root.
 const ExtensionRegistrationFile = "example/controller-registration.yaml"
 
-// registerExtension creates shoot-flux's ControllerDeployment and ControllerRegistration of
-// ExtensionRegistrationFile in the garden, as an operator does before the first shoot uses it:
-// gardener-apiserver admits shoots with the extension only then, and gardenlet takes the
-// Extension's lifecycle and timeout from the registration.
-func (s *Sandbox) registerExtension(ctx context.Context) error {
+// exampleRegistration returns the ControllerDeployment and ControllerRegistration of
+// ExtensionRegistrationFile.
+func exampleRegistration() ([]*unstructured.Unstructured, error) {
 	root, err := RepoRoot()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	data, err := os.ReadFile(filepath.Join(root, ExtensionRegistrationFile))
 	if err != nil {
-		return fmt.Errorf("failed reading the extension's registration: %w", err)
+		return nil, fmt.Errorf("failed reading the extension's registration: %w", err)
 	}
 	objs, err := DecodeObjects(data)
 	if err != nil {
-		return fmt.Errorf("failed decoding %s: %w", ExtensionRegistrationFile, err)
+		return nil, fmt.Errorf("failed decoding %s: %w", ExtensionRegistrationFile, err)
 	}
+	return objs, nil
+}
+
+// registerExtension creates shoot-flux's ControllerDeployment and ControllerRegistration in the
+// garden, as an operator does before the first shoot uses it: gardener-apiserver admits shoots
+// with the extension only then, and gardenlet takes the Extension's lifecycle and timeout from the
+// registration. The objects are those of ExtensionRegistrationFile or, with Options.Deployed,
+// those that publishing the extension wrote (see publishExtension).
+func (s *Sandbox) registerExtension(ctx context.Context, objs []*unstructured.Unstructured) error {
 	for _, o := range objs {
-		if err := s.Garden.Client.Create(ctx, o); err != nil {
+		if err := s.Garden.Client.Create(ctx, o.DeepCopy()); err != nil {
 			return fmt.Errorf("failed registering the extension: creating %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}

@@ -12,12 +12,17 @@ import (
 	"github.com/gardener/gardener/pkg/component/extensions/extension"
 	"github.com/gardener/gardener/pkg/component/shared"
 	gardenerextensions "github.com/gardener/gardener/pkg/extensions"
+	gardenerutils "github.com/gardener/gardener/pkg/utils/gardener"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
 // The sandbox plays the part of gardenlet's shoot flow that concerns extensions with gardenlet's
@@ -133,6 +138,11 @@ func (h *ShootHandle) extensionComponent(ctx context.Context, shoot *gardencorev
 // (before and after kube-apiserver, after the workers), each Extension at the step its
 // registration's lifecycle names.
 func (h *ShootHandle) deployExtensions(ctx context.Context, shoot *gardencorev1beta1.Shoot) error {
+	if h.sandbox.opts.Deployed {
+		if err := h.waitUntilExtensionInstalled(ctx, shoot); err != nil {
+			return err
+		}
+	}
 	return h.requestExtensions(ctx, shoot, "deploying", func(ext extension.Interface) []func(context.Context) error {
 		return []func(context.Context) error{ext.DeployBeforeKubeAPIServer, ext.DeployAfterKubeAPIServer, ext.DeployAfterWorker}
 	})
@@ -257,6 +267,29 @@ func (h *ShootHandle) finishShootOperation(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("failed recording the end of the operation of shoot %s/%s: %w", h.ProjectNamespace, h.Name, err)
+	}
+	return nil
+}
+
+// RequiredExtensionsTimeout bounds the wait of a shoot's reconcile for the installations of the
+// extensions it needs (gardenlet waits a minute).
+var RequiredExtensionsTimeout = time.Minute
+
+// waitUntilExtensionInstalled waits, as gardenlet's reconcile flow does before it deploys
+// extension resources (botanist.WaitUntilRequiredExtensionsReady), until the seed's
+// ControllerInstallation of shoot-flux reports the installation successful
+// (gardenerutils.RequiredExtensionsReady). Only shoot-flux's Extension counts: the sandbox plays
+// the provider, network and operating system extensions itself.
+func (h *ShootHandle) waitUntilExtensionInstalled(ctx context.Context, shoot *gardencorev1beta1.Shoot) error {
+	seed := h.sandbox.gardenObjects.Seed
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, PollInterval, RequiredExtensionsTimeout, true, func(ctx context.Context) (bool, error) {
+		required := sets.New(gardenerutils.ExtensionsID(extensionsv1alpha1.ExtensionResource, constants.ExtensionType))
+		lastErr = gardenerutils.RequiredExtensionsReady(ctx, h.sandbox.Garden.Client, seed, shoot, required)
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("shoot %s: %w: %w", h.Name, lastErr, err)
 	}
 	return nil
 }

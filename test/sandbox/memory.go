@@ -85,9 +85,13 @@ func (s *Sandbox) ExtensionMemory() (Memory, error) {
 	s.mu.Lock()
 	d := s.deployed
 	s.mu.Unlock()
-	if d == nil || d.pod == nil || d.pod.process == nil {
+	if d == nil {
 		return Memory{}, errors.New("the extension does not run as deployed")
 	}
+	pid := d.kubelet.pid()
+	if pid == 0 {
+		return Memory{}, errors.New("the deployed extension's pod does not run")
+	}
 	// The pod's set-up execs into the extension, so the started process is the extension itself.
-	return ProcessMemory(d.pod.process.Pid())
+	return ProcessMemory(pid)
 }

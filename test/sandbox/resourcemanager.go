@@ -40,13 +40,18 @@ type resourceManagerOptions struct {
 	concurrentSyncs int
 	// syncPeriod is how often a ManagedResource is applied again.
 	syncPeriod time.Duration
+	// class is the resource class whose ManagedResources are applied; empty is gardener's default
+	// class, which also takes ManagedResources without a class, as managedresources.CreateForShoot
+	// writes them.
+	class string
+	// addControllers, if set, adds more of gardener-resource-manager's controllers to the manager
+	// (with the target cluster) before it starts; ctx lasts as long as the manager runs.
+	addControllers func(ctx context.Context, mgr manager.Manager, target cluster.Cluster) error
 }
 
 // startResourceManager runs gardener-resource-manager's ManagedResource controller the way a
 // shoot's resource manager runs in its control plane: it applies the ManagedResources of the
-// shoot's seed namespace into the shoot's API server. Class filter "" is gardener's default
-// class, which also takes ManagedResources without a class, as managedresources.CreateForShoot
-// writes them.
+// shoot's seed namespace into the shoot's API server, for the class of opts.
 func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config, shoot *Cluster, opts resourceManagerOptions) (*runner, error) {
 	mgr, err := manager.New(seed, sourceManagerOptions(log, opts))
 	if err != nil {
@@ -75,13 +80,23 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 			AlwaysUpdate:        ptr.To(false),
 			ManagedByLabelValue: ptr.To("gardener"),
 		},
-		ClassFilter:                   resourcemanagerpredicate.NewClassFilter(""),
+		ClassFilter:                   resourcemanagerpredicate.NewClassFilter(opts.class),
 		RequeueAfterOnDeletionPending: ptr.To(ResourceManagerDeletionRequeue),
 	}
 	if err := reconciler.AddToManager(mgr, mgr, target); err != nil {
 		return nil, fmt.Errorf("failed adding managedresource controller to resource manager %s: %w", opts.name, err)
 	}
-	return startManager(ctx, log, "resource-manager "+opts.name, mgr)
+	r := newRunner(ctx, "resource-manager "+opts.name)
+	if opts.addControllers != nil {
+		if err := opts.addControllers(r.ctx, mgr, target); err != nil {
+			r.cancel()
+			return nil, fmt.Errorf("failed adding controllers to resource manager %s: %w", opts.name, err)
+		}
+	}
+	if err := r.start(ctx, log, mgr); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // sourceManagerOptions are the options of a controller manager that watches the seed

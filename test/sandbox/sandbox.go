@@ -30,6 +30,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -126,12 +127,17 @@ type Options struct {
 	// had a resource manager of its own with room to spare, so a benchmark measures the
 	// extension rather than the one shared resource manager.
 	MarkSharedApplied bool
-	// Deployed runs the extension as it is deployed instead of in this process: the binary as a
-	// separate process started from the chart rendered with gardener's chart renderer (args, env,
-	// config and volumes), on a read-only root file system with only the chart's writable volumes,
-	// as the chart's seed ServiceAccount bound to the chart's roles and as the garden ServiceAccount
-	// bound to example/garden-rbac.yaml, whose admission policy the garden then enforces (see Pod
-	// and DeniedRequests). It needs root.
+	// Deployed runs the extension as it is deployed instead of in this process, installed the
+	// way a landscape installs it (landscape.go): the binary is published with its chart into an
+	// OCI registry in this process as `make publish` does, gardener-controller-manager and
+	// gardenlet (their ControllerInstallation controllers, in this process) install the chart
+	// into the seed through a ManagedResource of class seed, and the seed's kubelet stand-in runs
+	// the pod of the rendered Deployment: the binary as a separate process with the Deployment's
+	// args, env, config and volumes, on a read-only root file system with only the chart's
+	// writable volumes, as the chart's seed ServiceAccount bound to the chart's roles and as the
+	// garden ServiceAccount bound to example/garden-rbac.yaml, whose admission policy the garden
+	// then enforces (see Pod and DeniedRequests). The sandbox's settings reach it as the
+	// ControllerDeployment's values. It needs root.
 	Deployed bool
 	// ExtensionBinary is the binary Deployed runs, built with BuildExtension beforehand (outside
 	// the time bounds of the clusters); empty builds it when the sandbox starts.
@@ -211,7 +217,11 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 }
 
 func (s *Sandbox) start(ctx context.Context) error {
-	crds, err := seedCRDPaths()
+	seedCRDs := seedCRDPaths
+	if s.opts.Deployed {
+		seedCRDs = landscapeSeedCRDPaths
+	}
+	crds, err := seedCRDs()
 	if err != nil {
 		return err
 	}
@@ -228,7 +238,16 @@ func (s *Sandbox) start(ctx context.Context) error {
 	if s.gardenObjects, err = CreateGardenObjects(ctx, s.Garden.Client); err != nil {
 		return err
 	}
-	if err := s.registerExtension(ctx); err != nil {
+	var registration []*unstructured.Unstructured
+	if s.opts.Deployed {
+		registration, err = s.publishExtension(ctx)
+	} else {
+		registration, err = exampleRegistration()
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.registerExtension(ctx, registration); err != nil {
 		return err
 	}
 	s.log.Info("Starting seed API server")
@@ -237,6 +256,12 @@ func (s *Sandbox) start(ctx context.Context) error {
 	}
 	if err := s.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: GardenNamespace}}); err != nil {
 		return fmt.Errorf("failed creating seed namespace %s: %w", GardenNamespace, err)
+	}
+	if s.opts.Deployed {
+		s.log.Info("Starting the landscape's controllers that install the extension")
+		if err := s.startLandscape(ctx); err != nil {
+			return err
+		}
 	}
 
 	if s.opts.WithoutExtension {
@@ -459,6 +484,9 @@ func (s *Sandbox) Stop() error {
 	s.shared = nil
 	s.mu.Unlock()
 	errs = append(errs, shared.stop())
+	if s.deployedEnv != nil {
+		errs = append(errs, s.deployedEnv.landscape.stop())
+	}
 	for _, c := range []*Cluster{s.Seed, s.Garden} {
 		if c != nil {
 			errs = append(errs, c.stop())

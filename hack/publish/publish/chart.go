@@ -1,4 +1,4 @@
-package main
+package publish
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ type publishedChart struct {
 }
 
 var publishedCharts = []publishedChart{
-	{dir: "charts/" + extensionName, name: extensionName, image: true},
+	{dir: "charts/" + ExtensionName, name: ExtensionName, image: true},
 	{dir: "charts/" + admissionName + "/charts/application", name: admissionName + "-application"},
 	{dir: "charts/" + admissionName + "/charts/runtime", name: admissionName + "-runtime", image: true},
 	{dir: "charts/" + admissionName, name: admissionName, image: true},
@@ -49,46 +49,46 @@ var publishedCharts = []publishedChart{
 // pushed to the registry, with the version as version and appVersion (what `helm package
 // --version --app-version` does), and pushes it as a Helm OCI artifact (what `helm push` writes) to
 // <registry>/charts/extensions/<name>:<version>.
-func pushChart(ctx context.Context, o options, root, work string, c publishedChart, registryPath string, remoteOpts []remote.Option) (pushed, error) {
+func pushChart(ctx context.Context, o Options, root, work string, c publishedChart, registryPath string, remoteOpts []remote.Option) (Pushed, error) {
 	dir := filepath.Join(work, "charts", c.name)
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, c.dir))); err != nil {
-		return pushed{}, fmt.Errorf("failed copying %s: %w", c.dir, err)
+		return Pushed{}, fmt.Errorf("failed copying %s: %w", c.dir, err)
 	}
-	rewritten, err := rewriteImageRepositories(dir, o.defaultRegistry+"/extensions/", registryPath+"/extensions/")
+	rewritten, err := rewriteImageRepositories(dir, o.DefaultRegistry+"/extensions/", registryPath+"/extensions/")
 	if err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
 	if c.image && rewritten == 0 {
-		return pushed{}, fmt.Errorf("%s: no values.yaml names an image below %s/extensions/ (--default-registry)", c.dir, o.defaultRegistry)
+		return Pushed{}, fmt.Errorf("%s: no values.yaml names an image below %s/extensions/ (--default-registry)", c.dir, o.DefaultRegistry)
 	}
 
 	ch, err := loader.LoadDir(dir)
 	if err != nil {
-		return pushed{}, fmt.Errorf("failed loading %s: %w", c.dir, err)
+		return Pushed{}, fmt.Errorf("failed loading %s: %w", c.dir, err)
 	}
 	if ch.Name() != c.name {
-		return pushed{}, fmt.Errorf("%s/Chart.yaml: name is %q, published as %q", c.dir, ch.Name(), c.name)
+		return Pushed{}, fmt.Errorf("%s/Chart.yaml: name is %q, published as %q", c.dir, ch.Name(), c.name)
 	}
-	ch.Metadata.Version = o.version
-	ch.Metadata.AppVersion = o.version
+	ch.Metadata.Version = o.Version
+	ch.Metadata.AppVersion = o.Version
 	pinModTimes(ch)
 	archive, err := chartutil.Save(ch, filepath.Join(work, "packages"))
 	if err != nil {
-		return pushed{}, fmt.Errorf("failed packaging %s: %w", c.dir, err)
+		return Pushed{}, fmt.Errorf("failed packaging %s: %w", c.dir, err)
 	}
 	content, err := os.ReadFile(archive)
 	if err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
 	config, err := json.Marshal(ch.Metadata)
 	if err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
 
 	repository := registryPath + "/charts/extensions/" + c.name
-	tag, err := name.NewTag(repository+":"+o.version, o.nameOptions()...)
+	tag, err := name.NewTag(repository+":"+o.Version, o.nameOptions()...)
 	if err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
 	digest, err := pushHelmArtifact(tag, config, content, map[string]string{
 		"org.opencontainers.image.title":       ch.Metadata.Name,
@@ -96,9 +96,9 @@ func pushChart(ctx context.Context, o options, root, work string, c publishedCha
 		"org.opencontainers.image.description": ch.Metadata.Description,
 	}, remoteOpts)
 	if err != nil {
-		return pushed{}, fmt.Errorf("failed pushing %s: %w", tag, err)
+		return Pushed{}, fmt.Errorf("failed pushing %s: %w", tag, err)
 	}
-	return pushed{repository: repository, tag: o.version, digest: digest.String()}, nil
+	return Pushed{Repository: repository, Tag: o.Version, Digest: digest.String()}, nil
 }
 
 // pushHelmArtifact writes the manifest helm push writes: an OCI image manifest whose config is the

@@ -1,4 +1,4 @@
-package main
+package publish
 
 import (
 	"bufio"
@@ -38,7 +38,7 @@ const (
 // writeInstall writes the ControllerDeployment and ControllerRegistration for gardens without
 // gardener-operator and the operator Extension (with the admission), both naming the pushed
 // charts and images by digest, and returns the paths written.
-func writeInstall(ctx context.Context, o options, root, work string, images, charts map[string]pushed) ([]string, error) {
+func writeInstall(ctx context.Context, o Options, root, work string, images, charts map[string]Pushed) ([]string, error) {
 	registration, err := controllerRegistration(root, o, images, charts)
 	if err != nil {
 		return nil, err
@@ -47,17 +47,17 @@ func writeInstall(ctx context.Context, o options, root, work string, images, cha
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.output, 0o755); err != nil {
+	if err := os.MkdirAll(o.Output, 0o755); err != nil {
 		return nil, err
 	}
 	header := fmt.Sprintf("# Written by `make publish` (hack/publish) for version %s: installs exactly the images and charts\n"+
-		"# it pushed to %s, pinned by digest. Apply it again after the next `make publish` to upgrade.\n", o.version, o.registry)
+		"# it pushed to %s, pinned by digest. Apply it again after the next `make publish` to upgrade.\n", o.Version, o.Registry)
 	var written []string
 	for _, f := range []struct {
 		name    string
 		content []byte
 	}{{registrationFile, registration}, {extensionFile, extension}} {
-		path := filepath.Join(o.output, f.name)
+		path := filepath.Join(o.Output, f.name)
 		// The header goes into the first document: a document of comments only is an object
 		// without a kind to decoders.
 		content := "---\n" + header + strings.TrimPrefix(string(f.content), "---\n")
@@ -71,20 +71,20 @@ func writeInstall(ctx context.Context, o options, root, work string, images, cha
 
 // imageValues are the chart values that run the pushed image: its repository and, as tag, its
 // digest (the charts use a tag starting with "sha256:" as digest).
-func imageValues(p pushed) map[string]any {
-	return map[string]any{"image": map[string]any{"repository": p.repository, "tag": p.digest}}
+func imageValues(p Pushed) map[string]any {
+	return map[string]any{"image": map[string]any{"repository": p.Repository, "tag": p.Digest}}
 }
 
 // ociRepository is the OCIRepository (gardener core/v1) of a pushed chart.
-func ociRepository(o options, p pushed) map[string]any {
-	repo := map[string]any{"ref": p.ref()}
-	if o.chartPullSecret != "" {
-		repo["pullSecretRef"] = map[string]any{"name": o.chartPullSecret}
+func ociRepository(o Options, p Pushed) map[string]any {
+	repo := map[string]any{"ref": p.Ref()}
+	if o.ChartPullSecret != "" {
+		repo["pullSecretRef"] = map[string]any{"name": o.ChartPullSecret}
 	}
 	return repo
 }
 
-func controllerRegistration(root string, o options, images, charts map[string]pushed) ([]byte, error) {
+func controllerRegistration(root string, o Options, images, charts map[string]Pushed) ([]byte, error) {
 	data, err := os.ReadFile(filepath.Join(root, registrationExample))
 	if err != nil {
 		return nil, err
@@ -100,10 +100,10 @@ func controllerRegistration(root string, o options, images, charts map[string]pu
 			deployments++
 			// gardenlet pulls the chart from the registry instead of reading it from the object.
 			unstructured.RemoveNestedField(obj.Object, "helm", "rawChart")
-			if err := unstructured.SetNestedField(obj.Object, ociRepository(o, charts[extensionName]), "helm", "ociRepository"); err != nil {
+			if err := unstructured.SetNestedField(obj.Object, ociRepository(o, charts[ExtensionName]), "helm", "ociRepository"); err != nil {
 				return nil, err
 			}
-			if err := unstructured.SetNestedField(obj.Object, imageValues(images[extensionName]), "helm", "values"); err != nil {
+			if err := unstructured.SetNestedField(obj.Object, imageValues(images[ExtensionName]), "helm", "values"); err != nil {
 				return nil, err
 			}
 		}
@@ -117,7 +117,7 @@ func controllerRegistration(root string, o options, images, charts map[string]pu
 	return out.Bytes(), nil
 }
 
-func operatorExtension(ctx context.Context, root, work string, o options, images, charts map[string]pushed) ([]byte, error) {
+func operatorExtension(ctx context.Context, root, work string, o Options, images, charts map[string]Pushed) ([]byte, error) {
 	dir := filepath.Join(work, "extension")
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, extensionExample))); err != nil {
 		return nil, err
@@ -125,9 +125,9 @@ func operatorExtension(ctx context.Context, root, work string, o options, images
 	// The same generator call as example/doc.go, with the pushed charts.
 	cmd := exec.CommandContext(ctx, "go", "run", extensionGenerator,
 		"--name="+installName, "--provider-type="+installName, "--component-category=extension",
-		"--extension-oci-repository="+charts[extensionName].ref(),
-		"--admission-runtime-oci-repository="+charts[admissionName+"-runtime"].ref(),
-		"--admission-application-oci-repository="+charts[admissionName+"-application"].ref(),
+		"--extension-oci-repository="+charts[ExtensionName].Ref(),
+		"--admission-runtime-oci-repository="+charts[admissionName+"-runtime"].Ref(),
+		"--admission-application-oci-repository="+charts[admissionName+"-application"].Ref(),
 		"--destination="+filepath.Join(dir, "base", "extension.yaml"))
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -151,9 +151,9 @@ func operatorExtension(ctx context.Context, root, work string, o options, images
 	ext := objs[0]
 	for _, d := range []struct {
 		path  []string
-		image pushed
+		image Pushed
 	}{
-		{[]string{"spec", "deployment", "extension", "values"}, images[extensionName]},
+		{[]string{"spec", "deployment", "extension", "values"}, images[ExtensionName]},
 		// gardener-operator hands these values to both admission charts; the application chart
 		// has no image.
 		{[]string{"spec", "deployment", "admission", "values"}, images[admissionName]},
@@ -170,13 +170,13 @@ func operatorExtension(ctx context.Context, root, work string, o options, images
 			return nil, err
 		}
 	}
-	if o.chartPullSecret != "" {
+	if o.ChartPullSecret != "" {
 		for _, path := range [][]string{
 			{"spec", "deployment", "extension", "helm", "ociRepository"},
 			{"spec", "deployment", "admission", "runtimeCluster", "helm", "ociRepository"},
 			{"spec", "deployment", "admission", "virtualCluster", "helm", "ociRepository"},
 		} {
-			if err := unstructured.SetNestedField(ext.Object, map[string]any{"name": o.chartPullSecret}, append(path, "pullSecretRef")...); err != nil {
+			if err := unstructured.SetNestedField(ext.Object, map[string]any{"name": o.ChartPullSecret}, append(path, "pullSecretRef")...); err != nil {
 				return nil, err
 			}
 		}

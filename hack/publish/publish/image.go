@@ -1,7 +1,8 @@
-package main
+package publish
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -33,30 +34,32 @@ var epoch = time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // buildBinary builds cmd/<name> for the platform the way the Makefile's build target does
 // (no cgo, -trimpath, the given ldflags) and returns the binary's path.
-func buildBinary(ctx context.Context, root, work, binary, ldflags, platform string) (string, error) {
+func buildBinary(ctx context.Context, o Options, root, work, binary, ldflags string) (string, error) {
+	platform := o.Platform
 	goos, goarch, found := strings.Cut(platform, "/")
 	if !found || goos == "" || goarch == "" || strings.Contains(goarch, "/") {
 		return "", fmt.Errorf("--platform %q: want os/arch, e.g. linux/amd64", platform)
 	}
 	out := filepath.Join(work, "bin", binary)
-	fmt.Printf("building %s for %s\n", binary, platform)
+	o.printf("building %s for %s\n", binary, platform)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, "./cmd/"+binary)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = o.out(), io.MultiWriter(o.out(), &stderr)
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("failed building %s: %w", binary, err)
+		return "", fmt.Errorf("failed building %s: %w: %s", binary, err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
 }
 
 // baseImage is the image the binaries are added to, for the platform.
-func baseImage(ctx context.Context, o options, remoteOpts []remote.Option) (v1.Image, error) {
-	p, err := v1.ParsePlatform(o.platform)
+func baseImage(ctx context.Context, o Options, remoteOpts []remote.Option) (v1.Image, error) {
+	p, err := v1.ParsePlatform(o.Platform)
 	if err != nil {
-		return nil, fmt.Errorf("--platform %q: %w", o.platform, err)
+		return nil, fmt.Errorf("--platform %q: %w", o.Platform, err)
 	}
-	if o.baseImage == scratch {
+	if o.BaseImage == scratch {
 		img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 		cfg, err := img.ConfigFile()
@@ -68,9 +71,9 @@ func baseImage(ctx context.Context, o options, remoteOpts []remote.Option) (v1.I
 		return mutate.ConfigFile(img, cfg)
 	}
 	// The base comes from its own registry, which may need TLS even where --insecure is set.
-	ref, err := name.ParseReference(o.baseImage)
+	ref, err := name.ParseReference(o.BaseImage)
 	if err != nil {
-		return nil, fmt.Errorf("--base-image %q: %w", o.baseImage, err)
+		return nil, fmt.Errorf("--base-image %q: %w", o.BaseImage, err)
 	}
 	img, err := remote.Image(ref, append(remoteOpts, remote.WithContext(ctx), remote.WithPlatform(*p))...)
 	if err != nil {
@@ -81,14 +84,14 @@ func baseImage(ctx context.Context, o options, remoteOpts []remote.Option) (v1.I
 
 // pushImage adds the binary to the base image as the Dockerfile does (/<name>, entrypoint
 // ["/<name>"], working directory /, the base's user) and pushes it as repository:version.
-func pushImage(ctx context.Context, o options, repository, binary string, remoteOpts []remote.Option) (pushed, error) {
+func pushImage(ctx context.Context, o Options, repository, binary string, remoteOpts []remote.Option) (Pushed, error) {
 	base, err := baseImage(ctx, o, remoteOpts)
 	if err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
 	manifestType, err := base.MediaType()
 	if err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
 	// Docker and OCI media types must not be mixed in one manifest.
 	layerType := types.DockerLayer
@@ -97,22 +100,23 @@ func pushImage(ctx context.Context, o options, repository, binary string, remote
 	}
 	layerFile := binary + ".tar"
 	if err := writeLayer(layerFile, binary); err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
-	layer, err := tarball.LayerFromFile(layerFile, tarball.WithMediaType(layerType))
+	// The layer is compressed once, for its digest and the upload.
+	layer, err := tarball.LayerFromFile(layerFile, tarball.WithMediaType(layerType), tarball.WithCompressedCaching)
 	if err != nil {
-		return pushed{}, fmt.Errorf("failed reading the layer of %s: %w", binary, err)
+		return Pushed{}, fmt.Errorf("failed reading the layer of %s: %w", binary, err)
 	}
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:   layer,
 		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "hack/publish: COPY " + filepath.Base(binary) + " /"},
 	})
 	if err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
 	cfg = cfg.DeepCopy()
 	cfg.Created = v1.Time{Time: epoch}
@@ -123,21 +127,21 @@ func pushImage(ctx context.Context, o options, repository, binary string, remote
 		cfg.Config.User = nonrootUser
 	}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
 
-	tag, err := name.NewTag(repository+":"+o.version, o.nameOptions()...)
+	tag, err := name.NewTag(repository+":"+o.Version, o.nameOptions()...)
 	if err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
 	if err := remote.Write(tag, img, remoteOpts...); err != nil {
-		return pushed{}, fmt.Errorf("failed pushing %s: %w", tag, err)
+		return Pushed{}, fmt.Errorf("failed pushing %s: %w", tag, err)
 	}
 	digest, err := img.Digest()
 	if err != nil {
-		return pushed{}, err
+		return Pushed{}, err
 	}
-	return pushed{repository: repository, tag: o.version, digest: digest.String()}, nil
+	return Pushed{Repository: repository, Tag: o.Version, Digest: digest.String()}, nil
 }
 
 // writeLayer writes a tar with the binary at the root of the file system, executable by all.

@@ -1,0 +1,237 @@
+// Package publish builds the extension and admission images and the four charts of this
+// repository, pushes them to a registry and writes the objects that install exactly what it
+// pushed (see docs/installation.md). It needs no Docker engine and no helm binary: images are
+// assembled with go-containerregistry, charts packaged with helm's library. `make publish` runs it
+// through hack/publish; the sandbox (test/sandbox) publishes the extension with Extension into its
+// in-process registry, as an operator's landscape gets it.
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+const (
+	// ExtensionName is the extension binary, image and chart name.
+	ExtensionName = "gardener-extension-shoot-flux"
+	admissionName = ExtensionName + "-admission"
+	// ChartsDefaultRegistry is the registry the charts' default image repositories name (the
+	// Makefile's DEFAULT_REGISTRY), which Options.DefaultRegistry usually is.
+	ChartsDefaultRegistry = "europe-docker.pkg.dev/gardener-project/public"
+	// installName is the name of the ControllerRegistration, ControllerDeployment and operator
+	// Extension, as in the examples.
+	installName = "shoot-flux"
+)
+
+// Options are the settings of a publication; hack/publish fills them from its flags.
+type Options struct {
+	// Registry is where the images (<Registry>/extensions) and charts (<Registry>/charts/extensions)
+	// go: host[:port][/path].
+	Registry string
+	// Version is the tag of the images and charts, and the charts' version and appVersion.
+	Version string
+	// DefaultRegistry is the registry the charts' default image.repository names; it is rewritten
+	// to Registry in the pushed charts.
+	DefaultRegistry string
+	// BaseImage is the base of both images, pulled for Platform; "scratch" for none.
+	BaseImage string
+	// Platform is the os/arch of the binaries and the images.
+	Platform string
+	// ExtensionLDFlags and AdmissionLDFlags are the go build -ldflags of the binaries.
+	ExtensionLDFlags, AdmissionLDFlags string
+	// Output is the directory the install objects are written to.
+	Output string
+	// ChartPullSecret names the Secret (dockerconfigjson, namespace garden) gardenlet and
+	// gardener-operator pull the charts with; empty for a public registry.
+	ChartPullSecret string
+	// Insecure reaches the registry over plain HTTP (always the case for loopback addresses).
+	Insecure bool
+	// RemoteOptions authenticate at the registry; empty uses the Docker config
+	// ($DOCKER_CONFIG/config.json, written by `docker login` or `crane auth login`).
+	RemoteOptions []remote.Option
+	// Out receives the progress lines; nil discards them.
+	Out io.Writer
+}
+
+func (o Options) validate() error {
+	var errs []error
+	for flagName, v := range map[string]string{
+		"--registry": o.Registry, "--version": o.Version, "--default-registry": o.DefaultRegistry,
+		"--base-image": o.BaseImage, "--platform": o.Platform,
+	} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s is required", flagName))
+		}
+	}
+	if o.Registry != "" {
+		if _, err := name.NewRepository(o.Registry+"/extensions/"+ExtensionName, name.StrictValidation); err != nil {
+			errs = append(errs, fmt.Errorf("--registry %q: %w", o.Registry, err))
+		}
+	}
+	if o.Version != "" {
+		if _, err := name.NewTag("example.com/shoot-flux:"+o.Version, name.StrictValidation); err != nil {
+			errs = append(errs, fmt.Errorf("--version %q is not a valid tag: %w", o.Version, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nameOptions are the options for every ref in the registry pushed to.
+func (o Options) nameOptions() []name.Option {
+	opts := []name.Option{name.StrictValidation}
+	if o.Insecure {
+		opts = append(opts, name.Insecure)
+	}
+	return opts
+}
+
+func (o Options) printf(format string, args ...any) {
+	_, _ = fmt.Fprintf(o.out(), format, args...)
+}
+
+func (o Options) out() io.Writer {
+	if o.Out == nil {
+		return io.Discard
+	}
+	return o.Out
+}
+
+// remoteOptions are the options of every registry request.
+func (o Options) remoteOptions(ctx context.Context) []remote.Option {
+	opts := []remote.Option{remote.WithContext(ctx)}
+	if len(o.RemoteOptions) == 0 {
+		return append(opts, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	}
+	return append(opts, o.RemoteOptions...)
+}
+
+func (o Options) registryPath() string {
+	return strings.TrimSuffix(o.Registry, "/")
+}
+
+// Pushed is an artifact in the registry: its repository, the tag it was pushed with and the
+// digest of its manifest.
+type Pushed struct {
+	Repository, Tag, Digest string
+}
+
+// Ref is repository:tag@digest: pinned by the digest, the tag only for readers.
+func (p Pushed) Ref() string {
+	return p.Repository + ":" + p.Tag + "@" + p.Digest
+}
+
+// Run builds and pushes both images and all charts and writes the install objects into
+// Options.Output; root is the repository root.
+func Run(ctx context.Context, o Options, root string) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if o.Output == "" {
+		return errors.New("--output is required")
+	}
+	if err := checkRoot(root); err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "shoot-flux-publish-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(work) }()
+
+	remoteOpts := o.remoteOptions(ctx)
+	images := map[string]Pushed{}
+	for _, b := range []struct{ name, ldflags string }{
+		{ExtensionName, o.ExtensionLDFlags},
+		{admissionName, o.AdmissionLDFlags},
+	} {
+		binary, err := buildBinary(ctx, o, root, work, b.name, b.ldflags)
+		if err != nil {
+			return err
+		}
+		p, err := pushImage(ctx, o, o.registryPath()+"/extensions/"+b.name, binary, remoteOpts)
+		if err != nil {
+			return err
+		}
+		o.printf("pushed image %s\n", p.Ref())
+		images[b.name] = p
+	}
+
+	chartsPushed := map[string]Pushed{}
+	for _, c := range publishedCharts {
+		p, err := pushChart(ctx, o, root, work, c, o.registryPath(), remoteOpts)
+		if err != nil {
+			return err
+		}
+		o.printf("pushed chart %s\n", p.Ref())
+		chartsPushed[c.name] = p
+	}
+
+	files, err := writeInstall(ctx, o, root, work, images, chartsPushed)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		o.printf("wrote %s\n", f)
+	}
+	return nil
+}
+
+// Extension pushes the image of an extension binary built beforehand (the Makefile's build, for
+// Options.Platform) and the extension chart, as Run does, and returns them with the
+// ControllerDeployment and ControllerRegistration that install them: the content Run writes into
+// controller-registration.yaml. Options.Output and the ldflags are not used; nothing is written.
+func Extension(ctx context.Context, o Options, root, binary string) (image, chart Pushed, registration []byte, err error) {
+	if err := o.validate(); err != nil {
+		return Pushed{}, Pushed{}, nil, err
+	}
+	if err := checkRoot(root); err != nil {
+		return Pushed{}, Pushed{}, nil, err
+	}
+	work, err := os.MkdirTemp("", "shoot-flux-publish-")
+	if err != nil {
+		return Pushed{}, Pushed{}, nil, err
+	}
+	defer func() { _ = os.RemoveAll(work) }()
+
+	remoteOpts := o.remoteOptions(ctx)
+	// The image's entrypoint is the binary's base name, as in the Dockerfile.
+	staged := filepath.Join(work, "bin", ExtensionName)
+	if err := os.MkdirAll(filepath.Dir(staged), 0o755); err != nil {
+		return Pushed{}, Pushed{}, nil, err
+	}
+	if err := os.Symlink(binary, staged); err != nil {
+		return Pushed{}, Pushed{}, nil, fmt.Errorf("failed staging %s: %w", binary, err)
+	}
+	if image, err = pushImage(ctx, o, o.registryPath()+"/extensions/"+ExtensionName, staged, remoteOpts); err != nil {
+		return Pushed{}, Pushed{}, nil, err
+	}
+	for _, c := range publishedCharts {
+		if c.name != ExtensionName {
+			continue
+		}
+		if chart, err = pushChart(ctx, o, root, work, c, o.registryPath(), remoteOpts); err != nil {
+			return Pushed{}, Pushed{}, nil, err
+		}
+	}
+	registration, err = controllerRegistration(root, o, map[string]Pushed{ExtensionName: image}, map[string]Pushed{ExtensionName: chart})
+	if err != nil {
+		return Pushed{}, Pushed{}, nil, err
+	}
+	return image, chart, registration, nil
+}
+
+func checkRoot(root string) error {
+	if _, err := os.Stat(filepath.Join(root, "charts", ExtensionName, "Chart.yaml")); err != nil {
+		return fmt.Errorf("run publish in the repository root: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,547 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/gardener/gardener/pkg/api/indexer"
+	controllermanagerconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
+	gardenletconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/gardenlet/v1alpha1"
+	resourcemanagerconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
+	"github.com/gardener/gardener/pkg/apis/core"
+	gardencorev1 "github.com/gardener/gardener/pkg/apis/core/v1"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	seedsystem "github.com/gardener/gardener/pkg/component/seed/system"
+	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
+	"github.com/gardener/gardener/pkg/controllermanager/controller/controllerregistration"
+	gardenletcontrollerinstallation "github.com/gardener/gardener/pkg/gardenlet/controller/controllerinstallation"
+	"github.com/gardener/gardener/pkg/resourcemanager/controller/health/health"
+	"github.com/gardener/gardener/pkg/resourcemanager/controller/health/progressing"
+	resourcemanagerpredicate "github.com/gardener/gardener/pkg/resourcemanager/predicate"
+	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/hack/publish/publish"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/ociregistry"
+)
+
+// With Options.Deployed the extension is installed the way a landscape installs it, by Gardener's
+// own code (docs/development.md lists what runs and what stands in):
+//
+//   - the operator publishes it with hack/publish (package publish) into an OCI registry in this
+//     process and registers the ControllerDeployment and ControllerRegistration that publishing
+//     wrote, with a chart pull Secret in the garden;
+//   - gardener-controller-manager's ControllerRegistration controllers (seed ControllerInstallation
+//     scheduling, finalizers, extension ClusterRole bindings) decide that the seed needs it;
+//   - gardenlet's ControllerInstallation controllers pull the chart by digest, render it with
+//     gardenlet's values into a ManagedResource in the seed's garden namespace and report the
+//     installation's conditions, and gardenlet's token requestor gives the extension its garden
+//     token;
+//   - the seed's gardener-resource-manager (class seed, with its health controllers) applies that
+//     ManagedResource into the seed;
+//   - the kubelet stand-in of the seed (extensionKubelet) runs the pod of the rendered Deployment.
+
+const (
+	// RegistrationName names shoot-flux's ControllerRegistration and ControllerDeployment, as in
+	// example/controller-registration.yaml.
+	RegistrationName = "shoot-flux"
+	// chartPullSecretName is the garden Secret gardenlet pulls the extension's chart with (make
+	// publish CHART_PULL_SECRET, docs/installation.md).
+	chartPullSecretName = "shoot-flux-charts"
+	// registryUser is the user of the sandbox's registry; its password is random.
+	registryUser = "landscape"
+	// gardenClusterIdentity is the garden's cluster identity that gardenlet hands to charts.
+	gardenClusterIdentity = "garden"
+	// landscapeConcurrentSyncs is the number of workers of each of gardener's controllers that
+	// install the extension; there is one seed and one extension to install.
+	landscapeConcurrentSyncs = 2
+)
+
+// ControllerInstallationCareSyncPeriod is how often gardenlet's care controller checks the
+// ControllerInstallation again besides the ManagedResource's condition changes (gardenlet's
+// default).
+var ControllerInstallationCareSyncPeriod = 30 * time.Second
+
+// landscape is what installs the extension with Options.Deployed.
+type landscape struct {
+	registry *ociregistry.Server
+	// image and chart are what publishing pushed.
+	image, chart publish.Pushed
+	// publishedValues are the ControllerDeployment's helm values publishing wrote; the sandbox's
+	// settings are merged over them (setDeploymentValues).
+	publishedValues map[string]any
+
+	controllerManager, resourceManager, seedControllers *runner
+	gardenlet                                           *runner
+	// gardenAddress is the garden address gardenlet's configuration hands the extension
+	// (gardenClientConnection.gardenClusterAddress); empty for the garden's own.
+	gardenAddress string
+	kubelet       *extensionKubelet
+}
+
+// publishExtension publishes the extension binary and its chart into a registry of its own, as
+// `make publish` does (package publish), gives the garden the chart pull Secret and returns the
+// ControllerDeployment and ControllerRegistration publishing wrote.
+func (s *Sandbox) publishExtension(ctx context.Context) ([]*unstructured.Unstructured, error) {
+	env := s.deployedEnv
+	l := &landscape{}
+	env.landscape = l
+	password, err := randomHex(16)
+	if err != nil {
+		return nil, err
+	}
+	if l.registry, err = ociregistry.Start(registryUser, password); err != nil {
+		return nil, err
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	version, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	if err != nil {
+		return nil, fmt.Errorf("failed reading the version: %w", err)
+	}
+	s.log.Info("Publishing the extension", "registry", l.registry.Host())
+	image, chart, data, err := publish.Extension(ctx, publish.Options{
+		Registry:        l.registry.Host() + "/gardener",
+		Version:         strings.TrimSpace(string(version)),
+		DefaultRegistry: publish.ChartsDefaultRegistry,
+		BaseImage:       "scratch",
+		// The kubelet stand-in runs the image's binary on this machine.
+		Platform:        runtime.GOOS + "/" + runtime.GOARCH,
+		ChartPullSecret: chartPullSecretName,
+		RemoteOptions:   []remote.Option{l.registryAuth()},
+	}, root, env.binary)
+	if err != nil {
+		return nil, fmt.Errorf("failed publishing the extension: %w", err)
+	}
+	l.image, l.chart = image, chart
+	objs, err := DecodeObjects(data)
+	if err != nil {
+		return nil, fmt.Errorf("failed decoding the published registration: %w", err)
+	}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ControllerDeployment":
+			values, _, err := unstructured.NestedMap(o.Object, "helm", "values")
+			if err != nil {
+				return nil, fmt.Errorf("failed reading the published ControllerDeployment's values: %w", err)
+			}
+			l.publishedValues = values
+		case "ControllerRegistration":
+			// The extension runs from the sandbox's start on, before the first shoot needs it
+			// (StartExtension promises a running extension), as an operator's registration with
+			// this policy does. The published registration installs it with the first shoot.
+			if err := unstructured.SetNestedField(o.Object, string(gardencorev1beta1.ControllerDeploymentPolicyAlways), "spec", "deployment", "policy"); err != nil {
+				return nil, fmt.Errorf("failed setting the registration's deployment policy: %w", err)
+			}
+		}
+	}
+	if err := s.createChartPullSecret(ctx, password); err != nil {
+		return nil, err
+	}
+	return objs, nil
+}
+
+// registryAuth are the credentials of the sandbox's registry.
+func (l *landscape) registryAuth() remote.Option {
+	return remote.WithAuth(&authn.Basic{Username: l.registry.Username, Password: l.registry.Password})
+}
+
+// createChartPullSecret creates the garden Secret the ControllerDeployment names for pulling the
+// chart, as docs/installation.md tells operators of a private registry.
+func (s *Sandbox) createChartPullSecret(ctx context.Context, password string) error {
+	host := s.deployedEnv.landscape.registry.Host()
+	config, err := json.Marshal(map[string]any{"auths": map[string]any{
+		host: map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + password))},
+	}})
+	if err != nil {
+		return fmt.Errorf("failed encoding the chart pull Secret: %w", err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: v1beta1constants.GardenNamespace,
+			Name:      chartPullSecretName,
+			Labels:    map[string]string{v1beta1constants.GardenRole: v1beta1constants.GardenRoleHelmPullSecret},
+		},
+		Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: config},
+	}
+	if err := s.Garden.Client.Create(ctx, secret); err != nil {
+		return fmt.Errorf("failed creating the chart pull Secret: %w", err)
+	}
+	return nil
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("failed generating a password: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// startLandscape sets up what a landscape has around the installation and starts gardener's
+// controllers that install the extension, and the kubelet stand-in that runs it.
+func (s *Sandbox) startLandscape(ctx context.Context) error {
+	env := s.deployedEnv
+	l := env.landscape
+	env.seedAudit = &AuditLog{Path: s.Seed.AuditLogPath}
+	env.gardenAudit = &AuditLog{Path: s.Garden.AuditLogPath}
+
+	// gardener-controller-manager creates the seed's namespace in the garden, where gardenlet's
+	// token requestor creates the extension's garden ServiceAccount.
+	if err := ensureNamespace(ctx, s.Garden.Client, GardenAccessNamespace, nil); err != nil {
+		return err
+	}
+	if err := s.applyGardenRBAC(ctx); err != nil {
+		return err
+	}
+	// gardenlet records the seed's cluster identity when it starts; its ControllerInstallation
+	// controller refuses to install without it.
+	seed := &gardencorev1beta1.Seed{}
+	if err := s.Garden.Client.Get(ctx, client.ObjectKey{Name: SeedName}, seed); err != nil {
+		return fmt.Errorf("failed reading Seed %s: %w", SeedName, err)
+	}
+	patch := client.MergeFrom(seed.DeepCopy())
+	seed.Status.ClusterIdentity = ptr.To("seed-" + SeedName)
+	if err := s.Garden.Client.Status().Patch(ctx, seed, patch); err != nil {
+		return fmt.Errorf("failed setting the cluster identity of Seed %s: %w", SeedName, err)
+	}
+
+	var err error
+	// The seed's kube-controller-manager: deleting an installation deletes its namespace, and
+	// gardener-resource-manager deletes Deployments with foreground propagation.
+	if l.seedControllers, err = startShootControllerManager(ctx, s.log.WithName("seed-controller-manager"), s.Seed); err != nil {
+		return err
+	}
+	if l.resourceManager, err = startResourceManager(ctx, s.log.WithName("seed-resource-manager"), s.Seed.Config, s.Seed, resourceManagerOptions{
+		name:            "seed",
+		namespace:       GardenNamespace,
+		concurrentSyncs: ResourceManagerConcurrentSyncs,
+		syncPeriod:      ResourceManagerSyncPeriod,
+		class:           v1beta1constants.SeedResourceManagerClass,
+		addControllers:  addHealthControllers(v1beta1constants.SeedResourceManagerClass),
+	}); err != nil {
+		return err
+	}
+	// gardenlet's seed reconcile deploys the seed's system resources, among them the
+	// PriorityClass the chart's pods run with, which the seed's admission requires.
+	system := seedsystem.New(s.Seed.Client, GardenNamespace, seedsystem.Values{ManagePriorityClasses: true})
+	if err := system.Deploy(ctx); err != nil {
+		return fmt.Errorf("failed deploying the seed's system resources: %w", err)
+	}
+	if err := system.Wait(ctx); err != nil {
+		return fmt.Errorf("the seed's system resources: %w", err)
+	}
+	if l.controllerManager, err = s.startControllerManager(ctx); err != nil {
+		return err
+	}
+	if l.gardenlet, err = s.startGardenlet(ctx, ""); err != nil {
+		return err
+	}
+	l.kubelet, err = startExtensionKubelet(ctx, s.log.WithName("seed-kubelet"), s.Seed, s.Garden.Config, env, l)
+	return err
+}
+
+// applyGardenRBAC applies GardenRBACFile to the garden, as operators do for the extension. Unlike
+// the chart's objects, none of its objects may be left out: without the admission policy the
+// extension would run with more rights than in a garden.
+func (s *Sandbox) applyGardenRBAC(ctx context.Context) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(root, GardenRBACFile))
+	if err != nil {
+		return fmt.Errorf("failed reading %s: %w", GardenRBACFile, err)
+	}
+	objs, err := DecodeObjects(data)
+	if err != nil {
+		return fmt.Errorf("failed decoding %s: %w", GardenRBACFile, err)
+	}
+	for _, o := range objs {
+		if err := s.Garden.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("operator"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("failed applying %s %s of %s to the garden: %w", o.GetKind(), o.GetName(), GardenRBACFile, err)
+		}
+	}
+	return nil
+}
+
+// stop stops the kubelet stand-in (and with it the extension), gardener's controllers and the
+// registry.
+func (l *landscape) stop() error {
+	if l == nil {
+		return nil
+	}
+	errs := []error{l.kubelet.stop()}
+	for _, r := range []*runner{l.gardenlet, l.controllerManager, l.resourceManager, l.seedControllers} {
+		errs = append(errs, r.stop())
+	}
+	if l.registry != nil {
+		errs = append(errs, l.registry.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// addHealthControllers adds gardener-resource-manager's health and progressing controllers for
+// the ManagedResources of class: they report ResourcesHealthy and ResourcesProgressing, from which
+// gardenlet's care controller reports the ControllerInstallation's Healthy and Progressing.
+func addHealthControllers(class string) func(context.Context, manager.Manager, cluster.Cluster) error {
+	return func(ctx context.Context, mgr manager.Manager, target cluster.Cluster) error {
+		cfg := resourcemanagerconfigv1alpha1.HealthControllerConfig{
+			ConcurrentSyncs: ptr.To(landscapeConcurrentSyncs),
+			SyncPeriod:      &metav1.Duration{Duration: ResourceManagerSyncPeriod},
+		}
+		// The resource manager applies with cluster ID "" (startResourceManager), which the
+		// objects' origin annotation names.
+		if err := (&health.Reconciler{Config: cfg, ClassFilter: resourcemanagerpredicate.NewClassFilter(class)}).AddToManager(mgr, mgr, target, ""); err != nil {
+			return fmt.Errorf("failed adding the health controller: %w", err)
+		}
+		if err := (&progressing.Reconciler{Config: cfg, ClassFilter: resourcemanagerpredicate.NewClassFilter(class)}).AddToManager(ctx, mgr, mgr, target, ""); err != nil {
+			return fmt.Errorf("failed adding the progressing controller: %w", err)
+		}
+		return nil
+	}
+}
+
+// landscapeManagerOptions are the options of the managers of gardener's controllers in this
+// process: no listeners, and controller names that may be registered again after a restart.
+func landscapeManagerOptions(log logr.Logger) manager.Options {
+	return manager.Options{
+		Logger:                  log,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
+	}
+}
+
+// startControllerManager runs gardener-controller-manager's ControllerRegistration controllers
+// against the garden (pkg/controllermanager/controller/controllerregistration): the seed and shoot
+// ControllerInstallation reconcilers, which create and delete the installations the seed needs,
+// the Seed and ControllerRegistration finalizers and the extension ClusterRole binder, with the
+// field indexes gardener-controller-manager sets up for them.
+func (s *Sandbox) startControllerManager(ctx context.Context) (*runner, error) {
+	opts := landscapeManagerOptions(s.log.WithName("controller-manager"))
+	opts.Scheme = kubernetes.GardenScheme
+	mgr, err := manager.New(s.Garden.Config, opts)
+	if err != nil {
+		return nil, fmt.Errorf("failed creating gardener-controller-manager: %w", err)
+	}
+	for _, add := range []func(context.Context, client.FieldIndexer) error{
+		indexer.AddBackupBucketSeedName, indexer.AddBackupBucketShootRefName, indexer.AddBackupBucketShootRefNamespace,
+		indexer.AddBackupEntrySeedName, indexer.AddBackupEntryShootRefName, indexer.AddBackupEntryShootRefNamespace,
+		indexer.AddShootSeedName, indexer.AddShootStatusSeedName,
+		indexer.AddControllerInstallationSeedRefName, indexer.AddControllerInstallationShootRefName,
+		indexer.AddControllerInstallationShootRefNamespace, indexer.AddControllerInstallationRegistrationRefName,
+	} {
+		if err := add(ctx, mgr.GetFieldIndexer()); err != nil {
+			return nil, fmt.Errorf("failed adding a field index of gardener-controller-manager: %w", err)
+		}
+	}
+	if err := controllerregistration.AddToManager(mgr, controllermanagerconfigv1alpha1.ControllerManagerConfiguration{
+		Controllers: controllermanagerconfigv1alpha1.ControllerManagerControllerConfiguration{
+			ControllerRegistration: &controllermanagerconfigv1alpha1.ControllerRegistrationControllerConfiguration{
+				ConcurrentSyncs: ptr.To(landscapeConcurrentSyncs),
+			},
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("failed adding gardener-controller-manager's ControllerRegistration controllers: %w", err)
+	}
+	return startManager(ctx, opts.Logger, "gardener-controller-manager", mgr)
+}
+
+// startGardenlet runs gardenlet's ControllerInstallation controllers for the seed
+// (pkg/gardenlet/controller/controllerinstallation: the main reconciler, which pulls and renders
+// the chart into a ManagedResource, the care and the required reconcilers) and its token requestor
+// for garden access Secrets (pkg/controller/tokenrequestor), as gardenlet runs them: a manager of
+// the seed with the garden as a second cluster. gardenAddress is gardenlet's
+// gardenClientConnection.gardenClusterAddress, the garden address it hands extensions; empty for
+// the garden API server's own.
+func (s *Sandbox) startGardenlet(ctx context.Context, gardenAddress string) (*runner, error) {
+	opts := landscapeManagerOptions(s.log.WithName("gardenlet"))
+	opts.Scheme = kubernetes.SeedScheme
+	// The token requestor watches Secrets, of which the seed holds many of the shoots'
+	// ManagedResources: gardenlet's cache is restricted to those it handles, and its own reads
+	// of Secrets go to the API server.
+	opts.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{resourcesv1alpha1.ResourceManagerPurpose: resourcesv1alpha1.LabelPurposeTokenRequest})},
+	}}
+	opts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+	mgr, err := manager.New(s.Seed.Config, opts)
+	if err != nil {
+		return nil, fmt.Errorf("failed creating gardenlet: %w", err)
+	}
+	garden, err := cluster.New(s.Garden.Config, func(o *cluster.Options) {
+		o.Scheme = kubernetes.GardenScheme
+		o.Logger = opts.Logger
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed creating gardenlet's garden cluster: %w", err)
+	}
+	// The field indexes of gardenlet's garden cache that its ControllerInstallation controllers
+	// list by (gardenlet's addAllFieldIndexesToGardenClient).
+	for _, add := range []func(context.Context, client.FieldIndexer) error{
+		indexer.AddControllerInstallationRegistrationRefName, indexer.AddControllerInstallationSeedRefName,
+	} {
+		if err := add(ctx, garden.GetFieldIndexer()); err != nil {
+			return nil, fmt.Errorf("failed adding a field index of gardenlet: %w", err)
+		}
+	}
+	if err := mgr.Add(garden); err != nil {
+		return nil, fmt.Errorf("failed adding the garden cluster to gardenlet: %w", err)
+	}
+	seedClientSet, err := kubernetes.NewWithConfig(
+		kubernetes.WithRESTConfig(s.Seed.Config),
+		kubernetes.WithRuntimeAPIReader(mgr.GetAPIReader()),
+		kubernetes.WithRuntimeClient(mgr.GetClient()),
+		kubernetes.WithRuntimeCache(mgr.GetCache()),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("failed creating gardenlet's seed client set: %w", err)
+	}
+	version, err := gardenerVersion()
+	if err != nil {
+		return nil, err
+	}
+	cfg := gardenletconfigv1alpha1.GardenletConfiguration{
+		GardenClientConnection: &gardenletconfigv1alpha1.GardenClientConnection{},
+		Controllers: &gardenletconfigv1alpha1.GardenletControllerConfiguration{
+			ControllerInstallation: &gardenletconfigv1alpha1.ControllerInstallationControllerConfiguration{ConcurrentSyncs: ptr.To(landscapeConcurrentSyncs)},
+			ControllerInstallationCare: &gardenletconfigv1alpha1.ControllerInstallationCareControllerConfiguration{
+				ConcurrentSyncs: ptr.To(landscapeConcurrentSyncs),
+				SyncPeriod:      &metav1.Duration{Duration: ControllerInstallationCareSyncPeriod},
+			},
+			ControllerInstallationRequired: &gardenletconfigv1alpha1.ControllerInstallationRequiredControllerConfiguration{ConcurrentSyncs: ptr.To(landscapeConcurrentSyncs)},
+		},
+	}
+	if gardenAddress != "" {
+		cfg.GardenClientConnection.GardenClusterAddress = ptr.To(s.gardenConfig(gardenAddress).Host)
+	}
+	// The controllers' predicates keep the context they are added with for the manager's lifetime.
+	r := newRunner(ctx, "gardenlet")
+	if err := gardenletcontrollerinstallation.AddToManager(r.ctx, mgr, garden, mgr, seedClientSet, cfg,
+		&gardencorev1beta1.Gardener{Version: version}, gardenClusterIdentity, false, nil, SeedName, GardenNamespace); err != nil {
+		r.cancel()
+		return nil, fmt.Errorf("failed adding gardenlet's ControllerInstallation controllers: %w", err)
+	}
+	if err := (&tokenrequestor.Reconciler{
+		ConcurrentSyncs: landscapeConcurrentSyncs,
+		Class:           ptr.To(resourcesv1alpha1.ResourceManagerClassGarden),
+		TargetNamespace: GardenAccessNamespace,
+	}).AddToManager(mgr, mgr, garden); err != nil {
+		r.cancel()
+		return nil, fmt.Errorf("failed adding gardenlet's token requestor: %w", err)
+	}
+	if err := r.start(ctx, opts.Logger, mgr); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// setGardenletAddress restarts gardenlet with gardenAddress as the garden address it hands
+// extensions, as an operator changes gardenlet's configuration; it re-reconciles every
+// installation when it starts again.
+func (s *Sandbox) setGardenletAddress(ctx context.Context, gardenAddress string) error {
+	l := s.deployedEnv.landscape
+	if l.gardenAddress == gardenAddress {
+		return nil
+	}
+	if err := l.gardenlet.stop(); err != nil {
+		return err
+	}
+	r, err := s.startGardenlet(ctx, gardenAddress)
+	if err != nil {
+		l.gardenlet = nil
+		return err
+	}
+	l.gardenlet, l.gardenAddress = r, gardenAddress
+	return nil
+}
+
+// setDeploymentValues merges values over the published ControllerDeployment values, as an
+// operator configures the extension; gardener-controller-manager and gardenlet roll the change
+// out.
+func (s *Sandbox) setDeploymentValues(ctx context.Context, values map[string]any) error {
+	merged, err := json.Marshal(MergeValues(s.deployedEnv.landscape.publishedValues, values))
+	if err != nil {
+		return fmt.Errorf("failed encoding the ControllerDeployment's values: %w", err)
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &gardencorev1.ControllerDeployment{}
+		if err := s.Garden.Client.Get(ctx, client.ObjectKey{Name: RegistrationName}, d); err != nil {
+			return err
+		}
+		if d.Helm == nil {
+			return fmt.Errorf("ControllerDeployment %s has no helm deployment", RegistrationName)
+		}
+		d.Helm.Values = &apiextensionsv1.JSON{Raw: merged}
+		return s.Garden.Client.Update(ctx, d)
+	})
+	if err != nil {
+		return fmt.Errorf("failed updating ControllerDeployment %s: %w", RegistrationName, err)
+	}
+	return nil
+}
+
+// ControllerInstallation returns the seed's ControllerInstallation of shoot-flux's registration
+// (Options.Deployed), as gardener-controller-manager created it and gardenlet reports it.
+func (s *Sandbox) ControllerInstallation(ctx context.Context) (*gardencorev1beta1.ControllerInstallation, error) {
+	return s.ControllerInstallationOf(ctx, RegistrationName)
+}
+
+// ControllerInstallationConditions returns the conditions gardenlet reports on the seed's
+// ControllerInstallation of shoot-flux (Options.Deployed): Valid, Installed, Healthy,
+// Progressing and Required, where an operator looks for the state of the installation.
+func (s *Sandbox) ControllerInstallationConditions(ctx context.Context) ([]gardencorev1beta1.Condition, error) {
+	ci, err := s.ControllerInstallation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ci.Status.Conditions, nil
+}
+
+// ControllerInstallationOf returns the seed's ControllerInstallation of a ControllerRegistration
+// that is not being deleted; gardener-controller-manager keeps at most one. It returns a NotFound
+// error if there is none.
+func (s *Sandbox) ControllerInstallationOf(ctx context.Context, registration string) (*gardencorev1beta1.ControllerInstallation, error) {
+	list := &gardencorev1beta1.ControllerInstallationList{}
+	if err := s.Garden.Client.List(ctx, list, client.MatchingFields{core.RegistrationRefName: registration, core.SeedRefName: SeedName}); err != nil {
+		return nil, fmt.Errorf("failed listing the ControllerInstallations of %s: %w", registration, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp == nil {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, apierrors.NewNotFound(gardencorev1beta1.Resource("controllerinstallations"), registration+" on seed "+SeedName)
+}

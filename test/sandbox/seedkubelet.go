@@ -1,0 +1,711 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// ExtensionRestartBackoff is how long the kubelet stand-in of the seed waits before it starts the
+// extension's pod again after it ended or could not start; the wait doubles up to
+// ControllerMaxRestartBackoff, as kubelet's crash loop back-off does.
+var ExtensionRestartBackoff = time.Second
+
+// rollout names the start of the extension the sandbox asked for (StartExtensionWith) by the
+// ports of its values: only a Deployment with these ports is the rollout of that start.
+type rollout struct {
+	healthPort, metricsPort int
+}
+
+// extensionKubelet stands in for the seed's kubelet and its Deployment and ReplicaSet controllers,
+// for the extension's Deployment that gardener-resource-manager applied from gardenlet's
+// rendering: it pulls the Deployment's image from the sandbox's registry, runs the pod of the
+// template (Pod: the image's binary with the container's args, env, volumes and read-only root,
+// as the pod's ServiceAccount), keeps a Pod object of it in the seed, starts it again when it ends
+// and writes the Pod's and the Deployment's status. Only the rollout the sandbox asked for runs
+// (run, suspend): the pod of a Deployment that gardenlet has not rendered with the latest values
+// yet would listen on the last start's ports.
+type extensionKubelet struct {
+	log       logr.Logger
+	seed      *Cluster
+	garden    *rest.Config
+	env       *deployedEnv
+	landscape *landscape
+	client    client.Client
+	events    chan event.GenericEvent
+	ctx       context.Context
+	cancel    context.CancelFunc
+	runner    *runner
+
+	// lifecycle serialises the starts and stops of the pod.
+	lifecycle sync.Mutex
+
+	mu     sync.Mutex
+	want   *rollout
+	pod    *extensionPod
+	images map[string]string
+	// startErr is why the last start failed, as a pod stuck before its container runs.
+	startErr error
+	// crashes counts the ends of the container since it was last ready, for the back-off until
+	// nextStart; crashed is the end of a container of the current rollout that was never ready.
+	crashes   int
+	crashed   error
+	nextStart time.Time
+}
+
+// extensionPod is the running pod of a Deployment's template.
+type extensionPod struct {
+	deployment types.NamespacedName
+	hash       string
+	want       rollout
+	pod        *Pod
+	object     string
+	// ctx ends the probe (cancel), which closes done when it returned.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// Written by the probe under the kubelet's mu.
+	ready      bool
+	readySince time.Time
+	exited     bool
+	exitErr    error
+}
+
+func startExtensionKubelet(ctx context.Context, log logr.Logger, seed *Cluster, garden *rest.Config, env *deployedEnv, l *landscape) (*extensionKubelet, error) {
+	opts := landscapeManagerOptions(log)
+	opts.Scheme = kubernetes.SeedScheme
+	// The seed holds many Secrets of the shoots' ManagedResources; the stand-in reads the few it
+	// needs, and its Pod objects, from the API server.
+	opts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.Pod{}}}}
+	mgr, err := manager.New(seed.Config, opts)
+	if err != nil {
+		return nil, fmt.Errorf("failed creating the seed's kubelet: %w", err)
+	}
+	k := &extensionKubelet{
+		log:       log,
+		seed:      seed,
+		garden:    garden,
+		env:       env,
+		landscape: l,
+		client:    mgr.GetClient(),
+		events:    make(chan event.GenericEvent, 16),
+		images:    map[string]string{},
+	}
+	// The pod outlives the caller's context; stop ends it.
+	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if err := builder.ControllerManagedBy(mgr).
+		Named("seed-kubelet").
+		For(&appsv1.Deployment{}, builder.WithPredicates(predicate.NewPredicateFuncs(k.runnable))).
+		// Pod exits and readiness changes, reported by the probe.
+		WatchesRawSource(source.Channel(k.events, &handler.EnqueueRequestForObject{})).
+		Complete(k); err != nil {
+		k.cancel()
+		return nil, fmt.Errorf("failed adding the seed's kubelet: %w", err)
+	}
+	if k.runner, err = startManager(ctx, log, "seed-kubelet", mgr); err != nil {
+		k.cancel()
+		return nil, err
+	}
+	return k, nil
+}
+
+// runnable tells whether a Deployment runs an image the sandbox published.
+func (k *extensionKubelet) runnable(obj client.Object) bool {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok || len(d.Spec.Template.Spec.Containers) == 0 {
+		return false
+	}
+	return strings.HasPrefix(d.Spec.Template.Spec.Containers[0].Image, k.landscape.registry.Host()+"/")
+}
+
+// run lets the pod of the rollout run.
+func (k *extensionKubelet) run(want rollout) {
+	k.mu.Lock()
+	k.want = &want
+	k.startErr, k.crashes, k.crashed, k.nextStart = nil, 0, nil, time.Time{}
+	p := k.pod
+	k.mu.Unlock()
+	k.enqueueAll(p)
+}
+
+// suspend stops the pod and runs none until the next run.
+func (k *extensionKubelet) suspend() error {
+	k.mu.Lock()
+	k.want = nil
+	k.mu.Unlock()
+	k.lifecycle.Lock()
+	defer k.lifecycle.Unlock()
+	return k.stopPod(k.ctx, "the extension was stopped")
+}
+
+// enqueueAll makes the controller look at every runnable Deployment again, and at the one of p.
+func (k *extensionKubelet) enqueueAll(p *extensionPod) {
+	list := &appsv1.DeploymentList{}
+	if err := k.client.List(k.ctx, list); err != nil {
+		k.log.Error(err, "Failed listing Deployments")
+	}
+	keys := map[types.NamespacedName]bool{}
+	if p != nil {
+		keys[p.deployment] = true
+	}
+	for i := range list.Items {
+		if k.runnable(&list.Items[i]) {
+			keys[client.ObjectKeyFromObject(&list.Items[i])] = true
+		}
+	}
+	for key := range keys {
+		k.notify(key)
+	}
+}
+
+func (k *extensionKubelet) notify(key types.NamespacedName) {
+	select {
+	case k.events <- event.GenericEvent{Object: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
+	case <-k.ctx.Done():
+	}
+}
+
+// stop stops the controller and the pod.
+func (k *extensionKubelet) stop() error {
+	if k == nil {
+		return nil
+	}
+	k.cancel()
+	err := k.runner.stop()
+	k.lifecycle.Lock()
+	defer k.lifecycle.Unlock()
+	// The Pod object goes with the seed.
+	return errors.Join(err, k.stopPod(context.Background(), "the sandbox stops"))
+}
+
+// rolloutState tells whether a pod of the rollout runs and is ready, and describes the pod's
+// state; a pod of the rollout that ended or could not start before it was ready is an error.
+func (k *extensionKubelet) rolloutState(want rollout) (bool, string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p := k.pod
+	switch {
+	case k.want == nil || *k.want != want:
+		return false, "", errors.New("the extension was stopped")
+	case p != nil && p.want == want && p.ready && !p.exited:
+		return true, fmt.Sprintf("%s ready", p.object), nil
+	case k.crashed != nil:
+		return false, "ended", k.crashed
+	case p == nil && k.startErr != nil:
+		return false, fmt.Sprintf("not started: %v", k.startErr), nil
+	case p == nil:
+		return false, "no pod of the rollout yet", nil
+	case p.want != want:
+		return false, fmt.Sprintf("%s of an earlier rollout", p.object), nil
+	default:
+		return false, fmt.Sprintf("%s not ready", p.object), nil
+	}
+}
+
+// pid returns the process of the running pod, or 0.
+func (k *extensionKubelet) pid() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.pod == nil || k.pod.pod.process == nil {
+		return 0
+	}
+	return k.pod.pod.process.Pid()
+}
+
+// Reconcile runs, restarts or stops the Deployment's pod and writes its status.
+func (k *extensionKubelet) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	k.lifecycle.Lock()
+	defer k.lifecycle.Unlock()
+	key := req.NamespacedName
+	d := &appsv1.Deployment{}
+	if err := k.client.Get(ctx, key, d); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("failed reading Deployment %s: %w", key, err)
+		}
+		return reconcile.Result{}, k.stopPodOf(ctx, key, "Deployment deleted")
+	}
+	if d.DeletionTimestamp != nil {
+		return reconcile.Result{}, k.stopPodOf(ctx, key, "Deployment is being deleted")
+	}
+	hash, err := templateHash(&d.Spec.Template)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	k.mu.Lock()
+	want, p := k.want, k.pod
+	exited := p != nil && p.exited
+	k.mu.Unlock()
+	wanted := want != nil && deploymentPorts(d) == *want
+	if p != nil && p.deployment != key {
+		// One pod of the extension runs at a time, as its ports would collide: the one of another
+		// Deployment goes with that Deployment, after which this one is looked at again.
+		return reconcile.Result{}, k.writeStatus(ctx, d, hash, nil)
+	}
+	if p != nil && (p.hash != hash || !wanted || exited) {
+		reason := "pod template changed"
+		switch {
+		case !wanted:
+			reason = "not the rollout the sandbox asked for"
+		case exited:
+			reason = "the container ended"
+		}
+		if err := k.stopPod(ctx, reason); err != nil {
+			return reconcile.Result{}, err
+		}
+		p = nil
+	}
+	if !wanted {
+		return reconcile.Result{}, k.writeStatus(ctx, d, hash, nil)
+	}
+	if p == nil {
+		k.mu.Lock()
+		wait := time.Until(k.nextStart)
+		k.mu.Unlock()
+		if wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, k.writeStatus(ctx, d, hash, nil)
+		}
+		if p, err = k.startPod(ctx, d, hash, *want); err != nil {
+			// As kubelet retries a pod whose volumes cannot be set up yet.
+			k.log.Info("The extension's pod could not start, trying again", "deployment", key, "error", err.Error())
+			k.mu.Lock()
+			k.startErr = err
+			k.mu.Unlock()
+			return reconcile.Result{RequeueAfter: ExtensionRestartBackoff}, k.writeStatus(ctx, d, hash, nil)
+		}
+	}
+	return reconcile.Result{}, k.writeStatus(ctx, d, hash, p)
+}
+
+// ended records the end of the pod's container and the back-off until the next start; k.mu is
+// held.
+func (k *extensionKubelet) ended(p *extensionPod, err error) {
+	backoff := min(ExtensionRestartBackoff<<min(k.crashes, 10), ControllerMaxRestartBackoff)
+	k.crashes++
+	k.nextStart = time.Now().Add(backoff)
+	if !p.ready && k.want != nil && *k.want == p.want {
+		k.crashed = err
+	}
+}
+
+// deploymentPorts are the health and metrics ports the chart rendered into the container's args.
+func deploymentPorts(d *appsv1.Deployment) rollout {
+	var r rollout
+	for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
+		flag, value, ok := strings.Cut(arg, "=")
+		if !ok {
+			continue
+		}
+		_, portValue, err := net.SplitHostPort(value)
+		if err != nil {
+			continue
+		}
+		port, err := strconv.Atoi(portValue)
+		if err != nil {
+			continue
+		}
+		switch flag {
+		case "--health-bind-address":
+			r.healthPort = port
+		case "--metrics-bind-address":
+			r.metricsPort = port
+		}
+	}
+	return r
+}
+
+// startPod pulls the image, creates the Pod object and starts the container, and probes its
+// readiness in the background. It waits, as kubelet waits with the container, until the garden
+// enforces the admission policy of GardenRBACFile on the pod's garden identity.
+func (k *extensionKubelet) startPod(ctx context.Context, d *appsv1.Deployment, hash string, want rollout) (*extensionPod, error) {
+	spec := d.Spec.Template.Spec
+	c := spec.Containers[0]
+	binary, err := k.pull(ctx, c.Image)
+	if err != nil {
+		return nil, err
+	}
+	gardenUser, err := k.gardenUser(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	if gardenUser != "" {
+		enforced, answer, err := gardenPolicyEnforced(ctx, k.garden, gardenUser)
+		if err != nil {
+			return nil, err
+		}
+		if !enforced {
+			return nil, fmt.Errorf("the garden does not enforce the admission policy of %s on %s yet (its answer to a forbidden Secret: %s)", GardenRBACFile, gardenUser, answer)
+		}
+	}
+	seedUser := "system:serviceaccount:" + d.Namespace + ":" + spec.ServiceAccountName
+	k.env.addUsers(seedUser, gardenUser)
+
+	object, err := k.createPodObject(ctx, d, hash)
+	if err != nil {
+		return nil, err
+	}
+	p := &extensionPod{
+		deployment: client.ObjectKeyFromObject(d),
+		hash:       hash,
+		want:       want,
+		object:     object.Name,
+		done:       make(chan struct{}),
+		pod: &Pod{
+			Namespace: d.Namespace,
+			Name:      object.Name,
+			Spec:      spec,
+			Images:    map[string]string{c.Image: binary},
+			API:       k.seed.Config,
+			Dir:       k.env.dir,
+			LogPath:   k.env.logPath,
+		},
+	}
+	k.log.Info("Starting the extension's pod", "pod", client.ObjectKeyFromObject(object), "log", k.env.logPath)
+	if err := p.pod.Start(ctx); err != nil {
+		return nil, errors.Join(err, k.deletePodObject(ctx, d.Namespace, object.Name))
+	}
+	p.ctx, p.cancel = context.WithCancel(k.ctx)
+	k.mu.Lock()
+	k.pod, k.startErr = p, nil
+	k.mu.Unlock()
+	go k.probe(p, "127.0.0.1:"+strconv.Itoa(want.healthPort))
+	return p, nil
+}
+
+// gardenUser is the garden identity of the pod: the ServiceAccount of the garden access Secret
+// (resources.gardener.cloud/class garden) that the pod's volumes project, as gardenlet's token
+// requestor names it; empty if the pod projects none.
+func (k *extensionKubelet) gardenUser(ctx context.Context, d *appsv1.Deployment) (string, error) {
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.Secret == nil {
+				continue
+			}
+			secret := &corev1.Secret{}
+			if err := k.client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: src.Secret.Name}, secret); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return "", fmt.Errorf("failed reading Secret %s of the pod: %w", src.Secret.Name, err)
+			}
+			if secret.Labels[resourcesv1alpha1.ResourceManagerClass] != resourcesv1alpha1.ResourceManagerClassGarden {
+				continue
+			}
+			account := secret.Annotations[resourcesv1alpha1.ServiceAccountName]
+			namespace := secret.Annotations[resourcesv1alpha1.ServiceAccountNamespace]
+			if namespace == "" {
+				namespace = GardenAccessNamespace
+			}
+			return "system:serviceaccount:" + namespace + ":" + account, nil
+		}
+	}
+	return "", nil
+}
+
+// probe watches the container: readiness (the readiness probe's /readyz) until it is ready, and
+// the end of the process; each change makes the controller look at the Deployment again.
+func (k *extensionKubelet) probe(p *extensionPod, healthAddr string) {
+	defer close(p.done)
+	httpClient := &http.Client{Timeout: httpTimeout}
+	ticker := time.NewTicker(readyPollInterval)
+	defer ticker.Stop()
+	ready := false
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if exited, err := p.pod.Exited(); exited {
+			if err == nil {
+				err = errors.New("exit status 0")
+			}
+			err = fmt.Errorf("the extension's container ended: %w", err)
+			k.log.Info("The extension's container ended", "pod", p.object, "error", err.Error())
+			k.mu.Lock()
+			p.exited, p.exitErr = true, err
+			k.ended(p, err)
+			k.mu.Unlock()
+			k.notify(p.deployment)
+			return
+		}
+		if ready {
+			continue
+		}
+		req, err := http.NewRequestWithContext(p.ctx, http.MethodGet, "http://"+healthAddr+"/readyz", nil)
+		if err != nil {
+			continue
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			continue
+		}
+		ready = true
+		k.mu.Lock()
+		p.ready, p.readySince = true, time.Now()
+		k.crashes = 0
+		k.mu.Unlock()
+		k.notify(p.deployment)
+	}
+}
+
+// stopPodOf stops the pod if it belongs to the Deployment, and then looks at the other
+// Deployments again, whose pod may run now.
+func (k *extensionKubelet) stopPodOf(ctx context.Context, key types.NamespacedName, reason string) error {
+	k.mu.Lock()
+	p := k.pod
+	k.mu.Unlock()
+	if p == nil || p.deployment != key {
+		return nil
+	}
+	err := k.stopPod(ctx, reason)
+	// The controller's queue takes the events while this reconcile holds its worker.
+	go k.enqueueAll(nil)
+	return err
+}
+
+// stopPod stops the running pod, if any, with its grace period and deletes its Pod object; the
+// Deployment's status follows on its next reconcile.
+func (k *extensionKubelet) stopPod(ctx context.Context, reason string) error {
+	k.mu.Lock()
+	p := k.pod
+	k.pod = nil
+	k.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	k.log.Info("Stopping the extension's pod", "pod", p.object, "reason", reason)
+	// The probe reads the process, which Stop releases.
+	p.cancel()
+	<-p.done
+	err := p.pod.Stop()
+	if derr := k.deletePodObject(ctx, p.deployment.Namespace, p.object); derr != nil {
+		err = errors.Join(err, derr)
+	}
+	k.notify(p.deployment)
+	return err
+}
+
+// createPodObject creates the Pod of the template as the ReplicaSet controller would, so that the
+// seed's admission (the namespace's pod security level) checks it and gardener-resource-manager's
+// progressing check counts it.
+func (k *extensionKubelet) createPodObject(ctx context.Context, d *appsv1.Deployment, hash string) (*corev1.Pod, error) {
+	labels := map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: hash}
+	for key, value := range d.Spec.Template.Labels {
+		labels[key] = value
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:    d.Namespace,
+			GenerateName: d.Name + "-" + hash + "-",
+			Labels:       labels,
+			Annotations:  d.Spec.Template.Annotations,
+		},
+		Spec: *d.Spec.Template.Spec.DeepCopy(),
+	}
+	if err := k.client.Create(ctx, pod); err != nil {
+		return nil, fmt.Errorf("failed creating the Pod of Deployment %s: %w", client.ObjectKeyFromObject(d), err)
+	}
+	return pod, nil
+}
+
+func (k *extensionKubelet) deletePodObject(ctx context.Context, namespace, name string) error {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := k.client.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed deleting Pod %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// writeStatus writes the Pod's and the Deployment's status as kubelet and the Deployment
+// controller would for the pod p (nil: none runs).
+func (k *extensionKubelet) writeStatus(ctx context.Context, d *appsv1.Deployment, hash string, p *extensionPod) error {
+	var state podState
+	k.mu.Lock()
+	if p != nil {
+		state = podState{running: !p.exited, ready: p.ready && !p.exited, readySince: p.readySince}
+	}
+	k.mu.Unlock()
+	if p != nil {
+		if err := k.writePodStatus(ctx, d.Namespace, p.object, state); err != nil {
+			return err
+		}
+	}
+	status, _ := deploymentStatus(d, hash, state, time.Now())
+	if apiequality.Semantic.DeepEqual(status, d.Status) {
+		return nil
+	}
+	d.Status = status
+	if err := k.client.Status().Update(ctx, d); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed updating the status of Deployment %s: %w", client.ObjectKeyFromObject(d), err)
+	}
+	return nil
+}
+
+func (k *extensionKubelet) writePodStatus(ctx context.Context, namespace, name string, state podState) error {
+	pod := &corev1.Pod{}
+	if err := k.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	ready := corev1.ConditionFalse
+	if state.ready {
+		ready = corev1.ConditionTrue
+	}
+	status := corev1.PodStatus{
+		Phase:  corev1.PodRunning,
+		HostIP: "127.0.0.1",
+		PodIP:  "127.0.0.1",
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+			{Type: corev1.PodReady, Status: ready},
+			{Type: corev1.ContainersReady, Status: ready},
+		},
+	}
+	if len(pod.Status.Conditions) == len(status.Conditions) {
+		for i := range status.Conditions {
+			if pod.Status.Conditions[i].Status == status.Conditions[i].Status {
+				status.Conditions[i].LastTransitionTime = pod.Status.Conditions[i].LastTransitionTime
+			}
+		}
+	}
+	for i := range status.Conditions {
+		if status.Conditions[i].LastTransitionTime.IsZero() {
+			status.Conditions[i].LastTransitionTime = metav1.Now()
+		}
+	}
+	if pod.Status.Phase == status.Phase && apiequality.Semantic.DeepEqual(pod.Status.Conditions, status.Conditions) {
+		return nil
+	}
+	pod.Status.Phase, pod.Status.HostIP, pod.Status.PodIP, pod.Status.Conditions = status.Phase, status.HostIP, status.PodIP, status.Conditions
+	if err := k.client.Status().Update(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed updating the status of Pod %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// pull pulls the image from the sandbox's registry, as the container runtime would, and returns
+// its entrypoint extracted into the sandbox's directory (once per image).
+func (k *extensionKubelet) pull(ctx context.Context, image string) (string, error) {
+	k.mu.Lock()
+	binary, ok := k.images[image]
+	k.mu.Unlock()
+	if ok {
+		return binary, nil
+	}
+	ref, err := name.ParseReference(image)
+	if err != nil {
+		return "", fmt.Errorf("invalid image %q: %w", image, err)
+	}
+	img, err := remote.Image(ref, k.landscape.registryAuth(), remote.WithContext(ctx))
+	if err != nil {
+		return "", fmt.Errorf("failed pulling %s: %w", image, err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return "", fmt.Errorf("failed reading the config of %s: %w", image, err)
+	}
+	if len(cfg.Config.Entrypoint) != 1 {
+		return "", fmt.Errorf("image %s has entrypoint %v, want one executable", image, cfg.Config.Entrypoint)
+	}
+	entrypoint := strings.TrimPrefix(path.Clean(cfg.Config.Entrypoint[0]), "/")
+	digest, err := img.Digest()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(k.env.dir, "images", digest.Hex)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("failed creating the directory of image %s: %w", image, err)
+	}
+	binary = filepath.Join(dir, path.Base(entrypoint))
+	layers, err := img.Layers()
+	if err != nil {
+		return "", err
+	}
+	found := false
+	// The last layer that holds the file wins, as in the image's file system.
+	for i := len(layers) - 1; i >= 0 && !found; i-- {
+		if found, err = extractFile(layers[i].Uncompressed, entrypoint, binary); err != nil {
+			return "", fmt.Errorf("failed extracting %s from %s: %w", entrypoint, image, err)
+		}
+	}
+	if !found {
+		return "", fmt.Errorf("image %s has no %s", image, entrypoint)
+	}
+	k.mu.Lock()
+	k.images[image] = binary
+	k.mu.Unlock()
+	return binary, nil
+}
+
+// extractFile writes the regular file file of a layer to out, executable; false if the layer
+// does not hold it.
+func extractFile(open func() (io.ReadCloser, error), file, out string) (bool, error) {
+	rc, err := open()
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = rc.Close() }()
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if strings.TrimPrefix(path.Clean(hdr.Name), "/") != file || hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755) //nolint:gosec // the image's executable for the pod
+		if err != nil {
+			return false, err
+		}
+		if _, err := io.Copy(f, tr); err != nil { //nolint:gosec // an image the sandbox built
+			_ = f.Close()
+			return false, err
+		}
+		return true, f.Close()
+	}
+}
