@@ -88,9 +88,10 @@ var _ = Describe("gardener-resource-manager's health controllers", func() {
 		ref := mr.Status.Resources[i]
 		Expect(h.Shoot.Client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}})).To(Succeed())
 
-		// The resource manager creates the Deployment again at its next sync and the kubelet
-		// stand-in starts its controller: the status changes are followed with a watch, so that
-		// a short unhealthy phase is not missed between two reads.
+		// The resource manager applies the ManagedResource again as soon as it is reported
+		// unhealthy (at the latest at its next sync), and the kubelet stand-in starts the
+		// controller again: within seconds, so the status changes are followed with a watch, not
+		// read now and then.
 		By("following the condition until the Deployment is back and available")
 		unhealthy := followResourcesHealthy(ctx, h, constants.ManagedResourceControllers, mr.ResourceVersion, sandbox.ResourceManagerSyncPeriod+controllersTimeout)
 		Expect(unhealthy).NotTo(BeEmpty(), "the health controller never reported the deleted Deployment\n%s", logs())
