@@ -337,11 +337,13 @@ var _ = Describe("Hostile tenant", func() {
 		// What the seed's etcd keeps of the flood: every ManagedResource Secret in the flooded
 		// shoots' namespaces, whoever deleted the superseded ones (the extension after each apply,
 		// the garbage collector of the seed's gardener-resource-manager those a failed reconcile
-		// left behind). At rest that is the one Secret each ManagedResource references.
+		// left behind). At rest that is the one Secret each of a shoot's two ManagedResources
+		// references.
 		By("counting the ManagedResource Secrets the seed keeps once the garbage collector ran")
 		var kept, referenced []string
 		Eventually(func(g Gomega) {
 			kept, referenced = managedResourceSecrets(g, ctx, flooded)
+			g.Expect(referenced).To(HaveLen(2 * floodShoots))
 			g.Expect(kept).To(ConsistOf(referenced))
 		}).WithTimeout(garbageCollectionTimeout).Should(Succeed())
 		AddReportEntry("flood secrets kept", fmt.Sprintf("the seed keeps %d ManagedResource Secrets of the %d flooded shoots, the %d their ManagedResources reference", len(kept), floodShoots, len(referenced)))
