@@ -302,6 +302,13 @@ func quotedDefaults() []quotedDefault {
 		{"docs/architecture.md", `It runs every (minute) by default`, []time.Duration{syncPeriod}},
 		{"docs/usage.md", "turns `False` after (\\d+ \\w+)", []time.Duration{progressing}},
 		{"docs/architecture.md", "`Progressing` for up to (\\d+ \\w+), then `False`", []time.Duration{progressing}},
+		// The periods of gardener-resource-manager's controllers in the sandbox.
+		{"docs/development.md", "`sandbox.ResourceManagerSyncPeriod` \\((\\w+);", []time.Duration{sandbox.ResourceManagerSyncPeriod}},
+		{"docs/development.md", "`sandbox.SharedResourceManagerSyncPeriod`, (\\w+)\\)", []time.Duration{sandbox.SharedResourceManagerSyncPeriod}},
+		{"docs/development.md", "`sandbox.ResourceManagerHealthSyncPeriod` \\((\\w+),", []time.Duration{sandbox.ResourceManagerHealthSyncPeriod}},
+		{"docs/development.md", "`sandbox.SharedResourceManagerHealthSyncPeriod`, (\\w+)\\)", []time.Duration{sandbox.SharedResourceManagerHealthSyncPeriod}},
+		{"docs/development.md", "`sandbox.ResourceManagerGarbageCollectionPeriod` \\((\\w+);", []time.Duration{sandbox.ResourceManagerGarbageCollectionPeriod}},
+		{"docs/development.md", "`sandbox.ResourceManagerGarbageCollectionMinimumAge` \\((\\w+);", []time.Duration{sandbox.ResourceManagerGarbageCollectionMinimumAge}},
 		// The intervals of the bootstrap objects.
 		{"docs/usage.md", "\\| `interval` \\| duration \\| `(\\w+)` \\| Reconciliation interval\\.", []time.Duration{kluctlInterval}},
 		{"docs/usage.md", "\\| `interval` \\| duration \\| `(\\w+)` \\| Interval of the `GitRepository`", []time.Duration{fluxInterval}},

@@ -1,12 +1,25 @@
 package integration
 
 import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -45,6 +58,115 @@ var _ = Describe("Health check", func() {
 		Expect(status.LastAppliedRevision).To(Equal(commit))
 	})
 })
+
+// The extension's own health check reports the bootstrap only: the health of its ManagedResources
+// is gardener-resource-manager's, whose health and progressing controllers judge the objects
+// applied into the shoot, and which gardenlet's care controller aggregates into the Shoot's
+// SystemComponentsHealthy (see pkg/controller/healthcheck). The sandbox runs those controllers.
+var _ = Describe("gardener-resource-manager's health controllers", func() {
+	It("report both ManagedResources healthy once the delivered controllers run, and a deleted Deployment until it is back", func(ctx SpecContext) {
+		project := "grm-health"
+		setProjectConfig(ctx, newProject(ctx, project), legacyConfig(publicURL, "main", "public"))
+		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one", RunControllers: true})
+		logs := func() string { return "controller logs:\n" + h.ControllerLogs() }
+
+		By("waiting for the health controller to report both ManagedResources healthy")
+		for _, name := range []string{constants.ManagedResourceControllers, constants.ManagedResourceBootstrap} {
+			Eventually(func(g Gomega) {
+				c := managedResourceCondition(g, ctx, h, name, resourcesv1alpha1.ResourcesHealthy)
+				g.Expect(c.Status).To(Equal(gardencorev1beta1.ConditionTrue), "%s: %+v", name, c)
+				g.Expect(c.Reason).To(Equal("ResourcesHealthy"))
+				g.Expect(c.Message).To(Equal("All resources are healthy."))
+			}).WithTimeout(controllersTimeout).Should(Succeed(), logs)
+		}
+
+		By("deleting a delivered Deployment")
+		mr, err := h.ManagedResource(ctx, constants.ManagedResourceControllers)
+		Expect(err).NotTo(HaveOccurred())
+		i := slices.IndexFunc(mr.Status.Resources, func(r resourcesv1alpha1.ObjectReference) bool { return r.Kind == "Deployment" })
+		Expect(i).To(BeNumerically(">=", 0), "the controllers ManagedResource has no Deployment: %v", mr.Status.Resources)
+		ref := mr.Status.Resources[i]
+		Expect(h.Shoot.Client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}})).To(Succeed())
+
+		// The resource manager applies the ManagedResource again as soon as it is reported
+		// unhealthy (at the latest at its next sync), and the kubelet stand-in starts the
+		// controller again: within seconds, so the status changes are followed with a watch, not
+		// read now and then.
+		By("following the condition until the Deployment is back and available")
+		unhealthy := followResourcesHealthy(ctx, h, constants.ManagedResourceControllers, mr.ResourceVersion, sandbox.ResourceManagerSyncPeriod+controllersTimeout)
+		Expect(unhealthy).NotTo(BeEmpty(), "the health controller never reported the deleted Deployment\n%s", logs())
+		Expect(unhealthy[0].Reason).To(BeElementOf("DeploymentMissing", "DeploymentUnhealthy"))
+		Expect(unhealthy[0].Message).To(ContainSubstring(ref.Name))
+	})
+
+	It("report the Deployments of a shoot that runs no controllers unhealthy and progressing", func(ctx SpecContext) {
+		project := "grm-unhealthy"
+		setProjectConfig(ctx, newProject(ctx, project), legacyConfig(publicURL, "main", "public"))
+		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one"})
+
+		// Without a kubelet stand-in nothing writes a Deployment's status: its observed generation
+		// stays 0, which both controllers judge. The bootstrap objects have no health of their own
+		// to the resource manager, they only have to exist.
+		Eventually(func(g Gomega) {
+			c := managedResourceCondition(g, ctx, h, constants.ManagedResourceControllers, resourcesv1alpha1.ResourcesHealthy)
+			g.Expect(c.Status).To(Equal(gardencorev1beta1.ConditionFalse), "%+v", c)
+			g.Expect(c.Reason).To(Equal("DeploymentUnhealthy"))
+			g.Expect(c.Message).To(ContainSubstring("observed generation outdated (0/1)"))
+			c = managedResourceCondition(g, ctx, h, constants.ManagedResourceControllers, resourcesv1alpha1.ResourcesProgressing)
+			g.Expect(c.Status).To(Equal(gardencorev1beta1.ConditionTrue), "%+v", c)
+			g.Expect(c.Reason).To(Equal("DeploymentProgressing"))
+			c = managedResourceCondition(g, ctx, h, constants.ManagedResourceBootstrap, resourcesv1alpha1.ResourcesHealthy)
+			g.Expect(c.Status).To(Equal(gardencorev1beta1.ConditionTrue), "%+v", c)
+		}).WithTimeout(healthTimeout).Should(Succeed())
+	})
+})
+
+// managedResourceCondition returns a condition of one of the shoot's ManagedResources.
+func managedResourceCondition(g Gomega, ctx context.Context, h *sandbox.ShootHandle, name string, typ gardencorev1beta1.ConditionType) gardencorev1beta1.Condition {
+	mr, err := h.ManagedResource(ctx, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	c := v1beta1helper.GetCondition(mr.Status.Conditions, typ)
+	g.Expect(c).NotTo(BeNil(), "%s has no %s condition: %+v", name, typ, mr.Status.Conditions)
+	return *c
+}
+
+// followResourcesHealthy watches a ManagedResource of the shoot from resourceVersion on until its
+// ResourcesHealthy condition is True again, and returns the conditions other than True it had on
+// the way, in order.
+func followResourcesHealthy(ctx context.Context, h *sandbox.ShootHandle, name, resourceVersion string, timeout time.Duration) []gardencorev1beta1.Condition {
+	GinkgoHelper()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	w, err := sb.Seed.Client.Watch(ctx, &resourcesv1alpha1.ManagedResourceList{}, &client.ListOptions{
+		Namespace:     h.SeedNamespace,
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name),
+		Raw:           &metav1.ListOptions{ResourceVersion: resourceVersion},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	defer w.Stop()
+
+	var seen []gardencorev1beta1.Condition
+	for {
+		select {
+		case <-ctx.Done():
+			Fail(fmt.Sprintf("%s did not turn healthy again within %s; seen: %+v", name, timeout, seen))
+		case ev, ok := <-w.ResultChan():
+			Expect(ok).To(BeTrue(), "watch ended early; seen: %+v", seen)
+			Expect(ev.Type).NotTo(Equal(watch.Error), "watch failed: %v", ev.Object)
+			mr := ev.Object.(*resourcesv1alpha1.ManagedResource)
+			c := v1beta1helper.GetCondition(mr.Status.Conditions, resourcesv1alpha1.ResourcesHealthy)
+			switch {
+			case c == nil:
+			case c.Status == gardencorev1beta1.ConditionTrue:
+				if len(seen) > 0 {
+					return seen
+				}
+			case len(seen) == 0 || seen[len(seen)-1].Reason != c.Reason || seen[len(seen)-1].Message != c.Message:
+				seen = append(seen, *c)
+			}
+		}
+	}
+}
 
 // setKluctlReady writes the Ready condition of the bootstrap KluctlDeployment's status.
 func setKluctlReady(ctx SpecContext, h *sandbox.ShootHandle, status, reason, message string) {

@@ -11,6 +11,7 @@ import (
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
@@ -332,6 +334,20 @@ var _ = Describe("Hostile tenant", func() {
 			floodUpdates, floodShoots, n, floodShoots, perShoot))
 		Expect(n).To(BeNumerically("<=", floodShoots*perShoot))
 
+		// What the seed's etcd keeps of the flood: every ManagedResource Secret in the flooded
+		// shoots' namespaces, whoever deleted the superseded ones (the extension after each apply,
+		// the garbage collector of the seed's gardener-resource-manager those a failed reconcile
+		// left behind). At rest that is the one Secret each of a shoot's two ManagedResources
+		// references.
+		By("counting the ManagedResource Secrets the seed keeps once the garbage collector ran")
+		var kept, referenced []string
+		Eventually(func(g Gomega) {
+			kept, referenced = managedResourceSecrets(g, ctx, flooded)
+			g.Expect(referenced).To(HaveLen(2 * floodShoots))
+			g.Expect(kept).To(ConsistOf(referenced))
+		}).WithTimeout(garbageCollectionTimeout).Should(Succeed())
+		AddReportEntry("flood secrets kept", fmt.Sprintf("the seed keeps %d ManagedResource Secrets of the %d flooded shoots, the %d their ManagedResources reference", len(kept), floodShoots, len(referenced)))
+
 		if floodMemory != nil {
 			highest, mem := floodMemory()
 			addHeapReport(ctx, "flood heap")
@@ -515,6 +531,28 @@ func coalesceWindows(d time.Duration) int {
 		n++
 	}
 	return n
+}
+
+// managedResourceSecrets lists the ManagedResource Secrets in the shoots' seed namespaces, and
+// the Secrets their ManagedResources reference, as namespace/name.
+func managedResourceSecrets(g Gomega, ctx context.Context, shoots []*sandbox.ShootHandle) (kept, referenced []string) {
+	for _, h := range shoots {
+		secrets := &corev1.SecretList{}
+		g.Expect(sb.Seed.Client.List(ctx, secrets, client.InNamespace(h.SeedNamespace))).To(Succeed())
+		for _, s := range secrets.Items {
+			if strings.HasPrefix(s.Name, "managedresource-") {
+				kept = append(kept, h.SeedNamespace+"/"+s.Name)
+			}
+		}
+		mrs := &resourcesv1alpha1.ManagedResourceList{}
+		g.Expect(sb.Seed.Client.List(ctx, mrs, client.InNamespace(h.SeedNamespace))).To(Succeed())
+		for _, mr := range mrs.Items {
+			for _, ref := range mr.Spec.SecretRefs {
+				referenced = append(referenced, h.SeedNamespace+"/"+ref.Name)
+			}
+		}
+	}
+	return kept, referenced
 }
 
 // countSecretCreations watches the seed's Secrets from now on and returns a function that tells

@@ -230,6 +230,62 @@ var _ = Describe("Disabling the extension for a hibernated shoot", func() {
 	})
 })
 
+// The extension deletes the Secret a new content superseded once the resource manager applied
+// the new one; a reconcile that fails in between leaves the old one behind, unreferenced, and its
+// retries find nothing superseded any more. In a landscape the garbage collector of the seed's
+// gardener-resource-manager removes it, as it does in the sandbox.
+var _ = Describe("ManagedResource Secrets", func() {
+	It("leaves the Secret superseded by an unappliable bootstrap to gardener-resource-manager's garbage collector", func(ctx SpecContext) {
+		project := "gc-superseded"
+		newUnappliableProject(ctx, project)
+		spec := unappliableShoot(project, "one", false)
+		unappliable := spec.ProviderConfig
+		spec.ProviderConfig = nil
+		h := createShootSucceeded(ctx, spec)
+		superseded := managedResourceSecret(ctx, h, constants.ManagedResourceBootstrap)
+		controllers := managedResourceSecret(ctx, h, constants.ManagedResourceControllers)
+
+		By("writing a bootstrap the resource manager cannot apply")
+		Expect(h.UpdateProviderConfig(ctx, unappliable)).To(Succeed())
+		lastErr, err := waitUnappliable(ctx, h, errorTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		expectUnappliable(h, lastErr)
+		current := managedResourceSecret(ctx, h, constants.ManagedResourceBootstrap)
+		Expect(current).NotTo(Equal(superseded))
+
+		// With the extension stopped, only the garbage collector deletes Secrets.
+		By("stopping the extension and waiting for the garbage collector")
+		Expect(sb.StopExtension()).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) error {
+			if sb.ExtensionRunning() {
+				return nil
+			}
+			return sb.StartExtension(ctx)
+		})
+		Eventually(func() error {
+			return get(ctx, sb.Seed.Client, &corev1.Secret{}, h.SeedNamespace, superseded)
+		}).WithTimeout(garbageCollectionTimeout).Should(Satisfy(apierrors.IsNotFound), "Secret %s is still there", superseded)
+		// The collection that removed it kept what the ManagedResources reference.
+		for _, name := range []string{current, controllers} {
+			Expect(get(ctx, sb.Seed.Client, &corev1.Secret{}, h.SeedNamespace, name)).To(Succeed(), "Secret %s", name)
+		}
+	})
+})
+
+// garbageCollectionTimeout bounds the wait for the garbage collector of the seed's resource
+// manager to delete an unreferenced Secret: it does at its first run after the Secret reached the
+// minimum age, and a loaded machine may delay that run.
+var garbageCollectionTimeout = sandbox.ResourceManagerGarbageCollectionMinimumAge + sandbox.ResourceManagerGarbageCollectionPeriod + time.Minute
+
+// managedResourceSecret returns the name of the one Secret a ManagedResource of the shoot references.
+func managedResourceSecret(ctx context.Context, h *sandbox.ShootHandle, name string) string {
+	GinkgoHelper()
+	mr, err := h.ManagedResource(ctx, name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(mr.Spec.SecretRefs).To(HaveLen(1), "Secrets of %s", name)
+	return mr.Spec.SecretRefs[0].Name
+}
+
 // hibernatedReconcileTimeout is well below the extension's wait for a ManagedResource (2m).
 var hibernatedReconcileTimeout = 45 * time.Second
 

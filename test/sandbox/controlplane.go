@@ -74,10 +74,11 @@ func (h *ShootHandle) startResourceManager(ctx context.Context) error {
 		return nil
 	}
 	rm, err := startResourceManager(ctx, h.log.WithName("resource-manager"), h.sandbox.Seed.Config, h.Shoot, resourceManagerOptions{
-		name:            h.SeedNamespace,
-		namespace:       h.SeedNamespace,
-		concurrentSyncs: ResourceManagerConcurrentSyncs,
-		syncPeriod:      h.syncPeriod,
+		name:             h.SeedNamespace,
+		namespace:        h.SeedNamespace,
+		concurrentSyncs:  ResourceManagerConcurrentSyncs,
+		syncPeriod:       h.syncPeriod,
+		healthSyncPeriod: ResourceManagerHealthSyncPeriod,
 	})
 	if err != nil {
 		return err

@@ -216,8 +216,8 @@ func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries
 	return k, nil
 }
 
-// stop ends the controller and then every process, each with its grace period, and removes the
-// processes' files.
+// stop ends the controller, killing the processes it is stopping, and then every other process,
+// each with its grace period, and removes the processes' files.
 func (k *kubelet) stop() error {
 	if k == nil {
 		return nil
@@ -236,7 +236,7 @@ func (k *kubelet) stopPods() {
 	k.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, p := range pods {
-		wg.Go(p.stop)
+		wg.Go(func() { p.stop(nil) })
 	}
 	wg.Wait()
 }
@@ -278,7 +278,11 @@ func (k *kubelet) pod(key types.NamespacedName) *controllerPod {
 	return k.pods[key]
 }
 
-// stopPod stops the Deployment's process, if any, with the pod's grace period.
+// stopPod stops the Deployment's process, if any, with the pod's grace period. The kubelet's stop
+// cuts the grace period short, as the end of a node ends its processes: its controller manager
+// waits for the reconcile that stops the pod only for GracefulShutdownTimeout, and a process need
+// not end on SIGTERM. A Flux controller whose RBAC was removed before its caches synced (its
+// ManagedResource deleted right after it started) was seen to outlive SIGTERM by more than that.
 func (k *kubelet) stopPod(key types.NamespacedName, reason string) {
 	k.mu.Lock()
 	p := k.pods[key]
@@ -288,7 +292,7 @@ func (k *kubelet) stopPod(key types.NamespacedName, reason string) {
 		return
 	}
 	k.log.Info("Stopping controller", "deployment", key, "pod", p.name, "reason", reason, "gracePeriod", p.grace)
-	p.stop()
+	p.stop(k.ctx.Done())
 }
 
 // Reconcile runs, restarts or stops the Deployment's process and writes the Deployment's status.

@@ -260,9 +260,9 @@ func (p *controllerPod) restartIfDue(k *kubelet) (time.Duration, error) {
 	return 0, p.run(k)
 }
 
-// stop sends SIGTERM and kills the process after the pod's grace period. The log stays for
-// ShootHandle.ControllerLogs.
-func (p *controllerPod) stop() {
+// stop sends SIGTERM and kills the process after the pod's grace period, or as soon as abort is
+// closed. The log stays for ShootHandle.ControllerLogs.
+func (p *controllerPod) stop(abort <-chan struct{}) {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
@@ -272,7 +272,7 @@ func (p *controllerPod) stop() {
 	process, logFile, stopWatch := p.process, p.log, p.stopWatch
 	p.mu.Unlock()
 	close(stopWatch)
-	process.Terminate(p.grace)
+	process.TerminateUnless(p.grace, abort)
 	killGroup(process)
 	p.mu.Lock()
 	p.ready, p.exitedAt = false, time.Now()

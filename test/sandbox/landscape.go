@@ -17,7 +17,6 @@ import (
 	"github.com/gardener/gardener/pkg/api/indexer"
 	controllermanagerconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
 	gardenletconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/gardenlet/v1alpha1"
-	resourcemanagerconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	"github.com/gardener/gardener/pkg/apis/core"
 	gardencorev1 "github.com/gardener/gardener/pkg/apis/core/v1"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -28,9 +27,6 @@ import (
 	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
 	"github.com/gardener/gardener/pkg/controllermanager/controller/controllerregistration"
 	gardenletcontrollerinstallation "github.com/gardener/gardener/pkg/gardenlet/controller/controllerinstallation"
-	"github.com/gardener/gardener/pkg/resourcemanager/controller/health/health"
-	"github.com/gardener/gardener/pkg/resourcemanager/controller/health/progressing"
-	resourcemanagerpredicate "github.com/gardener/gardener/pkg/resourcemanager/predicate"
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -244,12 +240,12 @@ func (s *Sandbox) startLandscape(ctx context.Context) error {
 		return err
 	}
 	if l.resourceManager, err = startResourceManager(ctx, s.log.WithName("seed-resource-manager"), s.Seed.Config, s.Seed, resourceManagerOptions{
-		name:            "seed",
-		namespace:       GardenNamespace,
-		concurrentSyncs: ResourceManagerConcurrentSyncs,
-		syncPeriod:      ResourceManagerSyncPeriod,
-		class:           v1beta1constants.SeedResourceManagerClass,
-		addControllers:  addHealthControllers(v1beta1constants.SeedResourceManagerClass),
+		name:             "seed",
+		namespace:        GardenNamespace,
+		concurrentSyncs:  ResourceManagerConcurrentSyncs,
+		syncPeriod:       ResourceManagerSyncPeriod,
+		class:            v1beta1constants.SeedResourceManagerClass,
+		healthSyncPeriod: ResourceManagerSyncPeriod,
 	}); err != nil {
 		return err
 	}
@@ -310,27 +306,6 @@ func (l *landscape) stop() error {
 		errs = append(errs, l.registry.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// addHealthControllers adds gardener-resource-manager's health and progressing controllers for
-// the ManagedResources of class: they report ResourcesHealthy and ResourcesProgressing, from which
-// gardenlet's care controller reports the ControllerInstallation's Healthy and Progressing.
-func addHealthControllers(class string) func(context.Context, manager.Manager, cluster.Cluster) error {
-	return func(ctx context.Context, mgr manager.Manager, target cluster.Cluster) error {
-		cfg := resourcemanagerconfigv1alpha1.HealthControllerConfig{
-			ConcurrentSyncs: ptr.To(landscapeConcurrentSyncs),
-			SyncPeriod:      &metav1.Duration{Duration: ResourceManagerSyncPeriod},
-		}
-		// The resource manager applies with cluster ID "" (startResourceManager), which the
-		// objects' origin annotation names.
-		if err := (&health.Reconciler{Config: cfg, ClassFilter: resourcemanagerpredicate.NewClassFilter(class)}).AddToManager(mgr, mgr, target, ""); err != nil {
-			return fmt.Errorf("failed adding the health controller: %w", err)
-		}
-		if err := (&progressing.Reconciler{Config: cfg, ClassFilter: resourcemanagerpredicate.NewClassFilter(class)}).AddToManager(ctx, mgr, mgr, target, ""); err != nil {
-			return fmt.Errorf("failed adding the progressing controller: %w", err)
-		}
-		return nil
-	}
 }
 
 // landscapeManagerOptions are the options of the managers of gardener's controllers in this

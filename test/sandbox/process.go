@@ -56,16 +56,25 @@ func (p *Process) ExitErr() error {
 // Terminate asks the process to stop with SIGTERM and kills it if it has not ended after timeout.
 // It returns when the process has ended.
 func (p *Process) Terminate(timeout time.Duration) {
+	p.TerminateUnless(timeout, nil)
+}
+
+// TerminateUnless is Terminate, but kills the process as soon as abort is closed.
+func (p *Process) TerminateUnless(timeout time.Duration, abort <-chan struct{}) {
 	if p.Exited() {
 		return
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
 	select {
 	case <-p.done:
-	case <-time.After(timeout):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+		return
+	case <-timer.C:
+	case <-abort:
 	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 // FreePort returns a TCP port on the loopback interface that was free a moment ago.

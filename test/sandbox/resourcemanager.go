@@ -7,6 +7,9 @@ import (
 
 	resourcemanagerconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	resourcemanagerclient "github.com/gardener/gardener/pkg/resourcemanager/client"
+	"github.com/gardener/gardener/pkg/resourcemanager/controller/garbagecollector"
+	"github.com/gardener/gardener/pkg/resourcemanager/controller/health/health"
+	"github.com/gardener/gardener/pkg/resourcemanager/controller/health/progressing"
 	"github.com/gardener/gardener/pkg/resourcemanager/controller/managedresource"
 	resourcemanagerpredicate "github.com/gardener/gardener/pkg/resourcemanager/predicate"
 	"github.com/go-logr/logr"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,18 +44,23 @@ type resourceManagerOptions struct {
 	concurrentSyncs int
 	// syncPeriod is how often a ManagedResource is applied again.
 	syncPeriod time.Duration
-	// class is the resource class whose ManagedResources are applied; empty is gardener's default
-	// class, which also takes ManagedResources without a class, as managedresources.CreateForShoot
-	// writes them.
+	// class is the resource class whose ManagedResources are applied and checked; empty is
+	// gardener's default class, which also takes ManagedResources without a class, as
+	// managedresources.CreateForShoot writes them.
 	class string
-	// addControllers, if set, adds more of gardener-resource-manager's controllers to the manager
-	// (with the target cluster) before it starts; ctx lasts as long as the manager runs.
-	addControllers func(ctx context.Context, mgr manager.Manager, target cluster.Cluster) error
+	// healthSyncPeriod is how often the health and progressing controllers check a
+	// ManagedResource's objects again without an event.
+	healthSyncPeriod time.Duration
 }
 
-// startResourceManager runs gardener-resource-manager's ManagedResource controller the way a
-// shoot's resource manager runs in its control plane: it applies the ManagedResources of the
-// shoot's seed namespace into the shoot's API server, for the class of opts.
+// startResourceManager runs gardener-resource-manager's ManagedResource, health and progressing
+// controllers the way a shoot's resource manager runs them in its control plane (gardener's
+// pkg/resourcemanager/controller.AddToManager), for the class of opts: it applies the
+// ManagedResources of the shoot's seed namespace into the shoot's API server and reports the health
+// of the applied objects as the conditions ResourcesHealthy and ResourcesProgressing, which
+// gardenlet's care controller aggregates. Its garbage collector does not run here: the one that
+// removes the ManagedResource Secrets of the seed runs in the seed's resource manager
+// (startSeedResourceManager).
 func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config, shoot *Cluster, opts resourceManagerOptions) (*runner, error) {
 	mgr, err := manager.New(seed, sourceManagerOptions(log, opts))
 	if err != nil {
@@ -73,6 +82,30 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 		return nil, fmt.Errorf("failed adding target cluster to resource manager %s: %w", opts.name, err)
 	}
 
+	// Added before the ManagedResource controller, in gardener's order. With the objects' health
+	// the sandbox reports what a landscape would: a Deployment that nobody runs (no kubelet
+	// stand-in, or an image without a binary) never observes its generation, which both controllers
+	// report as unhealthy and progressing.
+	healthConfig := resourcemanagerconfigv1alpha1.HealthControllerConfig{
+		ConcurrentSyncs: ptr.To(opts.concurrentSyncs),
+		SyncPeriod:      &metav1.Duration{Duration: opts.healthSyncPeriod},
+	}
+	if err := (&health.Reconciler{
+		Config:      healthConfig,
+		ClassFilter: resourcemanagerpredicate.NewClassFilter(opts.class),
+	}).AddToManager(mgr, mgr, target, ""); err != nil {
+		return nil, fmt.Errorf("failed adding health controller to resource manager %s: %w", opts.name, err)
+	}
+	// The progressing controller's predicates keep the context they are added with.
+	r := newRunner(ctx, "resource-manager "+opts.name)
+	if err := (&progressing.Reconciler{
+		Config:      healthConfig,
+		ClassFilter: resourcemanagerpredicate.NewClassFilter(opts.class),
+	}).AddToManager(r.ctx, mgr, mgr, target, ""); err != nil {
+		r.cancel()
+		return nil, fmt.Errorf("failed adding progressing controller to resource manager %s: %w", opts.name, err)
+	}
+
 	reconciler := &managedresource.Reconciler{
 		Config: resourcemanagerconfigv1alpha1.ManagedResourceControllerConfig{
 			ConcurrentSyncs:     ptr.To(opts.concurrentSyncs),
@@ -84,14 +117,8 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 		RequeueAfterOnDeletionPending: ptr.To(ResourceManagerDeletionRequeue),
 	}
 	if err := reconciler.AddToManager(mgr, mgr, target); err != nil {
+		r.cancel()
 		return nil, fmt.Errorf("failed adding managedresource controller to resource manager %s: %w", opts.name, err)
-	}
-	r := newRunner(ctx, "resource-manager "+opts.name)
-	if opts.addControllers != nil {
-		if err := opts.addControllers(r.ctx, mgr, target); err != nil {
-			r.cancel()
-			return nil, fmt.Errorf("failed adding controllers to resource manager %s: %w", opts.name, err)
-		}
 	}
 	if err := r.start(ctx, log, mgr); err != nil {
 		return nil, err
@@ -99,10 +126,35 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 	return r, nil
 }
 
-// sourceManagerOptions are the options of a controller manager that watches the seed
-// namespace(s) of a resource manager.
-func sourceManagerOptions(log logr.Logger, opts resourceManagerOptions) manager.Options {
-	mgrOpts := manager.Options{
+// startSeedResourceManager runs the garbage collector of gardener-resource-manager the way the
+// seed's resource manager runs it (gardener's runtime resource manager, whose source and target
+// are the seed, all namespaces): it deletes the Secrets and ConfigMaps labelled
+// garbage-collectable that no ManagedResource or workload references any more and that are older
+// than ResourceManagerGarbageCollectionMinimumAge, every ResourceManagerGarbageCollectionPeriod.
+// Its other controllers serve ManagedResources of class seed, of which the sandbox has none.
+// Since it runs in the seed, it also collects while a shoot is hibernated.
+func startSeedResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config) (*runner, error) {
+	mgr, err := manager.New(seed, seedManagerOptions(log))
+	if err != nil {
+		return nil, fmt.Errorf("failed creating seed resource manager: %w", err)
+	}
+	if err := (&garbagecollector.Reconciler{
+		Config: resourcemanagerconfigv1alpha1.GarbageCollectorControllerConfig{
+			Enabled:    true,
+			SyncPeriod: &metav1.Duration{Duration: ResourceManagerGarbageCollectionPeriod},
+		},
+		Clock:                 clock.RealClock{},
+		MinimumObjectLifetime: ptr.To(ResourceManagerGarbageCollectionMinimumAge),
+	}).AddToManager(mgr, mgr); err != nil {
+		return nil, fmt.Errorf("failed adding garbage collector to seed resource manager: %w", err)
+	}
+	return startManager(ctx, log, "seed resource manager", mgr)
+}
+
+// seedManagerOptions are the options of a controller manager of gardener-resource-manager that
+// reads the seed.
+func seedManagerOptions(log logr.Logger) manager.Options {
+	return manager.Options{
 		Scheme:                 resourcemanagerclient.SourceScheme,
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -111,6 +163,12 @@ func sourceManagerOptions(log logr.Logger, opts resourceManagerOptions) manager.
 		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
 	}
+}
+
+// sourceManagerOptions are the options of a controller manager that watches the seed
+// namespace(s) of a resource manager.
+func sourceManagerOptions(log logr.Logger, opts resourceManagerOptions) manager.Options {
+	mgrOpts := seedManagerOptions(log)
 	if opts.namespace != "" {
 		mgrOpts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.namespace: {}}}
 	} else {

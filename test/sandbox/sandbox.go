@@ -69,6 +69,20 @@ var (
 	// ResourceManagerDeletionRequeue is how soon gardener-resource-manager checks a pending deletion
 	// again; gardener's default of 5s would dominate the time of deletion scenarios.
 	ResourceManagerDeletionRequeue = time.Second
+	// ResourceManagerHealthSyncPeriod is how often a shoot's gardener-resource-manager checks the
+	// health of a ManagedResource's objects again without an event, gardener's default. A change of
+	// an object's health is an event, so scenarios need no shorter period.
+	ResourceManagerHealthSyncPeriod = time.Minute
+	// ResourceManagerGarbageCollectionPeriod is how often the seed's gardener-resource-manager
+	// deletes the garbage-collectable Secrets and ConfigMaps that nothing references. Gardener's
+	// 12 hours would never come within a scenario.
+	ResourceManagerGarbageCollectionPeriod = 10 * time.Second
+	// ResourceManagerGarbageCollectionMinimumAge is how old an unreferenced garbage-collectable
+	// Secret must be before the garbage collector deletes it. The age protects a Secret between its
+	// write and the write of the ManagedResource that references it, which takes milliseconds but
+	// may take seconds on a loaded machine; gardener's 10 minutes would make scenarios wait that
+	// long for a collection.
+	ResourceManagerGarbageCollectionMinimumAge = 30 * time.Second
 	// HealthCheckSyncPeriod is how often the in-process health check controller checks a shoot; the
 	// binary's minute would make scenarios wait long for a condition.
 	HealthCheckSyncPeriod = 5 * time.Second
@@ -163,6 +177,9 @@ type Sandbox struct {
 	config config.ControllerConfiguration
 	log    logr.Logger
 
+	// seedResourceManager runs gardener-resource-manager's garbage collector for the seed.
+	seedResourceManager *runner
+
 	mu        sync.Mutex
 	extension *runner
 	deployed  *deployedExtension
@@ -256,6 +273,9 @@ func (s *Sandbox) start(ctx context.Context) error {
 	}
 	if err := s.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: GardenNamespace}}); err != nil {
 		return fmt.Errorf("failed creating seed namespace %s: %w", GardenNamespace, err)
+	}
+	if s.seedResourceManager, err = startSeedResourceManager(ctx, s.log.WithName("seed-garbage-collector"), s.Seed.Config); err != nil {
+		return err
 	}
 	if s.opts.Deployed {
 		s.log.Info("Starting the landscape's controllers that install the extension")
@@ -483,7 +503,7 @@ func (s *Sandbox) Stop() error {
 	shared := s.shared
 	s.shared = nil
 	s.mu.Unlock()
-	errs = append(errs, shared.stop())
+	errs = append(errs, shared.stop(), s.seedResourceManager.stop())
 	if s.deployedEnv != nil {
 		errs = append(errs, s.deployedEnv.landscape.stop())
 	}

@@ -17,6 +17,12 @@ var (
 	// plane re-applies a ManagedResource. Shoots sharing it overwrite each other's objects, so a
 	// periodic re-apply corrects nothing and would only load the machine.
 	SharedResourceManagerSyncPeriod = time.Hour
+	// SharedResourceManagerHealthSyncPeriod is how often the resource manager of the shared
+	// control plane checks the health of a ManagedResource's objects again without an event. The
+	// Deployments of light shoots never become ready (no kubelet stand-in runs there), and the
+	// health controller writes an unhealthy status on every check: with hundreds of light shoots,
+	// gardener's minute would be a steady stream of status writes to the seed.
+	SharedResourceManagerHealthSyncPeriod = 10 * time.Minute
 )
 
 // sharedControlPlane is the shoot API server, controller manager and gardener-resource-manager
@@ -55,10 +61,11 @@ func (s *Sandbox) sharedControlPlane(ctx context.Context) (*sharedControlPlane, 
 		return nil, errors.Join(err, shared.stop())
 	}
 	rmOpts := resourceManagerOptions{
-		name:            "shared",
-		accept:          shared.has,
-		concurrentSyncs: SharedResourceManagerConcurrentSyncs,
-		syncPeriod:      SharedResourceManagerSyncPeriod,
+		name:             "shared",
+		accept:           shared.has,
+		concurrentSyncs:  SharedResourceManagerConcurrentSyncs,
+		syncPeriod:       SharedResourceManagerSyncPeriod,
+		healthSyncPeriod: SharedResourceManagerHealthSyncPeriod,
 	}
 	if s.opts.MarkSharedApplied {
 		shared.resourceManager, err = startAppliedMarker(ctx, log.WithName("applied-marker"), s.Seed.Config, rmOpts)
