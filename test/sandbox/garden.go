@@ -278,20 +278,6 @@ func (c *Cluster) Stop() error {
 	return c.stop()
 }
 
-// gardenerModuleFile returns the path of a file of the gardener module, e.g. one of its example
-// CRDs.
-func gardenerModuleFile(elem ...string) (string, error) {
-	dir, err := gardenerModuleDir()
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(append([]string{dir}, elem...)...)
-	if _, err := os.Stat(p); err != nil {
-		return "", errors.New("gardener module file missing: " + err.Error())
-	}
-	return p, nil
-}
-
 // ExtensionRegistrationFile is the ControllerDeployment and ControllerRegistration of shoot-flux
 // that make generate writes, relative to the repository root.
 const ExtensionRegistrationFile = "example/controller-registration.yaml"
