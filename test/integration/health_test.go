@@ -100,7 +100,7 @@ var _ = Describe("gardener-resource-manager's health controllers", func() {
 	})
 
 	It("report the Deployments of a shoot that runs no controllers unhealthy and progressing", func(ctx SpecContext) {
-		project := "grm-unhealthy"
+		project := "grmunhlthy"
 		setProjectConfig(ctx, newProject(ctx, project), legacyConfig(publicURL, "main", "public"))
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one"})
 

@@ -236,7 +236,7 @@ var _ = Describe("Disabling the extension for a hibernated shoot", func() {
 // gardener-resource-manager removes it, as it does in the sandbox.
 var _ = Describe("ManagedResource Secrets", func() {
 	It("leaves the Secret superseded by an unappliable bootstrap to gardener-resource-manager's garbage collector", func(ctx SpecContext) {
-		project := "gc-superseded"
+		project := "gcsupersed"
 		newUnappliableProject(ctx, project)
 		spec := unappliableShoot(project, "one", false)
 		unappliable := spec.ProviderConfig
