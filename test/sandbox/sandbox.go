@@ -61,6 +61,9 @@ var (
 	GracefulShutdownTimeout = 30 * time.Second
 	// PollInterval is how often helpers re-read objects while waiting.
 	PollInterval = 200 * time.Millisecond
+	// WatchRenewal is how long a wait watches the Extension before it starts a new watch from the
+	// last version it saw.
+	WatchRenewal = 20 * time.Second
 
 	// ResourceManagerConcurrentSyncs is the number of ManagedResource workers per shoot.
 	ResourceManagerConcurrentSyncs = 2

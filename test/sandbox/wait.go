@@ -183,13 +183,17 @@ func (h *ShootHandle) watchExtension(ctx context.Context, timeout time.Duration,
 	rv, since := h.getSince()
 	for {
 		watchStart := time.Now()
-		w, err := h.sandbox.Seed.Client.Watch(ctx, &extensionsv1alpha1.ExtensionList{}, &client.ListOptions{
+		// Each watch lasts at most WatchRenewal: one on a connection that went bad while the seed
+		// API server restarted would otherwise wait for the whole timeout.
+		wctx, wcancel := context.WithTimeout(ctx, WatchRenewal)
+		w, err := h.sandbox.Seed.Client.Watch(wctx, &extensionsv1alpha1.ExtensionList{}, &client.ListOptions{
 			Namespace:     h.SeedNamespace,
 			FieldSelector: fields.OneTermEqualSelector("metadata.name", ExtensionName),
 			// Bookmarks keep rv current while the Extension itself does not change.
 			Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true},
 		})
 		if err != nil {
+			wcancel()
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -201,6 +205,7 @@ func (h *ShootHandle) watchExtension(ctx context.Context, timeout time.Duration,
 		}
 		done, err := consume(w, func(ex *extensionsv1alpha1.Extension) (bool, error) { return fn(ex, false, since) }, &rv)
 		w.Stop()
+		wcancel()
 		if errors.Is(err, errWatchLost) {
 			if ctx.Err() != nil {
 				return ctx.Err()
