@@ -18,9 +18,12 @@ HELM   ?= helm
 
 # gardener's gozstd ships a prebuilt library that fails to link with cgo: everything is built
 # and tested without cgo (and therefore without -race).
+# -trimpath for every go command, not only for the release builds (build, publish): a package is
+# compiled once for all of them. Without it `make test` compiled the extension's dependencies
+# twice on a cold cache, once for the tests and once with -trimpath for `make publish` (test/publish).
 export CGO_ENABLED := 0
 export GOTOOLCHAIN := local
-export GOFLAGS     := -mod=mod
+export GOFLAGS     := -mod=mod -trimpath
 
 GO       ?= go
 TOOLS_BIN := $(REPO_ROOT)/hack/tools/bin

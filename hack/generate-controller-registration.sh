@@ -6,8 +6,8 @@
 #
 # gardener's script calls `helm package` and `yq`. Neither is a Debian package here, so both are
 # built from the Go module proxy into a versioned cache outside the repository: helm in the
-# version gardener itself requires (the chart is rendered by that helm library in gardenlet), yq
-# pinned below.
+# version gardener itself requires (the chart is rendered by that helm library in gardenlet), from
+# this module, yq pinned below with its own module graph.
 #
 # Usage: hack/generate-controller-registration.sh [destination]
 # shellcheck source=hack/lib.sh
@@ -37,7 +37,15 @@ install_tool() {
   echo "${dir}"
 }
 
-helm_dir="$(install_tool helm helm.sh/helm/v4/cmd/helm "${HELM_VERSION}")"
+# helm is built in this module's graph (go.mod requires the helm gardener requires), so it shares
+# the compiled Kubernetes packages with this repository's own build instead of compiling helm's
+# pins of them once more on a cold cache.
+helm_dir="${CACHE_ROOT}/tools/helm-${HELM_VERSION}"
+if [[ ! -x "${helm_dir}/helm" ]]; then
+  echo "generate-controller-registration: building helm ${HELM_VERSION} (once)" >&2
+  mkdir -p "${helm_dir}"
+  go build -o "${helm_dir}/helm" helm.sh/helm/v4/cmd/helm >&2
+fi
 yq_dir="$(install_tool yq github.com/mikefarah/yq/v4 "${YQ_VERSION}")"
 export PATH="${helm_dir}:${yq_dir}:${PATH}"
 

@@ -11,7 +11,8 @@ shopt -s inherit_errexit
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 export GOTOOLCHAIN=local
 export CGO_ENABLED=0
-export GOFLAGS=-mod=mod
+# As the Makefile sets them (see there for -trimpath).
+export GOFLAGS="-mod=mod -trimpath"
 CACHE_ROOT="${SHOOT_FLUX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shoot-flux}"
 
 # module_dir <module> prints the module cache directory of the version go.mod requires.

@@ -92,6 +92,7 @@ run) exec "${GO:-go}" run -ldflags "${LDFLAGS:-}" "$pkg" "${args[@]}" ;;
 # Without LDFLAGS: their -s -w would strip the symbols dlv needs.
 debug)
   # shellcheck disable=SC2086 # DLV_ARGS are several flags
-  exec "${DLV:-dlv}" debug ${DLV_ARGS:-} "$pkg" -- "${args[@]}"
+  # Without -trimpath (the Makefile's GOFLAGS): dlv finds the sources by their full paths.
+  GOFLAGS=-mod=mod exec "${DLV:-dlv}" debug ${DLV_ARGS:-} "$pkg" -- "${args[@]}"
   ;;
 esac

@@ -78,15 +78,6 @@ var (
 	MaxWriteAttempts = 5
 )
 
-// DefaultMaxDataKeys is how many data keys the deploy key Secret of a project may have unless the
-// Manager says otherwise. A key pair takes three (identity, identity.pub, repository) and two more
-// while a staged rotation keeps its pending pair, so this is
-// room for 500 key pairs: a project with 250 shoots with shoot-scoped keys that each moved to a
-// second repository once. The Secret is written by project admins, and every key of it costs work
-// on each reconcile of each shoot of the project (and a key generation on a rotation), so the
-// count is bounded.
-const DefaultMaxDataKeys = 1500
-
 // A rotation warning names at most maxReportedKeys data keys, the rest are counted, and cuts
 // each (a name in the annotation may be longer than a data key) to maxReportedKeyLength bytes.
 const (
@@ -152,7 +143,7 @@ type Manager struct {
 	// the Request's Dial.
 	Scanner func(ctx context.Context, hostPort string, timeout time.Duration) ([]byte, error)
 	// MaxDataKeys bounds the number of data keys of the deploy key Secret that Ensure handles;
-	// zero means DefaultMaxDataKeys.
+	// zero means constants.DefaultDeployKeysMaxDataKeys.
 	MaxDataKeys int
 
 	// rotating holds the project namespaces whose Secret a reconcile of this process is rotating.
@@ -600,7 +591,7 @@ func summarize(keys []string) string {
 func (m *Manager) checkDataKeys(secret *corev1.Secret) error {
 	limit := m.MaxDataKeys
 	if limit <= 0 {
-		limit = DefaultMaxDataKeys
+		limit = constants.DefaultDeployKeysMaxDataKeys
 	}
 	if len(secret.Data) > limit {
 		return &DataKeysError{Secret: client.ObjectKeyFromObject(secret), Count: len(secret.Data), Limit: limit}

@@ -410,10 +410,10 @@ var _ = Describe("Manager", func() {
 			}
 
 			It("is bounded by default, and the error names the Secret and the field", func() {
-				Expect(c.Create(ctx, secretWith(deploykey.DefaultMaxDataKeys+1))).To(Succeed())
+				Expect(c.Create(ctx, secretWith(constants.DefaultDeployKeysMaxDataKeys+1))).To(Succeed())
 				_, err := m.Ensure(ctx, log, req)
 				Expect(err).To(MatchError(fmt.Sprintf("deploy key Secret garden-foo/shoot-flux-deploy-keys: data: %d keys, more than the %d allowed; remove the key pairs no shoot uses",
-					deploykey.DefaultMaxDataKeys+1, deploykey.DefaultMaxDataKeys)))
+					constants.DefaultDeployKeysMaxDataKeys+1, constants.DefaultDeployKeysMaxDataKeys)))
 				Expect(getSecret(c, constants.DeployKeysSecretName).Annotations).To(HaveKey(constants.AnnotationRotate), "nothing was done")
 			})
 
@@ -427,13 +427,13 @@ var _ = Describe("Manager", func() {
 
 			It("handles a full Secret and leaves its dummy keys alone on rotation", func() {
 				// Room for a key pair and known_hosts.
-				Expect(c.Create(ctx, secretWith(deploykey.DefaultMaxDataKeys-4))).To(Succeed())
+				Expect(c.Create(ctx, secretWith(constants.DefaultDeployKeysMaxDataKeys-4))).To(Succeed())
 				key, err := m.Ensure(ctx, log, req)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(key.Created).To(BeTrue())
-				Expect(key.RotationSkipped).To(HaveSuffix(fmt.Sprintf("and %d more", deploykey.DefaultMaxDataKeys-4-5)))
+				Expect(key.RotationSkipped).To(HaveSuffix(fmt.Sprintf("and %d more", constants.DefaultDeployKeysMaxDataKeys-4-5)))
 				secret := getSecret(c, constants.DeployKeysSecretName)
-				Expect(secret.Data).To(HaveLen(deploykey.DefaultMaxDataKeys))
+				Expect(secret.Data).To(HaveLen(constants.DefaultDeployKeysMaxDataKeys))
 				Expect(secret.Data).To(HaveKeyWithValue("x0.identity", []byte("dummy")))
 				_, err = m.Ensure(ctx, log, req)
 				Expect(err).NotTo(HaveOccurred())

@@ -52,10 +52,10 @@ func publishedDeployment(ctx context.Context, name string) *gardencorev1.Control
 	}
 }
 
-// registerDeployment registers a ControllerDeployment for a type of its own that every seed gets
-// (policy Always), and removes both again when the scenario ends, as an operator would: the
-// registration first, whose installation gardener-controller-manager then deletes.
-func registerDeployment(ctx context.Context, deployment *gardencorev1.ControllerDeployment) *gardencorev1beta1.ControllerRegistration {
+// registerDeployment registers a ControllerDeployment for an Extension type of its own (its name)
+// with a deployment policy, and removes both again when the scenario ends, as an operator would:
+// the registration first, whose installation gardener-controller-manager then deletes.
+func registerDeployment(ctx context.Context, deployment *gardencorev1.ControllerDeployment, policy gardencorev1beta1.ControllerDeploymentPolicy) *gardencorev1beta1.ControllerRegistration {
 	GinkgoHelper()
 	Expect(sb.Garden.Client.Create(ctx, deployment)).To(Succeed())
 	registration := &gardencorev1beta1.ControllerRegistration{
@@ -63,7 +63,7 @@ func registerDeployment(ctx context.Context, deployment *gardencorev1.Controller
 		Spec: gardencorev1beta1.ControllerRegistrationSpec{
 			Resources: []gardencorev1beta1.ControllerResource{{Kind: "Extension", Type: deployment.Name}},
 			Deployment: &gardencorev1beta1.ControllerRegistrationDeployment{
-				Policy:         ptr.To(gardencorev1beta1.ControllerDeploymentPolicyAlways),
+				Policy:         ptr.To(policy),
 				DeploymentRefs: []gardencorev1beta1.DeploymentRef{{Name: deployment.Name}},
 			},
 		},
@@ -123,7 +123,7 @@ var _ = Describe("Installation", Label(labelDeployed, labelLandscape), func() {
 		func(ctx SpecContext, name string, mutate func(*gardencorev1.ControllerDeployment), reason, message string) {
 			deployment := publishedDeployment(ctx, name)
 			mutate(deployment)
-			registerDeployment(ctx, deployment)
+			registerDeployment(ctx, deployment, gardencorev1beta1.ControllerDeploymentPolicyAlways)
 
 			var ci *gardencorev1beta1.ControllerInstallation
 			Eventually(func(g Gomega) {
@@ -157,6 +157,53 @@ var _ = Describe("Installation", Label(labelDeployed, labelLandscape), func() {
 			d.InjectGardenKubeconfig = ptr.To(false)
 		}, "ChartCannotBeRendered", "needs injectGardenKubeconfig: true"),
 	)
+
+	// The sandbox's own registration has policy Always (see sandbox.publishExtension), so the
+	// on-demand lifecycle is shown with a registration of the published chart for a type of its
+	// own: the kubelet stand-in runs only the sandbox's extension, whose Deployment this is not.
+	It("is installed while a shoot of the seed lists it and removed from the seed when none does", func(ctx SpecContext) {
+		const extensionType = "sf-ondemand"
+		registerDeployment(ctx, publishedDeployment(ctx, extensionType), gardencorev1beta1.ControllerDeploymentPolicyOnDemand)
+
+		By("creating a shoot that lists the registration's type")
+		projectNamespace := newProject(ctx, "ondemand")
+		shoot, err := sandbox.NewShoot(projectNamespace, "one", nil)
+		Expect(err).NotTo(HaveOccurred())
+		shoot.Spec.Extensions = []gardencorev1beta1.Extension{{Type: extensionType}}
+		Expect(sb.Garden.Client.Create(ctx, shoot)).To(Succeed())
+		var ci *gardencorev1beta1.ControllerInstallation
+		Eventually(func(g Gomega) {
+			var err error
+			ci, err = sb.ControllerInstallationOf(ctx, extensionType)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(condition(ci.Status.Conditions, gardencorev1beta1.ControllerInstallationInstalled).Status).To(Equal(gardencorev1beta1.ConditionTrue), sandbox.FormatConditions(ci.Status.Conditions))
+		}).WithTimeout(installTimeout).Should(Succeed())
+		AddReportEntry("ControllerInstallation "+ci.Name, sandbox.FormatConditions(ci.Status.Conditions))
+		namespace := gardenerutils.NamespaceNameForControllerInstallation(ci)
+		installed := []client.Object{
+			&resourcesv1alpha1.ManagedResource{ObjectMeta: metav1.ObjectMeta{Namespace: sandbox.GardenNamespace, Name: gardenerutils.ManagedResourceNameForControllerInstallation(ci)}},
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "gardener-extension-shoot-flux"}},
+		}
+		for _, obj := range installed {
+			Expect(sb.Seed.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed(), "%T %s", obj, client.ObjectKeyFromObject(obj))
+		}
+
+		By("removing the type from the shoot: no shoot of the seed needs the registration any more")
+		start := time.Now()
+		patch := client.MergeFrom(shoot.DeepCopy())
+		shoot.Spec.Extensions = nil
+		Expect(sb.Garden.Client.Patch(ctx, shoot, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := sb.Garden.Client.Get(ctx, client.ObjectKeyFromObject(ci), &gardencorev1beta1.ControllerInstallation{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ControllerInstallation %s: %v", ci.Name, err)
+		}).WithTimeout(installTimeout).Should(Succeed())
+		AddReportEntry("removal once no shoot needs it", time.Since(start).Round(time.Millisecond).String())
+		for _, obj := range append(installed, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}) {
+			Eventually(func() error {
+				return sb.Seed.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			}).WithTimeout(installTimeout).Should(Satisfy(apierrors.IsNotFound), "%T %s must be gone from the seed", obj, client.ObjectKeyFromObject(obj))
+		}
+	})
 
 	It("removes the extension from the seed when its installation is deleted, and installs it again for the next shoot", func(ctx SpecContext) {
 		projectNamespace := newProject(ctx, "reinstall")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -43,13 +44,18 @@ func RepoRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-// BuildExtension builds the extension binary like `make build` does (without cgo) into out, but
-// without -trimpath: the packages are then compiled exactly as `go test` and `go vet` compile them,
-// so a cold build reuses their build cache instead of compiling gardener and Kubernetes once more.
+// BuildExtension builds the extension binary like `make build` does (without cgo) into out, with
+// -trimpath only if the running binary was built with it (the Makefile's GOFLAGS): the packages are
+// then compiled exactly as `go test` compiled them, so a cold build reuses their build cache
+// instead of compiling gardener and Kubernetes once more.
 func BuildExtension(ctx context.Context, repoRoot, out string) error {
 	ctx, cancel := context.WithTimeout(ctx, BuildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ExtensionPackage)
+	args := []string{"build", "-o", out}
+	if builtWithTrimpath() {
+		args = append(args, "-trimpath")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, ExtensionPackage)...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
 	var stderr bytes.Buffer
@@ -105,4 +111,18 @@ func copyExecutable(src, dst string) error {
 		return fmt.Errorf("failed writing %s: %w", dst, err)
 	}
 	return nil
+}
+
+// builtWithTrimpath tells whether the running binary was built with -trimpath.
+func builtWithTrimpath() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, setting := range info.Settings {
+		if setting.Key == "-trimpath" {
+			return setting.Value == "true"
+		}
+	}
+	return false
 }

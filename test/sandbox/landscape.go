@@ -1,16 +1,16 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,9 +69,6 @@ const (
 	// RegistrationName names shoot-flux's ControllerRegistration and ControllerDeployment, as in
 	// example/controller-registration.yaml.
 	RegistrationName = "shoot-flux"
-	// chartPullSecretName is the garden Secret gardenlet pulls the extension's chart with (make
-	// publish CHART_PULL_SECRET, docs/installation.md).
-	chartPullSecretName = "shoot-flux-charts"
 	// registryUser is the user of the sandbox's registry; its password is random.
 	registryUser = "landscape"
 	// gardenClusterIdentity is the garden's cluster identity that gardenlet hands to charts.
@@ -103,9 +100,11 @@ type landscape struct {
 	kubelet       *extensionKubelet
 }
 
-// publishExtension publishes the extension binary and its chart into a registry of its own, as
-// `make publish` does (package publish), gives the garden the chart pull Secret and returns the
-// ControllerDeployment and ControllerRegistration publishing wrote.
+// publishExtension installs the extension as InstallationDoc tells an operator to, into a registry
+// of its own: the page's steps run (see InstallationSteps), `make publish` pushes the extension
+// binary and its chart (package publish, the code behind `make publish`), the page's kubectl
+// commands create the chart pull Secret in the garden, and the ControllerDeployment and
+// ControllerRegistration that publishing wrote and the page applies are returned.
 func (s *Sandbox) publishExtension(ctx context.Context) ([]*unstructured.Unstructured, error) {
 	env := s.deployedEnv
 	l := &landscape{}
@@ -125,24 +124,69 @@ func (s *Sandbox) publishExtension(ctx context.Context) ([]*unstructured.Unstruc
 	if err != nil {
 		return nil, fmt.Errorf("failed reading the version: %w", err)
 	}
-	s.log.Info("Publishing the extension", "registry", l.registry.Host())
-	image, chart, data, err := publish.Extension(ctx, publish.Options{
-		Registry:        l.registry.Host() + "/gardener",
-		Version:         strings.TrimSpace(string(version)),
-		DefaultRegistry: publish.ChartsDefaultRegistry,
-		BaseImage:       "scratch",
-		// The kubelet stand-in runs the image's binary on this machine.
-		Platform:        runtime.GOOS + "/" + runtime.GOARCH,
-		ChartPullSecret: chartPullSecretName,
-		RemoteOptions:   []remote.Option{l.registryAuth()},
-	}, root, env.binary)
+	steps, err := ReadInstallationSteps()
 	if err != nil {
-		return nil, fmt.Errorf("failed publishing the extension: %w", err)
+		return nil, err
 	}
-	l.image, l.chart = image, chart
-	objs, err := DecodeObjects(data)
+	if steps.GardenRBAC != GardenRBACFile {
+		return nil, fmt.Errorf("%s gives the extension its garden permissions with %s, the sandbox with %s", InstallationDoc, steps.GardenRBAC, GardenRBACFile)
+	}
+	operator, err := os.MkdirTemp(env.dir, "operator-")
 	if err != nil {
-		return nil, fmt.Errorf("failed decoding the published registration: %w", err)
+		return nil, err
+	}
+	// The page has the operator set the registry's user and token in the environment.
+	commands, err := steps.Record(ctx, operator, l.registry.Host(), map[string]string{"REGISTRY_USER": registryUser, "REGISTRY_TOKEN": password})
+	if err != nil {
+		return nil, err
+	}
+	pullSecret, err := chartPullSecretOf(commands)
+	if err != nil {
+		return nil, err
+	}
+	installDir := filepath.Join(operator, docInstallDir)
+	// What the page leaves to the operator, as `make publish` variables of its table: no base image
+	// (the kubelet stand-in runs the binary on this machine, for its platform), the sandbox's
+	// install directory, and the chart pull Secret of step 3, which a private registry needs.
+	overrides := map[string]string{"BASE_IMAGE": "scratch", "PLATFORM": hostPlatform, "INSTALL_DIR": installDir, "CHART_PULL_SECRET": pullSecret}
+	for k := range overrides {
+		if !slices.Contains(steps.Variables, k) {
+			return nil, fmt.Errorf("%s does not document the make publish variable %s the sandbox sets", InstallationDoc, k)
+		}
+	}
+	files, err := s.runInstallation(ctx, commands, installDir, overrides, func(vars map[string]string, auth authn.Authenticator) error {
+		s.log.Info("Publishing the extension", "registry", vars["REGISTRY"])
+		image, chart, _, err := publish.Extension(ctx, publish.Options{
+			Registry:        vars["REGISTRY"],
+			Version:         cmp.Or(vars["VERSION"], strings.TrimSpace(string(version))),
+			DefaultRegistry: publish.ChartsDefaultRegistry,
+			BaseImage:       vars["BASE_IMAGE"],
+			Platform:        vars["PLATFORM"],
+			Output:          vars["INSTALL_DIR"],
+			ChartPullSecret: vars["CHART_PULL_SECRET"],
+			Insecure:        vars["INSECURE"] == "true",
+			RemoteOptions:   []remote.Option{remote.WithAuth(auth)},
+		}, root, env.binary)
+		if err != nil {
+			return fmt.Errorf("failed publishing the extension: %w", err)
+		}
+		l.image, l.chart = image, chart
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("failed reading what %s applies: %w", InstallationDoc, err)
+		}
+		decoded, err := DecodeObjects(data)
+		if err != nil {
+			return nil, fmt.Errorf("failed decoding %s: %w", f, err)
+		}
+		objs = append(objs, decoded...)
 	}
 	for _, o := range objs {
 		switch o.GetKind() {
@@ -161,40 +205,12 @@ func (s *Sandbox) publishExtension(ctx context.Context) ([]*unstructured.Unstruc
 			}
 		}
 	}
-	if err := s.createChartPullSecret(ctx, password); err != nil {
-		return nil, err
-	}
 	return objs, nil
 }
 
 // registryAuth are the credentials of the sandbox's registry.
 func (l *landscape) registryAuth() remote.Option {
 	return remote.WithAuth(&authn.Basic{Username: l.registry.Username, Password: l.registry.Password})
-}
-
-// createChartPullSecret creates the garden Secret the ControllerDeployment names for pulling the
-// chart, as docs/installation.md tells operators of a private registry.
-func (s *Sandbox) createChartPullSecret(ctx context.Context, password string) error {
-	host := s.deployedEnv.landscape.registry.Host()
-	config, err := json.Marshal(map[string]any{"auths": map[string]any{
-		host: map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + password))},
-	}})
-	if err != nil {
-		return fmt.Errorf("failed encoding the chart pull Secret: %w", err)
-	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: v1beta1constants.GardenNamespace,
-			Name:      chartPullSecretName,
-			Labels:    map[string]string{v1beta1constants.GardenRole: v1beta1constants.GardenRoleHelmPullSecret},
-		},
-		Type: corev1.SecretTypeDockerConfigJson,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: config},
-	}
-	if err := s.Garden.Client.Create(ctx, secret); err != nil {
-		return fmt.Errorf("failed creating the chart pull Secret: %w", err)
-	}
-	return nil
 }
 
 func randomHex(n int) (string, error) {

@@ -30,10 +30,13 @@ const (
 	// extensionGenerator is gardener's generator of operator Extensions (see example/doc.go).
 	extensionGenerator = "github.com/gardener/gardener/hack/generators/extension-generator"
 
-	// registrationFile and extensionFile are the files written into --output.
-	registrationFile = "controller-registration.yaml"
-	extensionFile    = "extension.yaml"
+	// extensionFile is the operator Extension written into --output.
+	extensionFile = "extension.yaml"
 )
+
+// RegistrationFile is the ControllerDeployment and ControllerRegistration written into --output,
+// the file docs/installation.md applies to gardens without gardener-operator.
+const RegistrationFile = "controller-registration.yaml"
 
 // writeInstall writes the ControllerDeployment and ControllerRegistration for gardens without
 // gardener-operator and the operator Extension (with the admission), both naming the pushed
@@ -47,26 +50,36 @@ func writeInstall(ctx context.Context, o Options, root, work string, images, cha
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.Output, 0o755); err != nil {
-		return nil, err
-	}
-	header := fmt.Sprintf("# Written by `make publish` (hack/publish) for version %s: installs exactly the images and charts\n"+
-		"# it pushed to %s, pinned by digest. Apply it again after the next `make publish` to upgrade.\n", o.Version, o.Registry)
 	var written []string
 	for _, f := range []struct {
 		name    string
 		content []byte
-	}{{registrationFile, registration}, {extensionFile, extension}} {
-		path := filepath.Join(o.Output, f.name)
-		// The header goes into the first document: a document of comments only is an object
-		// without a kind to decoders.
-		content := "---\n" + header + strings.TrimPrefix(string(f.content), "---\n")
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	}{{RegistrationFile, registration}, {extensionFile, extension}} {
+		path, err := writeOutput(o, f.name, f.content)
+		if err != nil {
 			return nil, err
 		}
 		written = append(written, path)
 	}
 	return written, nil
+}
+
+// writeOutput writes one install file into Options.Output, with a header naming what it installs,
+// and returns its path.
+func writeOutput(o Options, name string, content []byte) (string, error) {
+	if err := os.MkdirAll(o.Output, 0o755); err != nil {
+		return "", err
+	}
+	header := fmt.Sprintf("# Written by `make publish` (hack/publish) for version %s: installs exactly the images and charts\n"+
+		"# it pushed to %s, pinned by digest. Apply it again after the next `make publish` to upgrade.\n", o.Version, o.Registry)
+	path := filepath.Join(o.Output, name)
+	// The header goes into the first document: a document of comments only is an object without a
+	// kind to decoders.
+	data := "---\n" + header + strings.TrimPrefix(string(content), "---\n")
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // imageValues are the chart values that run the pushed image: its repository and, as tag, its

@@ -188,7 +188,8 @@ func Run(ctx context.Context, o Options, root string) error {
 // Extension pushes the image of an extension binary built beforehand (the Makefile's build, for
 // Options.Platform) and the extension chart, as Run does, and returns them with the
 // ControllerDeployment and ControllerRegistration that install them: the content Run writes into
-// controller-registration.yaml. Options.Output and the ldflags are not used; nothing is written.
+// RegistrationFile, which it writes into Options.Output as well when that is set. The ldflags are
+// not used.
 func Extension(ctx context.Context, o Options, root, binary string) (image, chart Pushed, registration []byte, err error) {
 	if err := o.validate(); err != nil {
 		return Pushed{}, Pushed{}, nil, err
@@ -225,6 +226,13 @@ func Extension(ctx context.Context, o Options, root, binary string) (image, char
 	registration, err = controllerRegistration(root, o, map[string]Pushed{ExtensionName: image}, map[string]Pushed{ExtensionName: chart})
 	if err != nil {
 		return Pushed{}, Pushed{}, nil, err
+	}
+	if o.Output != "" {
+		path, err := writeOutput(o, RegistrationFile, registration)
+		if err != nil {
+			return Pushed{}, Pushed{}, nil, err
+		}
+		o.printf("wrote %s\n", path)
 	}
 	return image, chart, registration, nil
 }

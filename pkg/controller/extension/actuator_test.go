@@ -498,7 +498,7 @@ var _ = Describe("Actuator", func() {
 
 			key := &corev1.Secret{}
 			Expect(garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.DeployKeysSecretName}, key)).To(Succeed())
-			for i := len(key.Data); i <= deploykey.DefaultMaxDataKeys; i++ {
+			for i := len(key.Data); i <= constants.DefaultDeployKeysMaxDataKeys; i++ {
 				key.Data[fmt.Sprintf("dummy%d", i)] = nil
 			}
 			Expect(garden.Update(ctx, key)).To(Succeed())
@@ -506,7 +506,7 @@ var _ = Describe("Actuator", func() {
 			Expect(seed.Update(ctx, ex)).To(Succeed())
 
 			err := reconcile()
-			Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("deploy key Secret garden-foo/shoot-flux-deploy-keys: data: %d keys, more than the %d allowed", deploykey.DefaultMaxDataKeys+1, deploykey.DefaultMaxDataKeys))))
+			Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("deploy key Secret garden-foo/shoot-flux-deploy-keys: data: %d keys, more than the %d allowed", constants.DefaultDeployKeysMaxDataKeys+1, constants.DefaultDeployKeysMaxDataKeys))))
 			Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
 			Expect(managedResourceObjects(seed, constants.ManagedResourceBootstrap)).To(Equal(before))
 		})

@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -82,7 +82,7 @@ func SetDefaults_Limits(obj *Limits) {
 		{&obj.KnownHostsMaxLines, int32(knownHosts.MaxLines)},
 		{&obj.HostPatternMaxLength, int32(knownHosts.MaxPatternLength)},
 		{&obj.HostPatternMaxWildcards, int32(knownHosts.MaxWildcards)},
-		{&obj.DeployKeysMaxEntries, int32(deploykey.DefaultMaxDataKeys)},
+		{&obj.DeployKeysMaxEntries, int32(constants.DefaultDeployKeysMaxDataKeys)},
 	} {
 		if *l.field == nil {
 			*l.field = ptr.To(l.value)
