@@ -50,6 +50,10 @@ const (
 	// later makes the current ones: users register the next public key first, so no shoot loses
 	// access in between.
 	AnnotationRotatePrepare = "shoot-flux.extensions.gardener.cloud/rotate-prepare"
+	// AnnotationRotateRefused on the deploy key Secret is written by the extension in place of a
+	// rotation request it cannot carry out, with the reason; the next request it carries out
+	// removes it.
+	AnnotationRotateRefused = "shoot-flux.extensions.gardener.cloud/rotate-refused"
 	// AnnotationHandedOverAt on the controllers ManagedResource records when the extension handed the
 	// controllers over to the user (flux.management handover) and stopped managing them; together with
 	// gardener-resource-manager's ignore annotation it marks the handover, RFC 3339.
@@ -100,3 +104,10 @@ var ReservedSecretNames = []string{GitCredentialsSecretName, OCICredentialsSecre
 // costs work on each reconcile of each shoot of the project (and a key generation on a rotation),
 // so the count is bounded.
 const DefaultDeployKeysMaxDataKeys = 1500
+
+// DefaultDeployKeysMaxRotatedKeys is how many key pairs one rotation request may ask the extension
+// to generate unless the operator configures otherwise (deployKeysMaxRotatedKeys). The request is a
+// project admin's annotation and is carried out within one reconcile: an rsa-4096 key takes about
+// 0.8 s of CPU, so 50 keys take up to 40 s, while a project that rotates more names its keys in
+// batches.
+const DefaultDeployKeysMaxRotatedKeys = 50

@@ -551,28 +551,38 @@ var _ = Describe("Manager", func() {
 				Expect(secret.Data[identityKey]).To(Equal(pending))
 			})
 
-			It("refuses a rotation to an unusable pending key without replacing it", func() {
+			It("refuses a rotation to an unusable pending key without replacing it, once", func() {
 				secret := getSecret(c, constants.DeployKeysSecretName)
 				secret.Data[keyName+".next.identity"] = []byte("broken")
 				metav1.SetMetaDataAnnotation(&secret.ObjectMeta, constants.AnnotationRotate, "true")
 				Expect(c.Update(ctx, secret)).To(Succeed())
 
-				_, err := m.Ensure(ctx, log, req)
-				Expect(err).To(MatchError(ContainSubstring(`no usable pending private key in "` + keyName + `.next.identity"`)))
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred(), "the shoot keeps its key")
+				Expect(key.Rotated).To(BeFalse())
+				Expect(key.Fingerprint).To(Equal(original.Fingerprint))
+				Expect(key.RotationRefused).To(ContainSubstring(`no usable pending private key in "` + keyName + `.next.identity"`))
 				stored := getSecret(c, constants.DeployKeysSecretName)
 				Expect(stored.Data[identityKey]).To(Equal(original.PrivateKey))
-				Expect(stored.Annotations).To(HaveKey(constants.AnnotationRotate))
+				Expect(stored.Annotations).NotTo(HaveKey(constants.AnnotationRotate), "not tried again on the next reconcile")
+				Expect(stored.Annotations).To(HaveKeyWithValue(constants.AnnotationRotateRefused, key.RotationRefused))
+
+				again, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(again.RotationRefused).To(BeEmpty(), "only the reconcile that refused reports it")
 			})
 
-			It("counts the prepared key pair against the data key limit", func() {
+			It("refuses a preparation that would exceed the data key limit before generating a key", func() {
 				// The Secret holds known_hosts and one key pair; the pending pair adds two.
 				m.MaxDataKeys = 5
 				prepare("true")
-				_, err := m.Ensure(ctx, log, req)
-				Expect(err).To(MatchError(ContainSubstring("cannot prepare the requested key pairs: deploy key Secret garden-foo/shoot-flux-deploy-keys: data: 6 keys, more than the 5 allowed")))
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.RotationRefused).To(Equal("the pending key pairs would make 6 data keys, more than the 5 allowed; remove the key pairs no shoot uses"))
 				secret := getSecret(c, constants.DeployKeysSecretName)
 				Expect(secret.Data).NotTo(HaveKey(keyName + ".next.identity"))
-				Expect(secret.Annotations).To(HaveKey(constants.AnnotationRotatePrepare), "nothing was done")
+				Expect(secret.Annotations).NotTo(HaveKey(constants.AnnotationRotatePrepare))
+				Expect(secret.Annotations).To(HaveKeyWithValue(constants.AnnotationRotateRefused, key.RotationRefused))
 			})
 		})
 
@@ -613,6 +623,75 @@ var _ = Describe("Manager", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(metricValue("shoot_flux_deploy_keys_rotated_total", "", "")).To(Equal(rotatedKeys+2), "the other shoot only picks its new key up")
 			Expect(metricValue("shoot_flux_deploy_keys_generated_total", "", "")).To(Equal(generated + 1))
+		})
+
+		Describe("a request that cannot finish", func() {
+			// fabricate adds n key pairs of the extension's naming with a 1-byte private key, as a
+			// project admin can write them: each is an own key pair a rotation of all generates.
+			fabricate := func(n int) {
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				for i := range n {
+					repository := fmt.Sprintf("git.example.org:22/org/fake-%04d", i)
+					name := deploykey.KeyName(deploykey.ScopeRepository, "", repository)
+					identity, _ := deploykey.DataKeys(name)
+					secret.Data[identity] = []byte("x")
+					secret.Data[name+".repository"] = []byte(repository)
+				}
+				Expect(c.Update(ctx, secret)).To(Succeed())
+			}
+
+			It("is refused before any key is generated when it needs more keys than one rotation may generate", func() {
+				m.MaxRotatedKeys = 10
+				fabricate(10)
+				rotatedKeys := metricValue("shoot_flux_deploy_keys_rotated_total", "", "")
+				annotate("true")
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.RotationRefused).To(Equal("the request needs 11 new key pairs, more than the 10 one rotation may generate; name the key pairs in batches (" +
+					constants.AnnotationRotate + "=<name>,<name>)"))
+				Expect(key.Fingerprint).To(Equal(original.Fingerprint))
+				Expect(metricValue("shoot_flux_deploy_keys_rotated_total", "", "")).To(Equal(rotatedKeys))
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				Expect(secret.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
+				Expect(secret.Annotations).To(HaveKey(constants.AnnotationRotateRefused))
+
+				By("carrying out a request within the limit, which removes the refusal")
+				annotate(keyName)
+				key, err = m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.Rotated).To(BeTrue())
+				Expect(key.RotationRefused).To(BeEmpty())
+				Expect(getSecret(c, constants.DeployKeysSecretName).Annotations).NotTo(HaveKey(constants.AnnotationRotateRefused))
+			})
+
+			It("is refused when it would exceed the data key limit, with rotate and prepare at once", func() {
+				fabricate(3)
+				// known_hosts, 1 real and 3 fabricated pairs (3 + 3×2 keys): 10; preparing all adds 8.
+				m.MaxDataKeys = 17
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				metav1.SetMetaDataAnnotation(&secret.ObjectMeta, constants.AnnotationRotate, "true")
+				metav1.SetMetaDataAnnotation(&secret.ObjectMeta, constants.AnnotationRotatePrepare, "true")
+				Expect(c.Update(ctx, secret)).To(Succeed())
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(key.RotationRefused).To(ContainSubstring("would make 18 data keys, more than the 17 allowed"))
+				secret = getSecret(c, constants.DeployKeysSecretName)
+				Expect(secret.Annotations).NotTo(HaveKey(constants.AnnotationRotate))
+				Expect(secret.Annotations).NotTo(HaveKey(constants.AnnotationRotatePrepare))
+				Expect(secret.Data).To(HaveLen(10))
+			})
+
+			It("stops generating keys when the reconcile's context ends and keeps the request", func() {
+				fabricate(3)
+				annotate("true")
+				cancelled, cancel := context.WithCancel(ctx)
+				cancel()
+				_, err := m.Ensure(cancelled, log, req)
+				Expect(err).To(MatchError(context.Canceled))
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				Expect(secret.Annotations).To(HaveKey(constants.AnnotationRotate), "the next reconcile carries it out")
+				Expect(secret.Data[identityKey]).To(Equal(original.PrivateKey))
+			})
 		})
 
 		It("drops an annotation that names no key", func() {

@@ -9,11 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// clockTicks is USER_HZ, the unit of the CPU times in /proc; it is 100 on every Linux platform Go
-// supports (sysconf is not reachable without cgo).
-const clockTicks = 100
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+)
 
 // cpuSnapshot is the CPU time used so far by the benchmark's processes, grouped by role, and by
 // the whole machine.
@@ -66,45 +64,16 @@ func readProcs() (map[int]proc, error) {
 			// The process ended meanwhile.
 			continue
 		}
-		p, err := parseStat(stat)
+		st, err := sandbox.ParseProcessStat(stat)
 		if err != nil {
 			return nil, fmt.Errorf("process %d: %w", pid, err)
 		}
+		p := proc{ppid: st.PPID, cpu: st.CPU}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		p.cmdline = string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 		procs[pid] = p
 	}
 	return procs, nil
-}
-
-// parseStat reads the parent and the CPU time from /proc/<pid>/stat: user and system time of the
-// process and of its children that ended and were waited for, so that short-lived helpers (kluctl's
-// Python renderers, git) stay in their parent's count once they are gone. The command name in
-// parentheses may contain spaces, so fields are counted after its closing parenthesis.
-func parseStat(stat []byte) (proc, error) {
-	end := bytes.LastIndexByte(stat, ')')
-	if end < 0 {
-		return proc{}, fmt.Errorf("malformed stat %q", stat)
-	}
-	fields := strings.Fields(string(stat[end+1:]))
-	// After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17), i.e. indexes
-	// 1 and 11 to 14 here.
-	if len(fields) < 15 {
-		return proc{}, fmt.Errorf("short stat %q", stat)
-	}
-	ppid, err := strconv.Atoi(fields[1])
-	if err != nil {
-		return proc{}, fmt.Errorf("invalid ppid %q: %w", fields[1], err)
-	}
-	var ticks int64
-	for _, f := range fields[11:15] {
-		v, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return proc{}, fmt.Errorf("invalid cpu time %q: %w", f, err)
-		}
-		ticks += v
-	}
-	return proc{ppid: ppid, cpu: time.Duration(ticks) * time.Second / clockTicks}, nil
 }
 
 func descendsFrom(procs map[int]proc, pid, ancestor int) bool {
@@ -197,7 +166,7 @@ func machineCPU() (busy, total time.Duration, err error) {
 			idle += v
 		}
 	}
-	return time.Duration(all-idle) * time.Second / clockTicks, time.Duration(all) * time.Second / clockTicks, nil
+	return time.Duration(all-idle) * time.Second / sandbox.ClockTicks, time.Duration(all) * time.Second / sandbox.ClockTicks, nil
 }
 
 // cpuUse is what the processes used between two snapshots, in cores.

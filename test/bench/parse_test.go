@@ -2,7 +2,6 @@ package main
 
 import (
 	"strings"
-	"time"
 
 	"github.com/google/pprof/profile"
 	. "github.com/onsi/ginkgo/v2"
@@ -97,19 +96,6 @@ odd{l="a \"quoted\", value\\with"} 1 1700000000
 	})
 
 	Describe("process information", func() {
-		It("reads the parent and the CPU time from a stat line with spaces in the name", func() {
-			p, err := parseStat([]byte("4242 (kube apiserver) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 100 0 0"))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(p.ppid).To(Equal(17))
-			Expect(p.cpu).To(Equal(3 * time.Second))
-		})
-
-		It("counts the CPU time of children that ended", func() {
-			p, err := parseStat([]byte("4242 (kluctl) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 120 30 20 0 12 0 100 0 0"))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(p.cpu).To(Equal(4500 * time.Millisecond))
-		})
-
 		It("gives a kluctl controller's Python renderers the controller's role", func() {
 			const self, extension = 1, 2
 			procs := map[int]proc{

@@ -21,11 +21,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rendercache"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -57,6 +59,17 @@ var (
 	// layer ~13.5 KiB as JSON, just below the default limit (16 KiB), so that each distinct setting
 	// costs a render of the largest size a tenant can ask for.
 	settingsSelectorEntries = 150
+	// rotationAttackPairs fabricated key pairs make a rotation of all, with rsa-4096 keys, cost
+	// about 0.8 s of CPU per pair on every reconcile that tries it: ten minutes of CPU.
+	rotationAttackPairs = 700
+	// The attacker asks for the rotation again every rotationAttackInterval for
+	// rotationAttackWindow and reconciles its shoot every rotationAttackReconcile, far more often
+	// than gardenlet reconciles a Shoot; the extension may spend at most rotationAttackCPUBudget
+	// per minute on it.
+	rotationAttackInterval  = 2 * time.Second
+	rotationAttackWindow    = time.Minute
+	rotationAttackReconcile = 15 * time.Second
+	rotationAttackCPUBudget = time.Second
 )
 
 // hostileRun makes the names of a scenario unique when the suite repeats it (-ginkgo.repeat).
@@ -429,7 +442,130 @@ var _ = Describe("Hostile tenant", func() {
 		}
 	})
 
+	It("refuses at once a key rotation that can never finish, at no cost to the other projects", Label(labelDeployed), func(ctx SpecContext) {
+		hostileRun++
+		prefix := fmt.Sprintf("rk%d", hostileRun)
+		By("running the extension with rsa-4096 deploy keys, about 0.8 s of CPU each")
+		cfg := sb.ExtensionConfig()
+		cfg.SSHKey.Algorithm = config.KeyAlgorithmRSA4096
+		restartExtension(ctx, sandbox.ExtensionSettings{Config: &cfg})
+
+		attacker := prefix + "a"
+		attackerNamespace := newProject(ctx, attacker)
+		setProjectConfig(ctx, attackerNamespace, legacyConfig(git.URL(repoName), "main", "private"))
+		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: attacker, Name: "one", SharedControlPlane: true})
+		_, keys := deployKeys(ctx, attackerNamespace)
+		Expect(keys).To(HaveLen(1))
+
+		By(fmt.Sprintf("fabricating %d key pairs of the extension's naming with a 1-byte private key each", rotationAttackPairs))
+		secret := &corev1.Secret{}
+		Expect(get(ctx, sb.Garden.Client, secret, attackerNamespace, constants.DeployKeysSecretName)).To(Succeed())
+		for i := range rotationAttackPairs {
+			repository := fmt.Sprintf("git.example.org:22/org/fake-%04d", i)
+			name := deploykey.KeyName(deploykey.ScopeRepository, "", repository)
+			identity, _ := deploykey.DataKeys(name)
+			secret.Data[identity] = []byte("x")
+			secret.Data[name+".repository"] = []byte(repository)
+		}
+		Expect(sb.Garden.Client.Update(ctx, secret)).To(Succeed())
+
+		// requestRotation annotates the Secret for a rotation of all key pairs, as the project admin
+		// does again and again.
+		requestRotation := func(ctx context.Context) error {
+			secret := &corev1.Secret{}
+			if err := get(ctx, sb.Garden.Client, secret, attackerNamespace, constants.DeployKeysSecretName); err != nil {
+				return err
+			}
+			patch := client.MergeFrom(secret.DeepCopy())
+			metav1.SetMetaDataAnnotation(&secret.ObjectMeta, constants.AnnotationRotate, deploykey.RotateAll)
+			return sb.Garden.Client.Patch(ctx, secret, patch)
+		}
+
+		By("requesting the rotation of all key pairs, which needs more keys than one rotation may generate")
+		Expect(requestRotation(ctx)).To(Succeed())
+		Expect(h.TriggerReconcile(ctx)).To(Succeed())
+		ex, err := h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred(), "the shoot keeps its key and reconciles")
+		Expect(get(ctx, sb.Garden.Client, secret, attackerNamespace, constants.DeployKeysSecretName)).To(Succeed())
+		Expect(secret.Annotations).NotTo(HaveKey(constants.AnnotationRotate), "refused once, not on every reconcile")
+		refused := fmt.Sprintf("the request needs %d new key pairs, more than the %d one rotation may generate", rotationAttackPairs+1, cfg.Limits.DeployKeysMaxRotatedKeys)
+		Expect(secret.Annotations[constants.AnnotationRotateRefused]).To(HavePrefix(refused))
+		status, err := h.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		fingerprint, err := sshkey.FingerprintOf(keys[0].Pub)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.Fingerprint).To(Equal(fingerprint), "no key was changed")
+		Expect(status.Warnings).To(ContainElement(ContainSubstring(refused)))
+		Expect(lastOperation(ex)).To(ContainSubstring("Succeeded"))
+
+		By(fmt.Sprintf("requesting it again every %s for %s, with a reconcile of the attacker's shoot every %s", rotationAttackInterval, rotationAttackWindow, rotationAttackReconcile))
+		// In-process, the extension's CPU time is the test process's: there is nothing of its own to
+		// read.
+		var cpuBefore time.Duration
+		if sb.Deployed() {
+			cpuBefore, err = sb.ExtensionCPU()
+			Expect(err).NotTo(HaveOccurred())
+		}
+		start := time.Now()
+		// attack goes on until ctx ends.
+		attack := func(ctx context.Context) error {
+			nextReconcile := time.Now()
+			for ctx.Err() == nil {
+				if err := requestRotation(ctx); err != nil {
+					return ignoreEnded(ctx, err)
+				}
+				if !time.Now().Before(nextReconcile) {
+					if err := h.TriggerReconcile(ctx); err != nil {
+						return ignoreEnded(ctx, err)
+					}
+					if _, err := h.WaitSucceeded(ctx, reconcileTimeout); err != nil {
+						return ignoreEnded(ctx, err)
+					}
+					nextReconcile = time.Now().Add(rotationAttackReconcile)
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(rotationAttackInterval):
+				}
+			}
+			return nil
+		}
+		window, cancelWindow := context.WithTimeout(ctx, rotationAttackWindow)
+		defer cancelWindow()
+		Expect(attack(window)).To(Succeed())
+		if sb.Deployed() {
+			cpuAfter, err := sb.ExtensionCPU()
+			Expect(err).NotTo(HaveOccurred())
+			took := time.Since(start)
+			perMinute := time.Duration(float64(cpuAfter-cpuBefore) * float64(time.Minute) / float64(took))
+			AddReportEntry("rotation attack", fmt.Sprintf("a rotation of %d fabricated rsa-4096 key pairs requested every %s for %s cost the extension %s of CPU, %s per minute (budget %s per minute)",
+				rotationAttackPairs, rotationAttackInterval, took.Round(time.Second), cpuAfter-cpuBefore, perMinute.Round(time.Millisecond), rotationAttackCPUBudget))
+			Expect(perMinute).To(BeNumerically("<", rotationAttackCPUBudget))
+		}
+
+		By("creating healthy shoots of other projects while the attack goes on")
+		attackCtx, stopAttack := context.WithCancel(ctx)
+		defer stopAttack()
+		attackDone := make(chan error, 1)
+		go func() {
+			defer GinkgoRecover()
+			attackDone <- attack(attackCtx)
+		}()
+		healthy := createHealthyTenants(ctx, prefix)
+		healthy.expectPropagation(ctx, "release")
+		stopAttack()
+		Expect(<-attackDone).To(Succeed())
+	})
 })
+
+// ignoreEnded drops the error of a request that failed because ctx ended: the end of an attack
+// loop, not a failure.
+func ignoreEnded(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
 
 // distinctSettings is the providerConfig of the settings attacker's shoot i in a round: all Flux
 // controllers and kluctl, with controller settings that no other shoot or round has.

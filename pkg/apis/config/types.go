@@ -100,6 +100,8 @@ type Limits struct {
 	HostPatternMaxWildcards int32
 	// DeployKeysMaxEntries bounds the data keys of a project's Secret shoot-flux-deploy-keys.
 	DeployKeysMaxEntries int32
+	// DeployKeysMaxRotatedKeys bounds the key pairs one rotation request of a project generates.
+	DeployKeysMaxRotatedKeys int32
 }
 
 // KnownHostsLimits are the limits of a tenant's known_hosts, in the form of

@@ -53,6 +53,7 @@ func NewActuator(seedClient client.Client, gardenClient client.Client, cfg confi
 			ExtraKnownHosts:       []byte(cfg.KnownHosts),
 			KnownHostsLimits:      knownHostsLimits,
 			MaxDataKeys:           int(cfg.Limits.DeployKeysMaxEntries),
+			MaxRotatedKeys:        int(cfg.Limits.DeployKeysMaxRotatedKeys),
 			AllowInsecureHostKeys: cfg.AllowInsecureHostKeys,
 		},
 	}

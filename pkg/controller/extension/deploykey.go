@@ -84,6 +84,10 @@ func (a *actuator) deployKey(ctx context.Context, log logr.Logger, seedNamespace
 		status.Warnings = append(status.Warnings, fmt.Sprintf("The rotation requested on Secret %s/%s left data keys alone that are no key pairs of the extension: %s.", shoot.Namespace, key.SecretName, key.RotationSkipped))
 	}
 
+	if key.RotationRefused != "" {
+		status.Warnings = append(status.Warnings, fmt.Sprintf("The rotation requested on Secret %s/%s was refused, no key was changed: %s.", shoot.Namespace, key.SecretName, key.RotationRefused))
+	}
+
 	status.PublicKey = key.AuthorizedKey
 	status.Fingerprint = key.Fingerprint
 	status.NextPublicKey = key.NextAuthorizedKey

@@ -41,6 +41,7 @@ var _ = Describe("Loader", func() {
 				HostPatternMaxLength:              300,
 				HostPatternMaxWildcards:           16,
 				DeployKeysMaxEntries:              1500,
+				DeployKeysMaxRotatedKeys:          50,
 			},
 		}
 	}

@@ -83,6 +83,7 @@ func SetDefaults_Limits(obj *Limits) {
 		{&obj.HostPatternMaxLength, int32(knownHosts.MaxPatternLength)},
 		{&obj.HostPatternMaxWildcards, int32(knownHosts.MaxWildcards)},
 		{&obj.DeployKeysMaxEntries, int32(constants.DefaultDeployKeysMaxDataKeys)},
+		{&obj.DeployKeysMaxRotatedKeys, int32(constants.DefaultDeployKeysMaxRotatedKeys)},
 	} {
 		if *l.field == nil {
 			*l.field = ptr.To(l.value)

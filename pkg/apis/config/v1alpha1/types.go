@@ -154,6 +154,10 @@ type Limits struct {
 	// Defaults to 1500.
 	// +optional
 	DeployKeysMaxEntries *int32 `json:"deployKeysMaxEntries,omitempty"`
+	// DeployKeysMaxRotatedKeys bounds the key pairs one rotation request on shoot-flux-deploy-keys
+	// generates (rotate and rotate-prepare together); a request for more is refused. Defaults to 50.
+	// +optional
+	DeployKeysMaxRotatedKeys *int32 `json:"deployKeysMaxRotatedKeys,omitempty"`
 }
 
 // HostPolicy limits the hosts the controller connects to from the seed for SSH host key scans.

@@ -185,6 +185,11 @@ func (in *Limits) DeepCopyInto(out *Limits) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.DeployKeysMaxRotatedKeys != nil {
+		in, out := &in.DeployKeysMaxRotatedKeys, &out.DeployKeysMaxRotatedKeys
+		*out = new(int32)
+		**out = **in
+	}
 	return
 }
 

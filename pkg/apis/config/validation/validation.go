@@ -128,6 +128,7 @@ func validateLimits(l config.Limits, fldPath *field.Path) field.ErrorList {
 		{"hostPatternMaxLength", l.HostPatternMaxLength},
 		{"hostPatternMaxWildcards", l.HostPatternMaxWildcards},
 		{"deployKeysMaxEntries", l.DeployKeysMaxEntries},
+		{"deployKeysMaxRotatedKeys", l.DeployKeysMaxRotatedKeys},
 	} {
 		if f.value <= 0 {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child(f.name), f.value, "must be positive"))
