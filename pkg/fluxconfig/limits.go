@@ -43,19 +43,19 @@ func ProviderConfigLimitErrors(raw *runtime.RawExtension, limits config.Limits, 
 	return reroot(documentLimitErrors(raw.Raw, limits), fldPath)
 }
 
-// AdditionalSecretsSizeError returns the configuration error for the additional Secrets of a shoot
-// if their data, up to and including the one of additionalSecretResources[index], exceed the
-// limit; total is that sum (see SecretDataSize). The Secrets travel in the bootstrap
-// ManagedResource's Secret, which every change writes anew into the seed.
-func AdditionalSecretsSizeError(limits config.Limits, index int, total int) error {
+// SecretsSizeError returns the configuration error for the Secrets the bootstrap of a shoot
+// delivers (the source's credentials, the decryption Secret and those of
+// additionalSecretResources) if their data, up to and including the Secret the user named at
+// fldPath, exceed the limit; total is that sum (see SecretDataSize). The Secrets travel in the
+// bootstrap ManagedResource's Secret, which every change writes anew into the seed.
+func SecretsSizeError(limits config.Limits, fldPath *field.Path, total int) error {
 	limit := int(limits.AdditionalSecretResourcesMaxBytes)
 	if limit <= 0 || total <= limit {
 		return nil
 	}
-	// The problem has no origin: the list may come from any layer.
-	return &ConfigurationError{Problems: []string{tooLarge(
-		field.NewPath("additionalSecretResources").Index(index).Child("name"),
-		fmt.Sprintf("with this Secret, the data of the Secrets of additionalSecretResources has %d bytes", total),
+	// The problem has no origin: the field may come from any layer.
+	return &ConfigurationError{Problems: []string{tooLarge(fldPath,
+		fmt.Sprintf("with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has %d bytes", total),
 		limit, "additionalSecretResourcesMaxBytes").Error()}}
 }
 

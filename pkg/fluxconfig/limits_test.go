@@ -182,12 +182,13 @@ var _ = Describe("Limits", func() {
 		})
 	})
 
-	Describe("AdditionalSecretsSizeError", func() {
-		It("names the entry that brings the sum over the limit, as a configuration problem", func() {
+	Describe("SecretsSizeError", func() {
+		It("names the field whose Secret brings the sum over the limit, as a configuration problem", func() {
 			limits.AdditionalSecretResourcesMaxBytes = 1000
-			Expect(AdditionalSecretsSizeError(limits, 0, 1000)).To(Succeed())
-			err := AdditionalSecretsSizeError(limits, 2, 1001)
-			Expect(err).To(MatchError(`additionalSecretResources[2].name: Too long: with this Secret, the data of the Secrets of additionalSecretResources has 1001 bytes, more than the operator's limit of 1000 bytes (limits.additionalSecretResourcesMaxBytes)`))
+			path := field.NewPath("additionalSecretResources").Index(2).Child("name")
+			Expect(SecretsSizeError(limits, path, 1000)).To(Succeed())
+			err := SecretsSizeError(limits, path, 1001)
+			Expect(err).To(MatchError(`additionalSecretResources[2].name: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 1001 bytes, more than the operator's limit of 1000 bytes (limits.additionalSecretResourcesMaxBytes)`))
 			Expect(errors.Is(err, ErrInvalidConfig)).To(BeTrue())
 			Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
 		})

@@ -79,7 +79,7 @@ var _ = Describe("Bad configuration", Ordered, Label(labelDeployed), func() {
 
 		Expect(h.UpdateProviderConfig(ctx, []byte(`{"source":{"path":"clusters/good"},"bootstrap":{"kluctl":{"args":{"stage":"good"}}},`+
 			`"additionalSecretResources":[{"name":"big-a"},{"name":"big-b"}]}`))).To(Succeed())
-		expectConfigurationRejected(ctx, h, last, "additionalSecretResources[1].name: Too long: with this Secret, the data of the Secrets of additionalSecretResources has 307208 bytes, "+
+		expectConfigurationRejected(ctx, h, last, "additionalSecretResources[1].name: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 307208 bytes, "+
 			"more than the operator's limit of 262144 bytes (limits.additionalSecretResourcesMaxBytes)")
 	})
 

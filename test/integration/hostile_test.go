@@ -14,11 +14,13 @@ import (
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
@@ -355,7 +357,9 @@ var _ = Describe("Hostile tenant", func() {
 		By("counting the ManagedResource Secrets the seed keeps once the garbage collector ran")
 		var kept, referenced []string
 		Eventually(func(g Gomega) {
-			kept, referenced = managedResourceSecrets(g, ctx, flooded)
+			var err error
+			kept, referenced, err = managedResourceSecrets(ctx, flooded)
+			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(referenced).To(HaveLen(2 * floodShoots))
 			g.Expect(kept).To(ConsistOf(referenced))
 		}).WithTimeout(garbageCollectionTimeout).Should(Succeed())
@@ -556,7 +560,116 @@ var _ = Describe("Hostile tenant", func() {
 		stopAttack()
 		Expect(<-attackDone).To(Succeed())
 	})
+
+	It("leaves at most two ManagedResource Secrets per shoot when every apply of new content fails", Label(labelDeployed), func(ctx SpecContext) {
+		hostileRun++
+		attacker := fmt.Sprintf("fa%da", hostileRun)
+		attackerNamespace := newProject(ctx, attacker)
+		setProjectConfig(ctx, attackerNamespace, legacyConfig(publicURL, "main", "public"))
+		// Each shoot has an API server of its own: its owner's admission policy must not reach the
+		// shoots that share one.
+		specs := make([]sandbox.ShootSpec, failingShoots)
+		for i := range specs {
+			specs[i] = sandbox.ShootSpec{Project: attacker, Name: fmt.Sprintf("f%d", i), ProviderConfig: failingArgs(i, 0)}
+		}
+		shoots := createShoots(ctx, specs)
+		Expect(inParallel(len(shoots), func(i int) error {
+			_, err := shoots[i].WaitSucceeded(ctx, reconcileTimeout)
+			return err
+		})).To(Succeed())
+
+		By("denying every change of the KluctlDeployment in the shoots, as their owner can")
+		for _, h := range shoots {
+			denyKluctlDeploymentChanges(ctx, h)
+		}
+
+		By(fmt.Sprintf("changing the kluctl args %d times, each change failing to apply", failedApplies))
+		var (
+			mu   sync.Mutex
+			most int
+		)
+		start := time.Now()
+		Expect(inParallel(len(shoots), func(i int) error {
+			h := shoots[i]
+			for round := 1; round <= failedApplies/len(shoots); round++ {
+				if err := h.UpdateProviderConfig(ctx, failingArgs(i, round)); err != nil {
+					return err
+				}
+				lastErr, err := h.WaitError(ctx, errorTimeout)
+				if err != nil {
+					return fmt.Errorf("shoot %s, round %d: %w", h.Name, round, err)
+				}
+				if !strings.Contains(lastErr.Description, failingMessage) {
+					return fmt.Errorf("shoot %s, round %d: the apply did not fail for the owner's policy: %s", h.Name, round, lastErr.Description)
+				}
+				kept, _, err := managedResourceSecrets(ctx, []*sandbox.ShootHandle{h})
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				most = max(most, len(kept))
+				mu.Unlock()
+			}
+			return nil
+		})).To(Succeed())
+		kept, _, err := managedResourceSecrets(ctx, shoots)
+		Expect(err).NotTo(HaveOccurred())
+		AddReportEntry("failed applies", fmt.Sprintf("%d failed applies of new content in %d shoots within %s: at most %d ManagedResource Secrets in a shoot's seed namespace after a failed apply, %d in all after the last (budget 2 per shoot)",
+			failedApplies/len(shoots)*len(shoots), len(shoots), time.Since(start).Round(time.Second), most, len(kept)))
+		Expect(most).To(BeNumerically("<=", 2))
+		Expect(len(kept)).To(BeNumerically("<=", 2*len(shoots)))
+	})
 })
+
+// failingShoots shoots of one project get failedApplies changes of their kluctl args in all, each
+// of which their owner's admission policy makes fail to apply; the failure message is
+// failingMessage.
+const (
+	failingShoots  = 3
+	failedApplies  = 51
+	failingMessage = "the owner froze the KluctlDeployment"
+)
+
+// failingArgs is the providerConfig of the failing applies' shoot i in a round: kluctl args no
+// other shoot or round has.
+func failingArgs(shoot, round int) []byte {
+	return fmt.Appendf(nil, `{"bootstrap":{"kluctl":{"args":{"round":"%d-%d"}}}}`, shoot, round)
+}
+
+// denyKluctlDeploymentChanges creates a ValidatingAdmissionPolicy in the shoot that refuses every
+// update of a KluctlDeployment, as a shoot owner can, and waits until the API server enforces it.
+func denyKluctlDeploymentChanges(ctx context.Context, h *sandbox.ShootHandle) {
+	GinkgoHelper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "freeze-kluctl"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"gitops.kluctl.io"}, APIVersions: []string{"*"}, Resources: []string{"kluctldeployments"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: failingMessage}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "freeze-kluctl"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	Expect(h.Shoot.Client.Create(ctx, policy)).To(Succeed())
+	Expect(h.Shoot.Client.Create(ctx, binding)).To(Succeed())
+	Eventually(func(g Gomega) {
+		kd, err := kluctlDeployment(ctx, h)
+		g.Expect(err).NotTo(HaveOccurred())
+		kd.SetLabels(map[string]string{"probe": "freeze"})
+		err = h.Shoot.Client.Update(ctx, kd, client.DryRunAll)
+		g.Expect(err).To(MatchError(ContainSubstring(failingMessage)))
+	}).WithTimeout(shootTimeout).Should(Succeed())
+}
 
 // ignoreEnded drops the error of a request that failed because ctx ended: the end of an attack
 // loop, not a failure.
@@ -671,24 +784,28 @@ func coalesceWindows(d time.Duration) int {
 
 // managedResourceSecrets lists the ManagedResource Secrets in the shoots' seed namespaces, and
 // the Secrets their ManagedResources reference, as namespace/name.
-func managedResourceSecrets(g Gomega, ctx context.Context, shoots []*sandbox.ShootHandle) (kept, referenced []string) {
+func managedResourceSecrets(ctx context.Context, shoots []*sandbox.ShootHandle) (kept, referenced []string, err error) {
 	for _, h := range shoots {
 		secrets := &corev1.SecretList{}
-		g.Expect(sb.Seed.Client.List(ctx, secrets, client.InNamespace(h.SeedNamespace))).To(Succeed())
+		if err := sb.Seed.Client.List(ctx, secrets, client.InNamespace(h.SeedNamespace)); err != nil {
+			return nil, nil, err
+		}
 		for _, s := range secrets.Items {
 			if strings.HasPrefix(s.Name, "managedresource-") {
 				kept = append(kept, h.SeedNamespace+"/"+s.Name)
 			}
 		}
 		mrs := &resourcesv1alpha1.ManagedResourceList{}
-		g.Expect(sb.Seed.Client.List(ctx, mrs, client.InNamespace(h.SeedNamespace))).To(Succeed())
+		if err := sb.Seed.Client.List(ctx, mrs, client.InNamespace(h.SeedNamespace)); err != nil {
+			return nil, nil, err
+		}
 		for _, mr := range mrs.Items {
 			for _, ref := range mr.Spec.SecretRefs {
 				referenced = append(referenced, h.SeedNamespace+"/"+ref.Name)
 			}
 		}
 	}
-	return kept, referenced
+	return kept, referenced, nil
 }
 
 // countSecretCreations watches the seed's Secrets from now on and returns a function that tells

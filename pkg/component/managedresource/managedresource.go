@@ -267,10 +267,11 @@ func (m *ManagedResource) deploy(ctx context.Context, annotations map[string]str
 }
 
 // DeleteSuperseded deletes the Secrets that the ManagedResource referenced before the last Deploy
-// and no longer does. Call it once the resource manager applied what Deploy wrote (or, while it
-// does not run, right after Deploy): it reads only the Secrets the ManagedResource references, and
-// it deletes the objects that the new content lacks by the ManagedResource's status, not by the old
-// Secret. The garbage collector of the seed's gardener-resource-manager would remove them only
+// and no longer does. Call it once the resource manager is done with what Deploy wrote, applied or
+// failed (or, while it does not run, right after Deploy), so that a reconcile of the resource
+// manager that started before Deploy still finds the Secrets it read: it reads only the Secrets the
+// ManagedResource references, and it deletes the objects that the new content lacks by the
+// ManagedResource's status, not by the old Secret. The garbage collector of the seed's gardener-resource-manager would remove them only
 // after up to 12 h, so every content change would stay in the seed's etcd for that long (see
 // docs/architecture.md, "ManagedResource Secrets").
 func (m *ManagedResource) DeleteSuperseded(ctx context.Context) error {

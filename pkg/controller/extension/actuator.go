@@ -3,6 +3,7 @@ package extension
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
@@ -370,18 +371,23 @@ func isHibernated(cluster *extensionscontroller.Cluster) bool {
 	return extensionscontroller.IsHibernationEnabled(cluster) || cluster.Shoot.Status.IsHibernated
 }
 
-// deployAndWait deploys and, once applied, deletes the Secrets the new content superseded; while
-// the shoot is hibernated no resource manager reads them, so they go at once.
+// deployAndWait deploys, waits for the resource manager to apply the new content and then deletes
+// the Secrets the new content superseded, also when the apply failed: a shoot whose applies keep
+// failing would otherwise leave one Secret in the seed per change until the resource manager's
+// garbage collection. While the shoot is hibernated no resource manager reads them, so they go at
+// once.
 func deployAndWait(ctx context.Context, mr *managedresource.ManagedResource, hibernated bool) error {
 	if err := mr.Deploy(ctx); err != nil {
 		return err
 	}
+	var waitErr error
 	if !hibernated {
-		if err := mr.Wait(ctx); err != nil {
-			return err
-		}
+		waitErr = mr.Wait(ctx)
 	}
-	return mr.DeleteSuperseded(ctx)
+	if err := mr.DeleteSuperseded(ctx); err != nil {
+		return errors.Join(waitErr, err)
+	}
+	return waitErr
 }
 
 func destroy(ctx context.Context, c component.DeployWaiter, hibernated bool) error {

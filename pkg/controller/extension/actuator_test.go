@@ -54,10 +54,12 @@ const (
 
 // recorder is a fake gardener-resource-manager and an API request log for the seed client.
 type recorder struct {
-	mu       sync.Mutex
-	writes   []string
-	noApply  bool
-	failures map[string]error
+	mu      sync.Mutex
+	writes  []string
+	noApply bool
+	// failApply makes the resource manager report an apply failure of every write.
+	failApply bool
+	failures  map[string]error
 }
 
 func (r *recorder) record(verb string, obj client.Object) error {
@@ -87,6 +89,11 @@ func (r *recorder) apply(ctx context.Context, c client.WithWatch, obj client.Obj
 	if mr.Annotations[resourcesv1alpha1.Ignore] == "true" {
 		// Like gardener-resource-manager: nothing applied, the last observed generation stays.
 		mr.Status.Conditions = []gardencorev1beta1.Condition{{Type: resourcesv1alpha1.ResourcesApplied, Status: gardencorev1beta1.ConditionTrue, Reason: resourcesv1alpha1.ConditionManagedResourceIgnored}}
+		return c.Update(ctx, mr)
+	}
+	if r.failApply {
+		mr.Status.Conditions = []gardencorev1beta1.Condition{{Type: resourcesv1alpha1.ResourcesApplied, Status: gardencorev1beta1.ConditionFalse,
+			Reason: resourcesv1alpha1.ConditionApplyFailed, Message: "admission webhook denied the request", LastUpdateTime: metav1.Now()}}
 		return c.Update(ctx, mr)
 	}
 	mr.Status.ObservedGeneration = mr.Generation
@@ -797,6 +804,18 @@ var _ = Describe("Actuator", func() {
 			for i := range 3 {
 				change(fmt.Sprintf("awake-%d", i))
 			}
+
+			By("changing the content while every apply fails in the shoot")
+			DeferCleanup(func(grace time.Duration) { managedresource.ApplyFailedGrace = grace }, managedresource.ApplyFailedGrace)
+			managedresource.ApplyFailedGrace = 0
+			rec.failApply = true
+			for i := range 3 {
+				cm.Data["repositoryBranch"] = fmt.Sprintf("failing-%d", i)
+				Expect(garden.Update(ctx, cm)).To(Succeed())
+				Expect(reconcile()).To(MatchError(ContainSubstring("admission webhook denied the request")))
+				Expect(secretNames()).To(ConsistOf(referenced()), "a failed apply leaves no Secret behind")
+			}
+			rec.failApply = false
 
 			By("hibernating the shoot")
 			theShoot.Spec.Hibernation = &gardencorev1beta1.Hibernation{Enabled: ptr.To(true)}

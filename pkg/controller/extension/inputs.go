@@ -163,24 +163,43 @@ func ociCredentials(url *helper.OCIURL, data map[string][]byte, field string) (*
 }
 
 // secretResources reads the Shoot resources every source kind may deliver besides its credentials.
+// All Secrets the bootstrap ManagedResource carries count against one limit, the credentials
+// first: every change writes them anew into the seed.
 func secretResources(ctx context.Context, refs *resourceReader, cfg *fluxapi.FluxConfig, values *bootstrap.Values) error {
+	limits := refs.actuator.config.Limits
+	total := 0
+	if values.Credentials != nil {
+		total = fluxconfig.SecretDataSize(values.Credentials.Data)
+		path := field.NewPath("source", "secretResourceName")
+		if cfg.Source.OCI != nil {
+			path = field.NewPath("source", "oci", "secretResourceName")
+		}
+		if err := fluxconfig.SecretsSizeError(limits, path, total); err != nil {
+			return err
+		}
+	}
 	if d := cfg.Bootstrap.Kluctl.Decryption; d != nil && cfg.Bootstrap.Mode == fluxapi.BootstrapModeKluctl {
-		data, err := refs.secret(ctx, d.SecretResourceName, "bootstrap.kluctl.decryption.secretResourceName")
+		path := field.NewPath("bootstrap", "kluctl", "decryption", "secretResourceName")
+		data, err := refs.secret(ctx, d.SecretResourceName, path.String())
 		if err != nil {
+			return err
+		}
+		total += fluxconfig.SecretDataSize(data)
+		if err := fluxconfig.SecretsSizeError(limits, path, total); err != nil {
 			return err
 		}
 		values.Decryption = data
 	}
 
-	total := 0
 	for i, s := range cfg.AdditionalSecretResources {
-		data, err := refs.secret(ctx, s.Name, fmt.Sprintf("additionalSecretResources[%d].name", i))
+		path := field.NewPath("additionalSecretResources").Index(i).Child("name")
+		data, err := refs.secret(ctx, s.Name, path.String())
 		if err != nil {
 			return err
 		}
 		// Only here are the sizes known: the admission cannot read the Secrets.
 		total += fluxconfig.SecretDataSize(data)
-		if err := fluxconfig.AdditionalSecretsSizeError(refs.actuator.config.Limits, i, total); err != nil {
+		if err := fluxconfig.SecretsSizeError(limits, path, total); err != nil {
 			return err
 		}
 		values.AdditionalSecrets = append(values.AdditionalSecrets, bootstrap.Secret{Name: s.TargetName, Namespace: s.Namespace, Data: data})

@@ -102,7 +102,24 @@ var _ = Describe("Actuator limits", func() {
 	It("refuses additional Secrets whose data sum exceeds the limit, naming the entry", func() {
 		build(func(l *config.Limits) { l.AdditionalSecretResourcesMaxBytes = 1999 })
 		expectKept(setProviderConfig(`{"additionalSecretResources":[{"name":"a"},{"name":"b"}]}`),
-			"additionalSecretResources[1].name: Too long: with this Secret, the data of the Secrets of additionalSecretResources has 2000 bytes, more than the operator's limit of 1999 bytes (limits.additionalSecretResourcesMaxBytes)")
+			"additionalSecretResources[1].name: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 2000 bytes, more than the operator's limit of 1999 bytes (limits.additionalSecretResourcesMaxBytes)")
+	})
+
+	It("counts the decryption Secret against the same limit, naming the field that brings it over", func() {
+		build(func(l *config.Limits) { l.AdditionalSecretResourcesMaxBytes = 1999 })
+		expectKept(setProviderConfig(`{"bootstrap":{"kluctl":{"decryption":{"secretResourceName":"a"}}},"additionalSecretResources":[{"name":"b"}]}`),
+			"additionalSecretResources[0].name: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 2000 bytes, more than the operator's limit of 1999 bytes (limits.additionalSecretResourcesMaxBytes)")
+	})
+
+	It("refuses a decryption Secret over the limit on its own", func() {
+		build(func(l *config.Limits) { l.AdditionalSecretResourcesMaxBytes = 1499 })
+		expectKept(func() {
+			big := &corev1.Secret{}
+			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: "ref-b"}, big)).To(Succeed())
+			big.Data["data"] = []byte(strings.Repeat("x", 1496))
+			Expect(seed.Update(ctx, big)).To(Succeed())
+			setProviderConfig(`{"bootstrap":{"kluctl":{"decryption":{"secretResourceName":"b"}}}}`)()
+		}, "bootstrap.kluctl.decryption.secretResourceName: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 1500 bytes, more than the operator's limit of 1499 bytes (limits.additionalSecretResourcesMaxBytes)")
 	})
 
 	It("accepts additional Secrets at the limit", func() {
