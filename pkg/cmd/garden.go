@@ -9,18 +9,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	fluxinstall "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/install"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/gardencluster"
 )
 
 // SetUpManager adds what the extension needs besides its controllers to a seed manager: its kinds,
-// the garden access (returned for the controllers) and the health checks. The extension binary and
+// the garden access (returned for the controllers, its cache bounded by limits) and the health
+// checks. The extension binary and
 // the test sandbox both use it, so that the sandbox runs the extension as it is deployed.
 //
 // Neither the start nor the readiness depend on the garden: the health checks, Migrate and Delete
 // need nothing from it, and a restart would not bring it back. Until the garden cache synced, the
 // garden requests of reconciles fail at once with gardencluster.ErrNotReachable.
-func SetUpManager(mgr manager.Manager, garden *rest.Config) (*gardencluster.Cluster, error) {
+func SetUpManager(mgr manager.Manager, garden *rest.Config, limits config.Limits) (*gardencluster.Cluster, error) {
 	if err := extensionscontroller.AddToScheme(mgr.GetScheme()); err != nil {
 		return nil, fmt.Errorf("could not update manager scheme: %w", err)
 	}
@@ -28,7 +30,7 @@ func SetUpManager(mgr manager.Manager, garden *rest.Config) (*gardencluster.Clus
 		return nil, fmt.Errorf("could not update manager scheme: %w", err)
 	}
 
-	gardenCluster, err := gardencluster.New(garden, mgr.GetLogger().WithName("garden"))
+	gardenCluster, err := gardencluster.New(garden, mgr.GetLogger().WithName("garden"), int(limits.ProjectConfigMapMaxBytes))
 	if err != nil {
 		return nil, err
 	}

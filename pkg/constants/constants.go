@@ -54,6 +54,10 @@ const (
 	// rotation request it cannot carry out, with the reason; the next request it carries out
 	// removes it.
 	AnnotationRotateRefused = "shoot-flux.extensions.gardener.cloud/rotate-refused"
+	// AnnotationDroppedDataBytes marks a project ConfigMap in the extension's garden cache whose
+	// data and binaryData were over the operator's limit and were not kept; its value is their
+	// size in bytes. The cache keeps no other annotation, so only the cache sets it.
+	AnnotationDroppedDataBytes = "shoot-flux.extensions.gardener.cloud/dropped-data-bytes"
 	// AnnotationHandedOverAt on the controllers ManagedResource records when the extension handed the
 	// controllers over to the user (flux.management handover) and stopped managing them; together with
 	// gardener-resource-manager's ignore annotation it marks the handover, RFC 3339.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,6 +60,20 @@ func SecretsSizeError(limits config.Limits, fldPath *field.Path, total int) erro
 		limit, "additionalSecretResourcesMaxBytes").Error()}}
 }
 
+// ConfigMapDataSize is the size of a project ConfigMap that projectConfigMapMaxBytes bounds: the
+// keys and values of data and binaryData, or what the garden cache dropped of them
+// (constants.AnnotationDroppedDataBytes).
+func ConfigMapDataSize(cm *corev1.ConfigMap) int {
+	size := SecretDataSize(cm.BinaryData)
+	for k, v := range cm.Data {
+		size += len(k) + len(v)
+	}
+	if dropped, err := strconv.Atoi(cm.Annotations[constants.AnnotationDroppedDataBytes]); err == nil {
+		size = max(size, dropped)
+	}
+	return size
+}
+
 // SecretDataSize is what a Secret's data adds to a ManagedResource: its keys and values.
 func SecretDataSize(data map[string][]byte) int {
 	size := 0
@@ -82,11 +97,7 @@ func configMapLimitProblems(cm *corev1.ConfigMap, limits config.Limits, p *probl
 	origin := fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name)
 	errs := field.ErrorList{}
 	if limit := int(limits.ProjectConfigMapMaxBytes); limit > 0 {
-		size := SecretDataSize(cm.BinaryData)
-		for k, v := range cm.Data {
-			size += len(k) + len(v)
-		}
-		if size > limit {
+		if size := ConfigMapDataSize(cm); size > limit {
 			errs = append(errs, tooLarge(field.NewPath("data"), fmt.Sprintf("the keys and values of data and binaryData have %d bytes", size), limit, "projectConfigMapMaxBytes"))
 		}
 	}

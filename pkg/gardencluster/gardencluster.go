@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 )
 
 // ErrNotReachable is the cause of every garden request made before the garden cache synced for
@@ -48,7 +50,8 @@ var (
 
 // Cluster is the extension's access to the garden. Its cache only holds the project ConfigMaps
 // named flux-config (a field selector keeps a big garden's ConfigMaps out of memory), and of them
-// only what the extension reads (TransformProjectConfigMap); Secrets are never cached.
+// only what the extension reads, within the operator's size limit (TransformProjectConfigMap);
+// Secrets are never cached.
 //
 // Add it to the manager as a Runnable. Unlike a cluster.Cluster, it does not hold up the start of
 // the manager until the garden cache synced, and until then every request through Client fails at
@@ -64,8 +67,9 @@ type Cluster struct {
 	lastErr error
 }
 
-// New returns the garden access for cfg; it sends no request.
-func New(cfg *rest.Config, log logr.Logger) (*Cluster, error) {
+// New returns the garden access for cfg; it sends no request. maxConfigMapBytes bounds the project
+// ConfigMaps the cache keeps (see TransformProjectConfigMap).
+func New(cfg *rest.Config, log logr.Logger, maxConfigMapBytes int) (*Cluster, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("could not build garden scheme: %w", err)
@@ -80,7 +84,7 @@ func New(cfg *rest.Config, log logr.Logger) (*Cluster, error) {
 		o.Cache.ByObject = map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {
 				Field:     fields.OneTermEqualSelector("metadata.name", constants.ProjectConfigMapName),
-				Transform: TransformProjectConfigMap,
+				Transform: TransformProjectConfigMap(maxConfigMapBytes),
 			},
 		}
 		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
@@ -95,39 +99,49 @@ func New(cfg *rest.Config, log logr.Logger) (*Cluster, error) {
 	return c, nil
 }
 
-// TransformProjectConfigMap keeps of a project ConfigMap what the extension reads: the name,
-// namespace, identity and version, data, and the names of binaryData keys, which are rejected
-// with an error naming them. Every seed caches the ConfigMaps of all projects of the garden, which
-// project admins write: annotations (kubectl's last-applied-configuration repeats the whole
-// data), labels, managedFields and binaryData values would only take memory. It implements
-// toolscache.TransformFunc.
-func TransformProjectConfigMap(obj any) (any, error) {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		// A tombstone of a deleted object (DeletedFinalStateUnknown) is passed on as it is.
-		return obj, nil
-	}
-	kept := &corev1.ConfigMap{
-		TypeMeta: cm.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              cm.Name,
-			Namespace:         cm.Namespace,
-			UID:               cm.UID,
-			ResourceVersion:   cm.ResourceVersion,
-			Generation:        cm.Generation,
-			CreationTimestamp: cm.CreationTimestamp,
-			DeletionTimestamp: cm.DeletionTimestamp,
-		},
-		Data:      cm.Data,
-		Immutable: cm.Immutable,
-	}
-	if len(cm.BinaryData) > 0 {
-		kept.BinaryData = make(map[string][]byte, len(cm.BinaryData))
-		for key := range cm.BinaryData {
-			kept.BinaryData[key] = nil
+// TransformProjectConfigMap returns the transform of the cached project ConfigMaps: it keeps what
+// the extension reads, the name, namespace, identity and version, data, and the names of binaryData
+// keys, which are rejected with an error naming them. Every seed caches the ConfigMaps of all
+// projects of the garden, which project admins write: annotations (kubectl's
+// last-applied-configuration repeats the whole data), labels, managedFields and binaryData values
+// would only take memory. A ConfigMap whose data and binaryData are over maxBytes (the operator's
+// projectConfigMapMaxBytes; zero for no bound) keeps neither, only their size in
+// constants.AnnotationDroppedDataBytes: the reconciles of its project fail with the limit's error,
+// as they would with the data, and the memory of the seed stays bounded whether or not the
+// admission ran. The result implements toolscache.TransformFunc.
+func TransformProjectConfigMap(maxBytes int) func(obj any) (any, error) {
+	return func(obj any) (any, error) {
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok {
+			// A tombstone of a deleted object (DeletedFinalStateUnknown) is passed on as it is.
+			return obj, nil
 		}
+		kept := &corev1.ConfigMap{
+			TypeMeta: cm.TypeMeta,
+			ObjectMeta: metav1.ObjectMeta{
+				Name:              cm.Name,
+				Namespace:         cm.Namespace,
+				UID:               cm.UID,
+				ResourceVersion:   cm.ResourceVersion,
+				Generation:        cm.Generation,
+				CreationTimestamp: cm.CreationTimestamp,
+				DeletionTimestamp: cm.DeletionTimestamp,
+			},
+			Immutable: cm.Immutable,
+		}
+		if size := fluxconfig.ConfigMapDataSize(cm); maxBytes > 0 && size > maxBytes {
+			kept.Annotations = map[string]string{constants.AnnotationDroppedDataBytes: strconv.Itoa(size)}
+			return kept, nil
+		}
+		kept.Data = cm.Data
+		if len(cm.BinaryData) > 0 {
+			kept.BinaryData = make(map[string][]byte, len(cm.BinaryData))
+			for key := range cm.BinaryData {
+				kept.BinaryData[key] = nil
+			}
+		}
+		return kept, nil
 	}
-	return kept, nil
 }
 
 // restMapper maps the garden kinds the extension reads and writes: project ConfigMaps and deploy

@@ -19,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/gardencluster"
 )
 
@@ -38,7 +40,7 @@ var _ = Describe("Cluster", func() {
 	// start runs the garden access against host until the spec ends.
 	start := func(host string) *gardencluster.Cluster {
 		GinkgoHelper()
-		c, err := gardencluster.New(&rest.Config{Host: host}, logr.Discard())
+		c, err := gardencluster.New(&rest.Config{Host: host}, logr.Discard(), 0)
 		Expect(err).NotTo(HaveOccurred())
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -199,7 +201,7 @@ var _ = Describe("TransformProjectConfigMap", func() {
 			Data:       map[string]string{"config.yaml": "flux: {}"},
 			BinaryData: map[string][]byte{"blob": make([]byte, 100000)},
 		}
-		out, err := gardencluster.TransformProjectConfigMap(cm)
+		out, err := gardencluster.TransformProjectConfigMap(0)(cm)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(Equal(&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: constants.ProjectConfigMapName, Namespace: "garden-foo", UID: "1", ResourceVersion: "7", DeletionTimestamp: &now},
@@ -210,6 +212,25 @@ var _ = Describe("TransformProjectConfigMap", func() {
 
 	It("passes on what is not a ConfigMap", func() {
 		tombstone := toolscache.DeletedFinalStateUnknown{Key: "garden-foo/flux-config"}
-		Expect(gardencluster.TransformProjectConfigMap(tombstone)).To(Equal(tombstone))
+		Expect(gardencluster.TransformProjectConfigMap(1)(tombstone)).To(Equal(tombstone))
+	})
+
+	It("keeps only the size of a ConfigMap over the limit, which the limit check reports as before", func() {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: constants.ProjectConfigMapName, Namespace: "garden-foo", UID: "1", ResourceVersion: "7"},
+			Data:       map[string]string{"config.yaml": strings.Repeat("x", 990)},
+			BinaryData: map[string][]byte{"blob": make([]byte, 10)},
+		}
+		Expect(gardencluster.TransformProjectConfigMap(1015)(cm)).To(HaveField("Data", cm.Data), "at the limit: 11 + 990 + 4 + 10 bytes")
+		out, err := gardencluster.TransformProjectConfigMap(1014)(cm)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(Equal(&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: constants.ProjectConfigMapName, Namespace: "garden-foo", UID: "1", ResourceVersion: "7",
+				Annotations: map[string]string{constants.AnnotationDroppedDataBytes: "1015"}},
+		}))
+		limits := configv1alpha1.DefaultLimits()
+		limits.ProjectConfigMapMaxBytes = 1014
+		Expect(fluxconfig.ValidateConfigMapLimits(out.(*corev1.ConfigMap), limits)).To(MatchError(ContainSubstring(
+			"ConfigMap garden-foo/flux-config: data: Too long: the keys and values of data and binaryData have 1015 bytes, more than the operator's limit of 1014 bytes (limits.projectConfigMapMaxBytes)")))
 	})
 })

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/gardener/gardener/pkg/chartrenderer"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +25,11 @@ import (
 
 	admissionchart "github.com/shoot-flux/gardener-extension-shoot-flux/charts/gardener-extension-shoot-flux-admission"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/cmd/gardener-extension-shoot-flux-admission/app"
+	admissioncmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
+	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -332,13 +338,6 @@ var _ = Describe("Admission charts", func() {
 				"podLabels":       map[string]any{"team": "platform"},
 				"gardener":        map[string]any{"runtimeCluster": map[string]any{"priorityClassName": ""}},
 				"hostPolicy":      map[string]any{"allowedNetworks": []any{"10.20.0.0/16", "fd00::/8"}, "allowedPorts": []any{"22", "1024-65535"}},
-				"limits": map[string]any{
-					"projectConfigMapMaxBytes":          1 << 20,
-					"projectConfigMaxBytes":             512 << 10,
-					"kluctlArgsMaxBytes":                65536,
-					"controllersMaxBytes":               32768,
-					"additionalSecretResourcesMaxCount": 32,
-				},
 			})
 			Expect(kinds(objs)).To(ConsistOf("Deployment", "Service", "ServiceAccount", "Secret"))
 			for _, o := range objs {
@@ -359,17 +358,45 @@ var _ = Describe("Admission charts", func() {
 			ports, err := cmd.Flags().GetStringSlice("host-policy-allowed-ports")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ports).To(Equal([]string{"22", "1024-65535"}))
-			for flag, value := range map[string]int32{
-				"limits-project-config-map-max-bytes":          1 << 20,
-				"limits-project-config-max-bytes":              512 << 10,
-				"limits-kluctl-args-max-bytes":                 65536,
-				"limits-controllers-max-bytes":                 32768,
-				"limits-additional-secret-resources-max-count": 32,
-			} {
-				got, err := cmd.Flags().GetInt32(flag)
-				Expect(err).NotTo(HaveOccurred())
-				Expect(got).To(Equal(value), flag)
+		})
+
+		// The operator hands both charts the same limits (the operator Extension's values, or a
+		// ControllerDeployment's and the admission's): every field of the controller's limits,
+		// changed from its default, reaches the admission as the controller loads it.
+		It("gives the admission the limits the controller loads from the same values", func() {
+			limits := configv1alpha1.DefaultLimits()
+			values := map[string]any{}
+			v := reflect.ValueOf(&limits).Elem()
+			for i := range v.NumField() {
+				// Doubled, so that limits bound by others (config.yaml within the ConfigMap) stay valid.
+				v.Field(i).SetInt(2 * v.Field(i).Int())
+				name := v.Type().Field(i).Name
+				values[strings.ToLower(name[:1])+name[1:]] = v.Field(i).Int()
 			}
+
+			controllerObjs, err := sandbox.RenderExtensionChart(runtimeNamespace, sandbox.MergeValues(sandbox.GardenletValues(), map[string]any{"config": map[string]any{"limits": values}}))
+			Expect(err).NotTo(HaveOccurred())
+			var controllerConfig *config.ControllerConfiguration
+			for _, o := range controllerObjs {
+				if o.GetKind() == "ConfigMap" && strings.HasSuffix(o.GetName(), "-config") {
+					cm := typed[corev1.ConfigMap](o)
+					controllerConfig, err = loader.Load([]byte(cm.Data["config.yaml"]))
+					Expect(err).NotTo(HaveOccurred())
+				}
+			}
+			Expect(controllerConfig).NotTo(BeNil(), "the controller chart renders its configuration")
+			Expect(controllerConfig.Limits).To(Equal(limits))
+
+			objs := mustRender(admissionchart.RuntimeChartPath, runtimeNamespace, runtimeValues(), map[string]any{"limits": values})
+			container := typed[appsv1.Deployment](find(objs, "Deployment")).Spec.Template.Spec.Containers[0]
+			opts := admissioncmd.NewLimitsOptions()
+			fs := pflag.NewFlagSet("admission", pflag.ContinueOnError)
+			opts.AddFlags(fs)
+			// The admission's other flags are not this spec's.
+			fs.ParseErrorsAllowlist.UnknownFlags = true
+			Expect(fs.Parse(container.Args)).To(Succeed())
+			Expect(opts.Complete()).To(Succeed())
+			Expect(opts.Completed()).To(Equal(controllerConfig.Limits))
 		})
 
 		It("requires the serving certificate", func() {

@@ -2,8 +2,11 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/gardencluster"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
 var _ = Describe("Garden cache", func() {
@@ -33,7 +38,7 @@ var _ = Describe("Garden cache", func() {
 		}
 		Expect(sb.Garden.Client.Create(ctx, cm)).To(Succeed())
 
-		garden, err := gardencluster.New(sb.Garden.Config, logr.Discard())
+		garden, err := gardencluster.New(sb.Garden.Config, logr.Discard(), 0)
 		Expect(err).NotTo(HaveOccurred())
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -64,5 +69,43 @@ var _ = Describe("Garden cache", func() {
 		cm.Annotations["more"] = strings.Repeat("y", 1000)
 		Expect(sb.Garden.Client.Update(ctx, cm)).To(Succeed())
 		Eventually(func(g Gomega) { expectTrimmed(g, cm.Data) }).Should(Succeed())
+	})
+
+	// With the admission down (the sandbox's garden runs none), a project admin can write a
+	// ConfigMap of up to the API server's limit; the seed keeps its size, not its data.
+	It("keeps only the size of a project ConfigMap over the limit, and the project's shoots report the limit", func(ctx SpecContext) {
+		project := "gbig"
+		projectNamespace := newProject(ctx, project)
+		limit := int(sb.ExtensionConfig().Limits.ProjectConfigMapMaxBytes)
+		big := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: projectNamespace, Name: constants.ProjectConfigMapName},
+			Data:       legacyConfig(publicURL, "main", "public"),
+			BinaryData: map[string][]byte{"blob": make([]byte, 900<<10)},
+		}
+		Expect(sb.Garden.Client.Create(ctx, big)).To(Succeed())
+		size := fluxconfig.ConfigMapDataSize(big)
+
+		garden, err := gardencluster.New(sb.Garden.Config, logr.Discard(), limit)
+		Expect(err).NotTo(HaveOccurred())
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- garden.Start(runCtx) }()
+		DeferCleanup(func() {
+			stop()
+			Eventually(done).Should(Receive(BeNil()))
+		})
+		Eventually(garden.Synced()).WithTimeout(shootTimeout).Should(BeClosed())
+		cached := &corev1.ConfigMap{}
+		Expect(garden.Client().Get(ctx, client.ObjectKeyFromObject(big), cached)).To(Succeed())
+		Expect(cached.Data).To(BeEmpty())
+		Expect(cached.BinaryData).To(BeEmpty())
+		Expect(cached.Annotations).To(Equal(map[string]string{constants.AnnotationDroppedDataBytes: strconv.Itoa(size)}))
+
+		h := createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "one", SharedControlPlane: true})
+		lastErr, err := h.WaitError(ctx, errorTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lastErr.Description).To(ContainSubstring(fmt.Sprintf("ConfigMap %s/%s: data: Too long: the keys and values of data and binaryData have %d bytes, more than the operator's limit of %d bytes (limits.projectConfigMapMaxBytes)",
+			projectNamespace, constants.ProjectConfigMapName, size, limit)))
+		Expect(lastErr.Codes).To(ContainElement(gardencorev1beta1.ErrorConfigurationProblem))
 	})
 })

@@ -400,7 +400,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 	if err != nil {
 		return fmt.Errorf("failed creating extension manager: %w", err)
 	}
-	garden, err := fluxcmd.SetUpManager(mgr, s.gardenConfig(settings.GardenAddress))
+	garden, err := fluxcmd.SetUpManager(mgr, s.gardenConfig(settings.GardenAddress), cfg.Limits)
 	if err != nil {
 		return err
 	}

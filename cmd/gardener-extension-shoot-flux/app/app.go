@@ -56,12 +56,12 @@ func (o *Options) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("could not instantiate controller-manager: %w", err)
 	}
-	gardenCluster, err := fluxcmd.SetUpManager(mgr, o.clientOptions.Apply(o.gardenOptions.Completed()))
+	cfg := o.configOptions.Completed()
+	gardenCluster, err := fluxcmd.SetUpManager(mgr, o.clientOptions.Apply(o.gardenOptions.Completed()), cfg.Limits)
 	if err != nil {
 		return err
 	}
 
-	cfg := o.configOptions.Completed()
 	extension.DefaultAddOptions.Config = *cfg
 	if cfg.HealthCheckConfig != nil {
 		healthcheck.DefaultAddOptions.HealthCheckConfig = *cfg.HealthCheckConfig

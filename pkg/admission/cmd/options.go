@@ -4,6 +4,9 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
+	"unicode"
 
 	extensionswebhook "github.com/gardener/gardener/extensions/pkg/webhook"
 	webhookcmd "github.com/gardener/gardener/extensions/pkg/webhook/cmd"
@@ -52,10 +55,12 @@ func (o *HostPolicyOptions) Completed() *hostpolicy.Policy {
 	return o.policy
 }
 
-// LimitsOptions are the operator's limits of tenant inputs that the admission can check without
-// reading other objects: the same settings as the controller's limits, with the same defaults
-// (configv1alpha1.DefaultLimits). The size of additional Secrets, known_hosts in Secrets and the
-// deploy keys are only checked by the controller.
+// LimitsOptions are the operator's limits of tenant inputs: the controller's limits, with the same
+// defaults (configv1alpha1.DefaultLimits), one flag --limits-<field> per field of config.Limits,
+// e.g. --limits-known-hosts-max-bytes for knownHostsMaxBytes. The flags are made from the fields,
+// so that the admission takes every limit the controller has and the charts can hand both the same
+// values. The admission checks those it can without reading other objects; the size of the
+// referenced Secrets, known_hosts in Secrets and the deploy keys only the controller checks.
 type LimitsOptions struct {
 	limits config.Limits
 }
@@ -65,34 +70,56 @@ func NewLimitsOptions() *LimitsOptions {
 	return &LimitsOptions{limits: configv1alpha1.DefaultLimits()}
 }
 
+// limitFlag is the flag of one field of config.Limits.
+type limitFlag struct {
+	// flag is the flag's name, field the configuration field's JSON name.
+	flag, field string
+	value       *int32
+}
+
+// flags returns a flag per field of o.limits, in the order of the fields.
+func (o *LimitsOptions) flags() []limitFlag {
+	v := reflect.ValueOf(&o.limits).Elem()
+	out := make([]limitFlag, 0, v.NumField())
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		out = append(out, limitFlag{
+			flag:  "limits-" + kebab(name),
+			field: strings.ToLower(name[:1]) + name[1:],
+			value: v.Field(i).Addr().Interface().(*int32),
+		})
+	}
+	return out
+}
+
+// kebab turns a Go field name into a flag's words: ProjectConfigMapMaxBytes becomes
+// project-config-map-max-bytes, as helm's kebabcase does with the JSON name.
+func kebab(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // AddFlags implements controllercmd.Flagger.
 func (o *LimitsOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.Int32Var(&o.limits.ProjectConfigMapMaxBytes, "limits-project-config-map-max-bytes", o.limits.ProjectConfigMapMaxBytes,
-		"Maximum size of the data of a project ConfigMap flux-config; the controller's limits.projectConfigMapMaxBytes.")
-	fs.Int32Var(&o.limits.ProjectConfigMaxBytes, "limits-project-config-max-bytes", o.limits.ProjectConfigMaxBytes,
-		"Maximum size of config.yaml of a project ConfigMap flux-config; the controller's limits.projectConfigMaxBytes.")
-	fs.Int32Var(&o.limits.KluctlArgsMaxBytes, "limits-kluctl-args-max-bytes", o.limits.KluctlArgsMaxBytes,
-		"Maximum size of bootstrap.kluctl.args of a configuration layer as JSON; the controller's limits.kluctlArgsMaxBytes.")
-	fs.Int32Var(&o.limits.ControllersMaxBytes, "limits-controllers-max-bytes", o.limits.ControllersMaxBytes,
-		"Maximum size of controllers of a configuration layer as JSON; the controller's limits.controllersMaxBytes.")
-	fs.Int32Var(&o.limits.AdditionalSecretResourcesMaxCount, "limits-additional-secret-resources-max-count", o.limits.AdditionalSecretResourcesMaxCount,
-		"Maximum number of additionalSecretResources; the controller's limits.additionalSecretResourcesMaxCount.")
+	for _, f := range o.flags() {
+		fs.Int32Var(f.value, f.flag, *f.value, "The controller's limits."+f.field+" (see docs/operations.md, \"Limits\").")
+	}
 }
 
 // Complete implements controllercmd.Completer.
 func (o *LimitsOptions) Complete() error {
-	for _, l := range []struct {
-		flag  string
-		value int32
-	}{
-		{"limits-project-config-map-max-bytes", o.limits.ProjectConfigMapMaxBytes},
-		{"limits-project-config-max-bytes", o.limits.ProjectConfigMaxBytes},
-		{"limits-kluctl-args-max-bytes", o.limits.KluctlArgsMaxBytes},
-		{"limits-controllers-max-bytes", o.limits.ControllersMaxBytes},
-		{"limits-additional-secret-resources-max-count", o.limits.AdditionalSecretResourcesMaxCount},
-	} {
-		if l.value <= 0 {
-			return fmt.Errorf("--%s must be positive, got %d", l.flag, l.value)
+	for _, f := range o.flags() {
+		if *f.value <= 0 {
+			return fmt.Errorf("--%s must be positive, got %d", f.flag, *f.value)
 		}
 	}
 	return nil
