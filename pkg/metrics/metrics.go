@@ -80,6 +80,12 @@ var (
 		Help:      "SSH deploy keys replaced on request (annotation shoot-flux.extensions.gardener.cloud/rotate).",
 	})
 
+	projectWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace,
+		Name:      "reconciles_waiting_for_project_share",
+		Help:      "Extension reconciles that wait for a worker because their project occupies its share of the workers (limits.projectWorkersPercent).",
+	})
+
 	managedResourceWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace,
 		Name:      "managed_resource_writes_total",
@@ -88,7 +94,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(operations, operationErrors, hostKeyScans, deployKeysGenerated, deployKeysRotated, managedResourceWrites, shoots)
+	ctrlmetrics.Registry.MustRegister(operations, operationErrors, hostKeyScans, deployKeysGenerated, deployKeysRotated, projectWaiting, managedResourceWrites, shoots)
 	// Every label value that can occur is exported from the start, so that rates and alerts see a
 	// zero instead of no series before the first occurrence.
 	for _, phase := range []string{PhaseReconcile, PhaseDelete, PhaseMigrate, PhaseRestore} {
@@ -120,6 +126,12 @@ func isTimeout(err error) bool {
 	var netErr net.Error
 	return wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		(errors.As(err, &netErr) && netErr.Timeout())
+}
+
+// RecordProjectWaiting adds delta to the reconciles that wait for their project's share of the
+// workers.
+func RecordProjectWaiting(delta int) {
+	projectWaiting.Add(float64(delta))
 }
 
 // RecordOperation counts an Extension operation of phase and, if it failed, its error class.

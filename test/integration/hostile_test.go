@@ -619,7 +619,51 @@ var _ = Describe("Hostile tenant", func() {
 		Expect(most).To(BeNumerically("<=", 2))
 		Expect(len(kept)).To(BeNumerically("<=", 2*len(shoots)))
 	})
+
+	It("serves the other projects while the reconciles of one project's shoots hang", Label(labelDeployed), func(ctx SpecContext) {
+		hostileRun++
+		prefix := fmt.Sprintf("hg%d", hostileRun)
+		By(fmt.Sprintf("running the extension with %d workers", floodWorkers))
+		restartExtension(ctx, sandbox.ExtensionSettings{MaxConcurrentReconciles: floodWorkers})
+
+		attacker := prefix + "a"
+		attackerNamespace := newProject(ctx, attacker)
+		setProjectConfig(ctx, attackerNamespace, legacyConfig(publicURL, "main", "public"))
+		specs := make([]sandbox.ShootSpec, hangingShoots)
+		for i := range specs {
+			specs[i] = sandbox.ShootSpec{Project: attacker, Name: fmt.Sprintf("h%02d", i), SharedControlPlane: true, Unresponsive: true}
+		}
+		By(fmt.Sprintf("creating %d shoots whose resource managers do not answer, so that each reconcile waits for the applied timeout (%s)",
+			hangingShoots, sb.ExtensionConfig().Timeouts.ManagedResourceApplied.Duration))
+		hanging := createShoots(ctx, specs)
+		DeferCleanup(func(ctx SpecContext) {
+			// Answered, the shoots succeed, and no reconcile of theirs holds a worker in the next scenarios.
+			for _, h := range hanging {
+				Expect(h.Respond(ctx)).To(Succeed())
+			}
+			Expect(inParallel(len(hanging), func(i int) error {
+				_, err := hanging[i].WaitSucceeded(ctx, reconcileTimeout)
+				return err
+			})).To(Succeed())
+		})
+		share := floodWorkers * int(sb.ExtensionConfig().Limits.ProjectWorkersPercent) / 100
+		Eventually(func(g Gomega) {
+			m, err := scrapeMetrics(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(m.sum("shoot_flux_reconciles_waiting_for_project_share", nil)).To(BeNumerically(">=", hangingShoots-share))
+		}).WithTimeout(reconcileTimeout).Should(Succeed(), "the hanging shoots occupy their project's share, the rest wait")
+
+		healthy := createHealthyTenants(ctx, prefix)
+		healthy.expectPropagation(ctx, "release")
+		m, err := scrapeMetrics(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		AddReportEntry("hanging project", fmt.Sprintf("%d hanging shoots of one project, %d of %d workers theirs: %.0f of their reconciles waiting while the healthy projects were served",
+			hangingShoots, share, floodWorkers, m.sum("shoot_flux_reconciles_waiting_for_project_share", nil)))
+	})
 })
+
+// hangingShoots shoots of one project hang in every reconcile.
+const hangingShoots = 30
 
 // failingShoots shoots of one project get failedApplies changes of their kluctl args in all, each
 // of which their owner's admission policy makes fail to apply; the failure message is

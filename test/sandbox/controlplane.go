@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"slices"
 
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -58,6 +61,29 @@ func (h *ShootHandle) StopResourceManager() error {
 		return errSharedResourceManager(h.SeedNamespace)
 	}
 	return h.stopResourceManager()
+}
+
+// Respond makes the resource manager of a light shoot created Unresponsive answer: the shared
+// resource manager serves its namespace from now on and, as gardenlet asks it to, reconciles the
+// ManagedResources written meanwhile (gardener.cloud/operation=reconcile).
+func (h *ShootHandle) Respond(ctx context.Context) error {
+	if h.shared == nil {
+		return fmt.Errorf("shoot %s has a resource manager of its own", h.SeedNamespace)
+	}
+	h.shared.add(h.SeedNamespace)
+	mrs := &resourcesv1alpha1.ManagedResourceList{}
+	if err := h.sandbox.Seed.Client.List(ctx, mrs, client.InNamespace(h.SeedNamespace)); err != nil {
+		return fmt.Errorf("failed listing the ManagedResources of %s: %w", h.SeedNamespace, err)
+	}
+	for i := range mrs.Items {
+		mr := &mrs.Items[i]
+		patch := client.MergeFrom(mr.DeepCopy())
+		metav1.SetMetaDataAnnotation(&mr.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationReconcile)
+		if err := h.sandbox.Seed.Client.Patch(ctx, mr, patch); err != nil {
+			return fmt.Errorf("failed asking for a reconcile of ManagedResource %s/%s: %w", mr.Namespace, mr.Name, err)
+		}
+	}
+	return nil
 }
 
 func errSharedResourceManager(namespace string) error {

@@ -76,6 +76,10 @@ type ShootSpec struct {
 	// of the shoot's content are only meaningful for a single light shoot. The shared resource
 	// manager cannot be stopped per shoot: it keeps applying while a light shoot is hibernated.
 	SharedControlPlane bool
+	// Unresponsive makes a light shoot (SharedControlPlane) whose resource manager does not
+	// answer, as that of a shoot whose API server is down: its ManagedResources are not applied,
+	// so every reconcile that changes them waits for the applied timeout, until Respond.
+	Unresponsive bool
 	// DeferExtension sets up everything but the Extension resource; CreateExtension creates it.
 	DeferExtension bool
 	// RunControllers runs the delivered Flux and kluctl controllers: a kubelet stand-in starts
@@ -186,7 +190,9 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 			return nil, err
 		}
 		// Before anything exists in the namespace that the resource manager could miss.
-		shared.add(h.SeedNamespace)
+		if !spec.Unresponsive {
+			shared.add(h.SeedNamespace)
+		}
 		h.shared, h.Shoot = shared, shared.shoot
 	} else if err := h.startControlPlane(ctx, !spec.Hibernated, spec.RunControllers, spec.NodeEnv); err != nil {
 		return nil, errors.Join(err, h.stopControlPlane())

@@ -102,6 +102,9 @@ type Limits struct {
 	DeployKeysMaxEntries int32
 	// DeployKeysMaxRotatedKeys bounds the key pairs one rotation request of a project generates.
 	DeployKeysMaxRotatedKeys int32
+	// ProjectWorkersPercent bounds the share of the controller's workers the shoots of one
+	// project occupy at once, in percent.
+	ProjectWorkersPercent int32
 }
 
 // KnownHostsLimits are the limits of a tenant's known_hosts, in the form of

@@ -78,9 +78,15 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 	})); err != nil {
 		return fmt.Errorf("failed adding the start-up check for deleted project ConfigMaps: %w", err)
 	}
+	controllerOptions := opts.ControllerOptions
+	// A share of all workers (or none configured, as in tests with a configuration built by hand)
+	// needs no fair queue.
+	if percent := int(opts.Config.Limits.ProjectWorkersPercent); controllerOptions.NewQueue == nil && percent > 0 && percent < 100 {
+		controllerOptions.NewQueue = newFairQueue(max(1, controllerOptions.MaxConcurrentReconciles), percent)
+	}
 	return extension.Add(mgr, extension.AddArgs{
 		Actuator:                  metrics.InstrumentActuator(NewActuator(mgr.GetClient(), garden.Client(), opts.Config)),
-		ControllerOptions:         opts.ControllerOptions,
+		ControllerOptions:         controllerOptions,
 		Name:                      ControllerName,
 		FinalizerSuffix:           FinalizerSuffix,
 		Resync:                    opts.Resync,

@@ -42,6 +42,7 @@ var _ = Describe("Loader", func() {
 				HostPatternMaxWildcards:           16,
 				DeployKeysMaxEntries:              1500,
 				DeployKeysMaxRotatedKeys:          50,
+				ProjectWorkersPercent:             50,
 			},
 		}
 	}

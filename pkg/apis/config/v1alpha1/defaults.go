@@ -61,6 +61,10 @@ const (
 	// next to the bootstrap objects, and every change writes a new copy into the seed's etcd; keys,
 	// tokens and certificates are a few KiB each.
 	DefaultAdditionalSecretResourcesMaxBytes = 256 << 10
+	// Half of the workers: a project with many shoots still reconciles them in parallel (10 at
+	// once with the chart's 20 workers), and a project whose reconciles hang leaves the other
+	// half to the rest of the seed.
+	DefaultProjectWorkersPercent = 50
 )
 
 // SetDefaults_Limits sets the default limits.
@@ -84,6 +88,7 @@ func SetDefaults_Limits(obj *Limits) {
 		{&obj.HostPatternMaxWildcards, int32(knownHosts.MaxWildcards)},
 		{&obj.DeployKeysMaxEntries, int32(constants.DefaultDeployKeysMaxDataKeys)},
 		{&obj.DeployKeysMaxRotatedKeys, int32(constants.DefaultDeployKeysMaxRotatedKeys)},
+		{&obj.ProjectWorkersPercent, DefaultProjectWorkersPercent},
 	} {
 		if *l.field == nil {
 			*l.field = ptr.To(l.value)

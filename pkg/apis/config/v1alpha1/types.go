@@ -158,6 +158,13 @@ type Limits struct {
 	// generates (rotate and rotate-prepare together); a request for more is refused. Defaults to 50.
 	// +optional
 	DeployKeysMaxRotatedKeys *int32 `json:"deployKeysMaxRotatedKeys,omitempty"`
+	// ProjectWorkersPercent bounds the share of the controller's workers (--max-concurrent-reconciles)
+	// that the shoots of one project occupy at once, in percent, at least one worker: further
+	// reconciles of the project wait until one of its own ends, while the other projects' shoots
+	// get the remaining workers. A project whose reconciles hang (applies that wait for the applied
+	// timeout) so cannot hold all workers. Defaults to 50.
+	// +optional
+	ProjectWorkersPercent *int32 `json:"projectWorkersPercent,omitempty"`
 }
 
 // HostPolicy limits the hosts the controller connects to from the seed for SSH host key scans.

@@ -279,6 +279,9 @@ func autoConvert_v1alpha1_Limits_To_config_Limits(in *Limits, out *config.Limits
 	if err := v1.Convert_Pointer_int32_To_int32(&in.DeployKeysMaxRotatedKeys, &out.DeployKeysMaxRotatedKeys, s); err != nil {
 		return err
 	}
+	if err := v1.Convert_Pointer_int32_To_int32(&in.ProjectWorkersPercent, &out.ProjectWorkersPercent, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -322,6 +325,9 @@ func autoConvert_config_Limits_To_v1alpha1_Limits(in *config.Limits, out *Limits
 		return err
 	}
 	if err := v1.Convert_int32_To_Pointer_int32(&in.DeployKeysMaxRotatedKeys, &out.DeployKeysMaxRotatedKeys, s); err != nil {
+		return err
+	}
+	if err := v1.Convert_int32_To_Pointer_int32(&in.ProjectWorkersPercent, &out.ProjectWorkersPercent, s); err != nil {
 		return err
 	}
 	return nil

@@ -190,6 +190,11 @@ func (in *Limits) DeepCopyInto(out *Limits) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.ProjectWorkersPercent != nil {
+		in, out := &in.ProjectWorkersPercent, &out.ProjectWorkersPercent
+		*out = new(int32)
+		**out = **in
+	}
 	return
 }
 

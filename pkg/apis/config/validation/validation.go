@@ -129,10 +129,14 @@ func validateLimits(l config.Limits, fldPath *field.Path) field.ErrorList {
 		{"hostPatternMaxWildcards", l.HostPatternMaxWildcards},
 		{"deployKeysMaxEntries", l.DeployKeysMaxEntries},
 		{"deployKeysMaxRotatedKeys", l.DeployKeysMaxRotatedKeys},
+		{"projectWorkersPercent", l.ProjectWorkersPercent},
 	} {
 		if f.value <= 0 {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child(f.name), f.value, "must be positive"))
 		}
+	}
+	if l.ProjectWorkersPercent > 100 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("projectWorkersPercent"), l.ProjectWorkersPercent, "must not exceed 100"))
 	}
 	// config.yaml is one of the ConfigMap's keys; a larger limit for it could never be reached.
 	if l.ProjectConfigMaxBytes > l.ProjectConfigMapMaxBytes {
