@@ -165,22 +165,53 @@ func ControllerSwitches() *controllercmd.SwitchOptions {
 type ProfilingOptions struct {
 	// PprofBindAddress is where /debug/pprof is served; empty serves nothing.
 	PprofBindAddress string
+	// AllowNonLoopback serves them on an address other than a loopback one.
+	AllowNonLoopback bool
+
+	// warning is what Complete found worth a warning in the log.
+	warning string
 }
 
 // AddFlags implements controllercmd.Flagger.
 func (o *ProfilingOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address to serve Go's /debug/pprof endpoints on, e.g. 127.0.0.1:6060; empty (default) serves nothing. The endpoints are not authenticated.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address to serve Go's /debug/pprof endpoints on, e.g. 127.0.0.1:6060; empty (default) serves nothing. The endpoints are not authenticated: only loopback addresses are accepted unless --pprof-allow-non-loopback is set.")
+	fs.BoolVar(&o.AllowNonLoopback, "pprof-allow-non-loopback", o.AllowNonLoopback, "Serve the /debug/pprof endpoints on an address other than a loopback one, e.g. :6060. Anybody who reaches the pod's network can then read the process's memory, deploy keys included.")
 }
 
-// Complete implements controllercmd.Completer.
+// Complete implements controllercmd.Completer. The endpoints are unauthenticated and a heap
+// profile holds the process's memory, private keys included, so they are served on a loopback
+// address only (reached with kubectl port-forward) unless the operator explicitly allows more.
 func (o *ProfilingOptions) Complete() error {
+	o.warning = ""
 	if o.PprofBindAddress == "" {
 		return nil
 	}
-	if _, _, err := net.SplitHostPort(o.PprofBindAddress); err != nil {
+	host, _, err := net.SplitHostPort(o.PprofBindAddress)
+	if err != nil {
 		return fmt.Errorf("--pprof-bind-address: %w", err)
 	}
+	if isLoopback(host) {
+		return nil
+	}
+	if !o.AllowNonLoopback {
+		return fmt.Errorf("--pprof-bind-address %q is not a loopback address: the endpoints are unauthenticated and expose the process's memory, deploy keys included; use 127.0.0.1:<port> and kubectl port-forward, or set --pprof-allow-non-loopback", o.PprofBindAddress)
+	}
+	o.warning = fmt.Sprintf("The unauthenticated /debug/pprof endpoints are served on %s, which is not a loopback address: anybody who reaches the pod can read the process's memory, deploy keys included", o.PprofBindAddress)
 	return nil
+}
+
+// Warning returns what the completed options found worth a warning, empty if nothing.
+func (o *ProfilingOptions) Warning() string {
+	return o.warning
+}
+
+// isLoopback tells whether a bind address's host only listens on the loopback interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Apply sets the profiling address in the manager options.

@@ -153,4 +153,25 @@ var _ = Describe("ProfilingOptions", func() {
 		opts := &ProfilingOptions{PprofBindAddress: "localhost"}
 		Expect(opts.Complete()).To(MatchError(ContainSubstring("--pprof-bind-address")))
 	})
+
+	DescribeTable("serves only on loopback addresses unless allowed, with a warning",
+		func(address string, loopback bool) {
+			opts := &ProfilingOptions{PprofBindAddress: address}
+			if loopback {
+				Expect(opts.Complete()).To(Succeed())
+				Expect(opts.Warning()).To(BeEmpty())
+				return
+			}
+			Expect(opts.Complete()).To(MatchError(ContainSubstring("is not a loopback address")))
+			opts.AllowNonLoopback = true
+			Expect(opts.Complete()).To(Succeed())
+			Expect(opts.Warning()).To(ContainSubstring("deploy keys included"))
+		},
+		Entry("IPv4 loopback", "127.0.0.1:6060", true),
+		Entry("IPv6 loopback", "[::1]:6060", true),
+		Entry("localhost", "localhost:6060", true),
+		Entry("all interfaces", ":6060", false),
+		Entry("all IPv4 interfaces", "0.0.0.0:6060", false),
+		Entry("a pod address", "10.1.2.3:6060", false),
+	)
 })

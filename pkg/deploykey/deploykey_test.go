@@ -1088,7 +1088,7 @@ var _ = Describe("Manager", func() {
 
 			_, err = m.Ensure(ctx, log, req)
 			Expect(err).To(MatchError(`Secret garden-foo/shoot-flux-deploy-keys: data[known_hosts]: Invalid value: "` + crafted +
-				`": line 2: host pattern has 17 wildcards (* and ?), may not have more than 16`))
+				`": line 2: host pattern has 17 wildcards (* and ?), may not have more than 3`))
 			Expect(err).To(MatchError(fluxconfig.ErrInvalidConfig))
 			Expect(scanner.calls.Load()).To(BeZero())
 		})

@@ -179,6 +179,7 @@ func Names() []string {
 		Namespace + "_host_key_scans_total",
 		Namespace + "_deploy_keys_generated_total",
 		Namespace + "_deploy_keys_rotated_total",
+		Namespace + "_reconciles_waiting_for_project_share",
 		Namespace + "_managed_resource_writes_total",
 		Namespace + "_shoots",
 		Namespace + "_shoots_by_version",

@@ -238,9 +238,11 @@ var _ = Describe("Hostile tenant", func() {
 		host := longHost(180)
 		Expect(host).To(HaveLen(180))
 		// Within the wildcard limit, so the matcher runs on it; it never matches (the host has no z).
-		newKnownHostsAttacker(ctx, prefix+"a", host, strings.Repeat("*a", 9)+"z")
+		wildcards := sshkey.DefaultKnownHostsLimits().MaxWildcards
+		pattern := strings.Repeat("*a", wildcards) + "z"
+		newKnownHostsAttacker(ctx, prefix+"a", host, pattern)
 		// One wildcard over the limit.
-		newKnownHostsAttacker(ctx, prefix+"b", host, strings.Repeat("*a", 17)+"z")
+		newKnownHostsAttacker(ctx, prefix+"b", host, strings.Repeat("*a", wildcards+1)+"z")
 
 		attackers := make(chan *sandbox.ShootHandle, 2)
 		go func() {
@@ -256,7 +258,7 @@ var _ = Describe("Hostile tenant", func() {
 		Expect(crafted.TriggerReconcile(ctx)).To(Succeed())
 		took, ex := reconcileDuration(ctx, crafted)
 		AddReportEntry("crafted known_hosts", fmt.Sprintf("a reconcile with %q against a %d-character host took %s (budget %s), ended %s",
-			strings.Repeat("*a", 9)+"z", len(host), took.Round(time.Millisecond), attackReconcileBudget, lastOperation(ex)))
+			pattern, len(host), took.Round(time.Millisecond), attackReconcileBudget, lastOperation(ex)))
 		Expect(took).To(BeNumerically("<=", attackReconcileBudget))
 		// The host does not resolve in the sandbox (and no policy allows it): the pattern did not
 		// match, so the extension tried to scan.
@@ -266,7 +268,7 @@ var _ = Describe("Hostile tenant", func() {
 		lastErr, err := overLimit.WaitError(ctx, errorTimeout)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(lastErr.Description).To(ContainSubstring("data[known_hosts]"))
-		Expect(lastErr.Description).To(ContainSubstring("may not have more than 16"))
+		Expect(lastErr.Description).To(ContainSubstring(fmt.Sprintf("may not have more than %d", wildcards)))
 		Expect(lastErr.Codes).To(ContainElement(gardencorev1beta1.ErrorConfigurationProblem))
 
 		healthy.expectPropagation(ctx, "release")

@@ -56,6 +56,9 @@ func (o *Options) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("could not instantiate controller-manager: %w", err)
 	}
+	if warning := o.profilingOptions.Warning(); warning != "" {
+		mgr.GetLogger().Info("Warning: " + warning)
+	}
 	cfg := o.configOptions.Completed()
 	gardenCluster, err := fluxcmd.SetUpManager(mgr, o.clientOptions.Apply(o.gardenOptions.Completed()), cfg.Limits)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,7 +55,9 @@ type Options struct {
 	// ChartPullSecret names the Secret (dockerconfigjson, namespace garden) gardenlet and
 	// gardener-operator pull the charts with; empty for a public registry.
 	ChartPullSecret string
-	// Insecure reaches the registry over plain HTTP (always the case for loopback addresses).
+	// Insecure reaches the registry over plain HTTP. Without it, plain HTTP is only used for
+	// loopback addresses: go-containerregistry would fall back to it for private (RFC 1918) and
+	// .local addresses too, and send the credentials in the clear.
 	Insecure bool
 	// RemoteOptions authenticate at the registry; empty uses the Docker config
 	// ($DOCKER_CONFIG/config.json, written by `docker login` or `crane auth login`).
@@ -107,11 +111,34 @@ func (o Options) out() io.Writer {
 
 // remoteOptions are the options of every registry request.
 func (o Options) remoteOptions(ctx context.Context) []remote.Option {
-	opts := []remote.Option{remote.WithContext(ctx)}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(httpsOnly{base: remote.DefaultTransport, allowHTTP: o.Insecure})}
 	if len(o.RemoteOptions) == 0 {
 		return append(opts, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	}
 	return append(opts, o.RemoteOptions...)
+}
+
+// httpsOnly refuses requests over plain HTTP to hosts other than loopback ones, unless allowHTTP.
+type httpsOnly struct {
+	base      http.RoundTripper
+	allowHTTP bool
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "http" && !t.allowHTTP && !isLoopback(req.URL.Hostname()) {
+		return nil, fmt.Errorf("refusing plain HTTP to %s, which would send the registry credentials in the clear: serve the registry over HTTPS, or set INSECURE=true (--insecure)", req.URL.Host)
+	}
+	return t.base.RoundTrip(req)
+}
+
+// isLoopback tells whether host is a loopback name or address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (o Options) registryPath() string {

@@ -389,7 +389,7 @@ var _ = Describe("Actuator", func() {
 
 			err := reconcile()
 			Expect(err).To(MatchError(ContainSubstring(`Secret garden-foo/shoot-flux-deploy-keys: data[known_hosts]: Invalid value: "` + crafted +
-				`": line 2: host pattern has 17 wildcards (* and ?), may not have more than 16`)))
+				`": line 2: host pattern has 17 wildcards (* and ?), may not have more than 3`)))
 			Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
 			Expect(rec.reset()).To(BeEmpty())
 			Expect(managedResourceObjects(seed, constants.ManagedResourceBootstrap)).To(Equal(deployed))

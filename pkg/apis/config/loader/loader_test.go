@@ -39,7 +39,7 @@ var _ = Describe("Loader", func() {
 				KnownHostsMaxBytes:                64 * 1024,
 				KnownHostsMaxLines:                1000,
 				HostPatternMaxLength:              300,
-				HostPatternMaxWildcards:           16,
+				HostPatternMaxWildcards:           3,
 				DeployKeysMaxEntries:              1500,
 				DeployKeysMaxRotatedKeys:          50,
 				ProjectWorkersPercent:             50,

@@ -147,7 +147,7 @@ type Limits struct {
 	// HostPatternMaxLength bounds one host pattern of a known_hosts line. Defaults to 300.
 	// +optional
 	HostPatternMaxLength *int32 `json:"hostPatternMaxLength,omitempty"`
-	// HostPatternMaxWildcards bounds the wildcards (* and ?) of one host pattern. Defaults to 16.
+	// HostPatternMaxWildcards bounds the wildcards (* and ?) of one host pattern. Defaults to 3.
 	// +optional
 	HostPatternMaxWildcards *int32 `json:"hostPatternMaxWildcards,omitempty"`
 	// DeployKeysMaxEntries bounds the data keys of a project's Secret shoot-flux-deploy-keys.
