@@ -45,6 +45,13 @@ type Defaults struct {
 	Limits config.Limits
 }
 
+// Requested are the version selectors the tenants' layers (project ConfigMap, providerConfig) wrote,
+// empty where they leave the version to the operator's default. A release that changes while they
+// stay the same is a change nobody of the project asked for (see package rollout).
+type Requested struct {
+	Flux, Kluctl string
+}
+
 // Resolve merges the configuration layers (see the package documentation), defaults and validates
 // the result, and resolves the version selectors to the releases they choose among supported (see
 // helper.ResolveVersion). cm and providerConfig may be nil. Without a source URL (git or OCI) in any layer, Source is nil and
@@ -53,10 +60,16 @@ type Defaults struct {
 // knownHosts bounds the source.knownHosts of the ConfigMap and the providerConfig, which tenants
 // write. Errors about the configuration are *ConfigurationError, which matches ErrInvalidConfig.
 func Resolve(defaults Defaults, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits, cm *corev1.ConfigMap, providerConfig *runtime.RawExtension) (*flux.FluxConfig, error) {
+	cfg, _, err := ResolveRequested(defaults, supported, knownHosts, cm, providerConfig)
+	return cfg, err
+}
+
+// ResolveRequested is Resolve that also returns the version selectors the tenants' layers wrote.
+func ResolveRequested(defaults Defaults, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits, cm *corev1.ConfigMap, providerConfig *runtime.RawExtension) (*flux.FluxConfig, Requested, error) {
 	p := &problems{}
 	// Before anything decodes the tenants' documents: an oversized one is refused for its size.
 	if limitProblems(defaults.Limits, cm, providerConfig, p); p.err() != nil {
-		return nil, p.err()
+		return nil, Requested{}, p.err()
 	}
 	layers := []layer{{cfg: defaultsLayer(defaults, supported, p), origin: originDefaults}}
 	if cm != nil {
@@ -66,13 +79,13 @@ func Resolve(defaults Defaults, supported validation.SupportedVersions, knownHos
 		layers = append(layers, layer{cfg: cfg, origin: originProviderConfig})
 	}
 	if err := p.err(); err != nil {
-		return nil, err
+		return nil, Requested{}, err
 	}
 
 	merged := &v1alpha1.FluxConfig{}
 	for _, l := range layers {
 		if err := merge(merged, l.cfg); err != nil {
-			return nil, fmt.Errorf("failed merging configuration layers: %w", err)
+			return nil, Requested{}, fmt.Errorf("failed merging configuration layers: %w", err)
 		}
 	}
 
@@ -81,7 +94,7 @@ func Resolve(defaults Defaults, supported validation.SupportedVersions, knownHos
 	// An OCI source without a URL is left to the validation, which names source.oci.url.
 	if s := merged.Source; s != nil && s.URL == nil && s.OCI == nil {
 		if missingURLProblems(layers, p); p.err() != nil {
-			return nil, p.err()
+			return nil, Requested{}, p.err()
 		}
 		merged.Source = nil
 	}
@@ -95,17 +108,31 @@ func Resolve(defaults Defaults, supported validation.SupportedVersions, knownHos
 	scheme.Default(merged)
 	cfg := &flux.FluxConfig{}
 	if err := scheme.Convert(merged, cfg, nil); err != nil {
-		return nil, fmt.Errorf("failed converting configuration: %w", err)
+		return nil, Requested{}, fmt.Errorf("failed converting configuration: %w", err)
 	}
 
 	addEffectiveProblems(p, layers, validation.ValidateFluxConfig(cfg, supported, nil))
 	if err := p.err(); err != nil {
-		return nil, err
+		return nil, Requested{}, err
 	}
 	if err := resolveVersions(cfg, supported); err != nil {
-		return nil, err
+		return nil, Requested{}, err
 	}
-	return cfg, nil
+	return cfg, requested(layers[1:]), nil
+}
+
+// requested returns the version selectors of the tenants' layers: the last one that sets each.
+func requested(layers []layer) Requested {
+	var r Requested
+	for _, l := range layers {
+		if l.cfg.Flux != nil && l.cfg.Flux.Version != nil {
+			r.Flux = *l.cfg.Flux.Version
+		}
+		if l.cfg.Kluctl != nil && l.cfg.Kluctl.Version != nil {
+			r.Kluctl = *l.cfg.Kluctl.Version
+		}
+	}
+	return r
 }
 
 // effectiveControllers applies the defaults entry to every controller, so that the effective

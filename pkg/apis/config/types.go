@@ -69,6 +69,26 @@ type ControllerConfiguration struct {
 	HostPolicy HostPolicy
 	// Limits bound the inputs of project admins and shoot owners.
 	Limits Limits
+	// Rollout says when changes of a shoot's releases that nobody of its project asked for are
+	// installed.
+	Rollout Rollout
+}
+
+// RolloutWindow is when changes of a shoot's releases that neither its owner nor its project
+// admin made are installed.
+type RolloutWindow string
+
+const (
+	// RolloutWindowMaintenance installs them in the shoot's maintenance time window.
+	RolloutWindowMaintenance RolloutWindow = "maintenance"
+	// RolloutWindowImmediate installs them at the shoot's next reconcile.
+	RolloutWindowImmediate RolloutWindow = "immediate"
+)
+
+// Rollout configures how changes nobody of a project asked for reach its shoots.
+type Rollout struct {
+	// Window is when they are installed.
+	Window RolloutWindow
 }
 
 // Limits bound what project admins and shoot owners can make the extension read, keep and write.

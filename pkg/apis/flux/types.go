@@ -244,6 +244,26 @@ type AdditionalSecretResource struct {
 	Namespace string
 }
 
+// RequestedVersions are the version selectors of the tenants' configuration layers.
+type RequestedVersions struct {
+	// Flux is the selector of flux.version.
+	Flux string
+	// Kluctl is the selector of kluctl.version.
+	Kluctl string
+}
+
+// PendingRelease is a release change that waits for the shoot's maintenance time window.
+type PendingRelease struct {
+	// FluxVersion is the Flux release the shoot moves to.
+	FluxVersion string
+	// KluctlVersion is the kluctl release the shoot moves to.
+	KluctlVersion string
+	// Reason tells why the change waits.
+	Reason string
+	// NextMaintenance is the begin of the shoot's next maintenance time window.
+	NextMaintenance *metav1.Time
+}
+
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // FluxStatus is what the extension reports in the Extension providerStatus.
@@ -254,6 +274,11 @@ type FluxStatus struct {
 	FluxVersion string
 	// KluctlVersion is the installed kluctl release; empty when kluctl is disabled.
 	KluctlVersion string
+	// Requested are the version selectors of the tenants' layers when the releases were selected.
+	Requested *RequestedVersions
+	// Pending is a release change nobody of the project asked for that waits for the maintenance
+	// time window.
+	Pending *PendingRelease
 	// Images are the container images of the installed controllers, keyed by component.
 	Images map[string]string
 	// Management is the effective flux.management.

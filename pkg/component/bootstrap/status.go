@@ -39,6 +39,17 @@ func statusConfigMap(namespace string, status *fluxv1alpha1.FluxStatus) *corev1.
 	if status.HandedOverAt != nil {
 		data["handedOverAt"] = status.HandedOverAt.UTC().Format(time.RFC3339)
 	}
+	// A release change that waits for the maintenance time window, as the providerStatus tells it.
+	if p := status.Pending; p != nil {
+		for key, value := range map[string]string{"pendingFluxVersion": p.FluxVersion, "pendingKluctlVersion": p.KluctlVersion, "pendingReason": p.Reason} {
+			if value != "" {
+				data[key] = value
+			}
+		}
+		if p.NextMaintenance != nil {
+			data["nextMaintenance"] = p.NextMaintenance.UTC().Format(time.RFC3339)
+		}
+	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: constants.StatusConfigMapName, Namespace: namespace, Labels: labels()},
 		Data:       data,

@@ -66,6 +66,20 @@ var _ = Describe("Status ConfigMap", func() {
 		))
 	})
 
+	It("tells the release change that waits for the maintenance time window, and when that begins", func() {
+		s := status()
+		at := metav1.Date(2026, 11, 26, 22, 0, 0, 0, time.UTC)
+		s.Pending = &fluxv1alpha1.PendingRelease{FluxVersion: "v2.9.6", Reason: "Flux v2.9.6 is a newer release", NextMaintenance: &at}
+		objs := objects(Values{Config: config(fluxapi.BootstrapModeFlux), URL: "https://git.example.com/org/repo", Status: s})
+		Expect(objs["ConfigMap/flux-system/shoot-flux-status"]["data"]).To(And(
+			HaveKeyWithValue("fluxVersion", "v2.9.5"),
+			HaveKeyWithValue("pendingFluxVersion", "v2.9.6"),
+			HaveKeyWithValue("pendingReason", "Flux v2.9.6 is a newer release"),
+			HaveKeyWithValue("nextMaintenance", "2026-11-26T22:00:00Z"),
+			Not(HaveKey("pendingKluctlVersion")),
+		))
+	})
+
 	It("never holds the private key that the credentials Secret delivers", func() {
 		data, err := Data(Values{
 			Config: config(fluxapi.BootstrapModeKluctl), URL: "ssh://git@git.example.com/org/repo", Status: status(),

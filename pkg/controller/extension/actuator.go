@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
@@ -15,7 +17,9 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
@@ -30,6 +34,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rollout"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -47,6 +52,7 @@ func NewActuator(seedClient client.Client, gardenClient client.Client, cfg confi
 		garden:           gardenClient,
 		config:           cfg,
 		knownHostsLimits: knownHostsLimits,
+		clock:            clock.RealClock{},
 		keys: &deploykey.Manager{
 			Client:                gardenClient,
 			Algorithm:             sshkeyAlgorithm(cfg),
@@ -68,6 +74,8 @@ type actuator struct {
 	// Secret and the credentials Secret of source.secretResourceName. keys has the same.
 	knownHostsLimits sshkey.KnownHostsLimits
 	keys             *deploykey.Manager
+	// clock tells the time for the maintenance time windows.
+	clock clock.PassiveClock
 }
 
 // Reconcile resolves the configuration, ensures credentials and deploys both ManagedResources.
@@ -82,7 +90,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return fmt.Errorf("cluster %s has no shoot", ex.Namespace)
 	}
 
-	cfg, configHash, err := a.resolveConfig(ctx, cluster.Shoot.Namespace, ex)
+	cfg, requested, configHash, err := a.resolveConfig(ctx, cluster.Shoot.Namespace, ex)
 	if err != nil {
 		return err
 	}
@@ -93,6 +101,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		// is replaced below.
 		log.Info("Ignoring unreadable provider status", "reason", err.Error())
 	}
+	pending := a.rolloutReleases(log, cluster, cfg, requested, previous)
 	if err := checkDowngrade(previous, cfg); err != nil {
 		return err
 	}
@@ -101,6 +110,8 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		FluxVersion:       cfg.Flux.Version,
 		BootstrapMode:     string(cfg.Bootstrap.Mode),
 		ProjectConfigHash: configHash,
+		Requested:         &fluxv1alpha1.RequestedVersions{Flux: requested.Flux, Kluctl: requested.Kluctl},
+		Pending:           pending,
 	}
 	if cfg.Kluctl.Enabled {
 		status.KluctlVersion = cfg.Kluctl.Version
@@ -228,18 +239,18 @@ func (a *actuator) Restore(ctx context.Context, log logr.Logger, ex *extensionsv
 	return a.Reconcile(ctx, log, ex)
 }
 
-// resolveConfig merges the project ConfigMap and the providerConfig and returns the ConfigMap's
-// hash.
-func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, ex *extensionsv1alpha1.Extension) (*fluxapi.FluxConfig, string, error) {
+// resolveConfig merges the project ConfigMap and the providerConfig and returns the version
+// selectors the two wrote and the ConfigMap's hash.
+func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, ex *extensionsv1alpha1.Extension) (*fluxapi.FluxConfig, fluxconfig.Requested, string, error) {
 	cm := &corev1.ConfigMap{}
 	if err := a.garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: constants.ProjectConfigMapName}, cm); err != nil {
 		if client.IgnoreNotFound(err) != nil {
-			return nil, "", fmt.Errorf("failed reading ConfigMap %s/%s: %w", projectNamespace, constants.ProjectConfigMapName, err)
+			return nil, fluxconfig.Requested{}, "", fmt.Errorf("failed reading ConfigMap %s/%s: %w", projectNamespace, constants.ProjectConfigMapName, err)
 		}
 		cm = nil
 	}
 
-	cfg, err := fluxconfig.Resolve(fluxconfig.Defaults{
+	cfg, requested, err := fluxconfig.ResolveRequested(fluxconfig.Defaults{
 		FluxVersion:   a.config.DefaultFluxVersion,
 		KluctlVersion: a.config.DefaultKluctlVersion,
 		Controllers:   a.config.Controllers,
@@ -247,9 +258,51 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 	}, manifests.SupportedVersions(), a.knownHostsLimits, cm, ex.Spec.ProviderConfig)
 	if err != nil {
 		// Resolve returns configuration errors that carry ERR_CONFIGURATION_PROBLEM already.
-		return nil, "", err
+		return nil, fluxconfig.Requested{}, "", err
 	}
-	return cfg, fluxconfig.ConfigMapHash(cm), nil
+	return cfg, requested, fluxconfig.ConfigMapHash(cm), nil
+}
+
+// rolloutReleases keeps the installed Flux and kluctl releases while a change of them that nobody
+// of the project asked for waits for the shoot's maintenance time window (package rollout): it sets
+// the releases of cfg to install and returns the pending change, nil if there is none.
+func (a *actuator) rolloutReleases(log logr.Logger, cluster *extensionscontroller.Cluster, cfg *fluxapi.FluxConfig, requested fluxconfig.Requested, previous *fluxv1alpha1.FluxStatus) *fluxv1alpha1.PendingRelease {
+	if previous == nil {
+		return nil
+	}
+	now := a.clock.Now()
+	supported := manifests.SupportedVersions()
+	change := func(component, installed, selected, request string, supported []string, previousRequest func(*fluxv1alpha1.RequestedVersions) string) rollout.Decision {
+		c := rollout.Change{Component: component, Installed: installed, Selected: selected, Requested: request, Embedded: supported}
+		if previous.Requested != nil {
+			c.PreviouslyKnown, c.PreviouslyRequested = true, previousRequest(previous.Requested)
+		}
+		return rollout.Decide(c, a.config.Rollout.Window, cluster.Shoot, now)
+	}
+	var (
+		pending fluxv1alpha1.PendingRelease
+		reasons []string
+	)
+	flux := change("Flux", previous.FluxVersion, cfg.Flux.Version, requested.Flux, supported.Flux, func(r *fluxv1alpha1.RequestedVersions) string { return r.Flux })
+	cfg.Flux.Version, pending.FluxVersion = flux.Release, flux.Pending
+	if flux.Pending != "" {
+		reasons = append(reasons, flux.Reason)
+	}
+	if cfg.Kluctl.Enabled && previous.KluctlVersion != "" {
+		kluctl := change("kluctl", previous.KluctlVersion, cfg.Kluctl.Version, requested.Kluctl, supported.Kluctl, func(r *fluxv1alpha1.RequestedVersions) string { return r.Kluctl })
+		cfg.Kluctl.Version, pending.KluctlVersion = kluctl.Release, kluctl.Pending
+		if kluctl.Pending != "" {
+			reasons = append(reasons, kluctl.Reason)
+		}
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	pending.Reason = strings.Join(reasons, "; ")
+	pending.NextMaintenance = &metav1.Time{Time: rollout.NextWindow(cluster.Shoot, now)}
+	log.Info("Keeping the installed releases until the shoot's maintenance time window", "pendingFluxVersion", pending.FluxVersion,
+		"pendingKluctlVersion", pending.KluctlVersion, "nextMaintenance", pending.NextMaintenance.UTC().Format(time.RFC3339))
+	return &pending
 }
 
 func (a *actuator) timeouts() managedresource.Timeouts {

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -249,6 +250,82 @@ var _ = Describe("Actuator", func() {
 		}
 		DeferCleanup(func(interval time.Duration) { managedresource.PollInterval = interval }, managedresource.PollInterval)
 		managedresource.PollInterval = 5 * time.Millisecond
+	})
+
+	Describe("releases nobody of the project asked for", func() {
+		var now *testclock.FakePassiveClock
+
+		// restart builds the actuator anew with cfg, as an extension restarted with another
+		// configuration, on the same seed and garden.
+		restart := func() {
+			act = NewActuator(seed, garden, cfg).(*actuator)
+			act.clock = now
+		}
+		controllersWrites := func() []string {
+			var out []string
+			for _, w := range rec.reset() {
+				if strings.Contains(w, constants.ManagedResourceControllers) {
+					out = append(out, w)
+				}
+			}
+			return out
+		}
+
+		BeforeEach(func() {
+			theShoot.Spec.Maintenance = &gardencorev1beta1.Maintenance{TimeWindow: &gardencorev1beta1.MaintenanceTimeWindow{Begin: "220000+0000", End: "230000+0000"}}
+			now = testclock.NewFakePassiveClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+			cfg.DefaultFluxVersion = "v2.7"
+			build(nil)
+			act.clock = now
+			Expect(reconcile()).To(Succeed())
+			Expect(providerStatus(ex).FluxVersion).To(Equal("v2.7.5"))
+			rec.reset()
+		})
+
+		It("keep a shoot outside its maintenance window on its release when the operator's default moves, and move it in the window", func() {
+			cfg.DefaultFluxVersion = "v2.9"
+			restart()
+			Expect(reconcile()).To(Succeed())
+			status := providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal("v2.7.5"))
+			Expect(status.Pending).NotTo(BeNil())
+			Expect(status.Pending.NextMaintenance).NotTo(BeNil())
+			Expect(status.Pending.NextMaintenance.Time).To(BeTemporally("==", time.Date(2026, 11, 26, 22, 0, 0, 0, time.UTC)))
+			status.Pending.NextMaintenance = nil
+			Expect(status.Pending).To(Equal(&fluxv1alpha1.PendingRelease{
+				FluxVersion: "v2.9.5",
+				Reason:      "Flux v2.9.5 is what the operator's default version selects now; it is installed in the shoot's maintenance time window",
+			}))
+			Expect(controllersWrites()).To(BeEmpty(), "the controllers stay as they are")
+
+			By("reconciling in the window")
+			now.SetTime(time.Date(2026, 11, 26, 22, 10, 0, 0, time.UTC))
+			Expect(reconcile()).To(Succeed())
+			status = providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal("v2.9.5"))
+			Expect(status.Pending).To(BeNil())
+			Expect(controllersWrites()).NotTo(BeEmpty())
+		})
+
+		It("apply the project's own version change at once, outside the window", func() {
+			cfg.DefaultFluxVersion = "v2.9"
+			restart()
+			ex.Spec.ProviderConfig = providerConfig(`{"flux":{"version":"v2.9"}}`)
+			Expect(seed.Update(ctx, ex)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+			status := providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal("v2.9.5"))
+			Expect(status.Pending).To(BeNil())
+			Expect(status.Requested).To(Equal(&fluxv1alpha1.RequestedVersions{Flux: "v2.9", Kluctl: ""}))
+		})
+
+		It("apply them at once with rollout.window immediate", func() {
+			cfg.DefaultFluxVersion = "v2.9"
+			cfg.Rollout.Window = config.RolloutWindowImmediate
+			restart()
+			Expect(reconcile()).To(Succeed())
+			Expect(providerStatus(ex).FluxVersion).To(Equal("v2.9.5"))
+		})
 	})
 
 	Describe("#Reconcile", func() {

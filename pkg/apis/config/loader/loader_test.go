@@ -22,6 +22,7 @@ var _ = Describe("Loader", func() {
 			DefaultFluxVersion:   "v2.9",
 			DefaultKluctlVersion: "v2.28",
 			SSHKey:               config.SSHKeyConfig{Algorithm: config.KeyAlgorithmEd25519, Scope: config.KeyScopeRepository},
+			Rollout:              config.Rollout{Window: config.RolloutWindowMaintenance},
 			Timeouts: config.Timeouts{
 				ManagedResourceApplied: metav1.Duration{Duration: 2 * time.Minute},
 				Deletion:               metav1.Duration{Duration: 5 * time.Minute},
@@ -138,6 +139,7 @@ limits:
 				AllowInsecureHostKeys: true,
 				HealthCheckConfig:     &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},
 				Limits:                limits,
+				Rollout:               config.Rollout{Window: config.RolloutWindowMaintenance},
 			}))
 		})
 

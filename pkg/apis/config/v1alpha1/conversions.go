@@ -105,3 +105,34 @@ func Convert_config_Limits_To_Pointer_v1alpha1_Limits(in *config.Limits, out **L
 	*out = &Limits{}
 	return Convert_config_Limits_To_v1alpha1_Limits(in, *out, s)
 }
+
+// Convert_Pointer_v1alpha1_Rollout_To_config_Rollout converts an optional Rollout.
+func Convert_Pointer_v1alpha1_Rollout_To_config_Rollout(in **Rollout, out *config.Rollout, s conversion.Scope) error {
+	if *in == nil {
+		*out = config.Rollout{}
+		return nil
+	}
+	return Convert_v1alpha1_Rollout_To_config_Rollout(*in, out, s)
+}
+
+// Convert_config_Rollout_To_Pointer_v1alpha1_Rollout converts a Rollout.
+func Convert_config_Rollout_To_Pointer_v1alpha1_Rollout(in *config.Rollout, out **Rollout, s conversion.Scope) error {
+	*out = &Rollout{}
+	return Convert_config_Rollout_To_v1alpha1_Rollout(in, *out, s)
+}
+
+// Convert_Pointer_v1alpha1_RolloutWindow_To_config_RolloutWindow converts an optional rollout window.
+func Convert_Pointer_v1alpha1_RolloutWindow_To_config_RolloutWindow(in **RolloutWindow, out *config.RolloutWindow, _ conversion.Scope) error {
+	*out = ""
+	if *in != nil {
+		*out = config.RolloutWindow(**in)
+	}
+	return nil
+}
+
+// Convert_config_RolloutWindow_To_Pointer_v1alpha1_RolloutWindow converts a rollout window.
+func Convert_config_RolloutWindow_To_Pointer_v1alpha1_RolloutWindow(in *config.RolloutWindow, out **RolloutWindow, _ conversion.Scope) error {
+	window := RolloutWindow(*in)
+	*out = &window
+	return nil
+}

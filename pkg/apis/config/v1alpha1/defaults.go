@@ -38,6 +38,16 @@ func SetDefaults_ControllerConfiguration(obj *ControllerConfiguration) {
 	if obj.Limits == nil {
 		obj.Limits = &Limits{}
 	}
+	if obj.Rollout == nil {
+		obj.Rollout = &Rollout{}
+	}
+}
+
+// SetDefaults_Rollout sets the default rollout window.
+func SetDefaults_Rollout(obj *Rollout) {
+	if obj.Window == nil {
+		obj.Window = ptr.To(RolloutWindowMaintenance)
+	}
 }
 
 // The default limits, picked from what a real fleet needs, with headroom. They are the only

@@ -100,6 +100,11 @@ type ControllerConfiguration struct {
 	// addresses are refused.
 	// +optional
 	HostPolicy *HostPolicy `json:"hostPolicy,omitempty"`
+	// Rollout says when a change of a shoot's Flux or kluctl release that neither its owner nor
+	// its project admin made (a newer embedded patch after an extension upgrade, a moved
+	// defaultFluxVersion or defaultKluctlVersion) is installed.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
 	// Limits bound the inputs of project admins and shoot owners: one process serves the shoots of
 	// every project of a seed, so one tenant's input must not cost the others CPU, memory or the
 	// seed's etcd space. Each limit is enforced by the admission (which takes the same limits as
@@ -165,6 +170,26 @@ type Limits struct {
 	// timeout) so cannot hold all workers. Defaults to 50.
 	// +optional
 	ProjectWorkersPercent *int32 `json:"projectWorkersPercent,omitempty"`
+}
+
+// RolloutWindow is when changes of a shoot's releases that nobody of its project asked for are
+// installed.
+type RolloutWindow string
+
+const (
+	// RolloutWindowMaintenance installs them in the shoot's maintenance time window (or when the
+	// shoot is maintained on request), as Gardener applies the changes nobody asked for.
+	RolloutWindowMaintenance RolloutWindow = "maintenance"
+	// RolloutWindowImmediate installs them at the shoot's next reconcile.
+	RolloutWindowImmediate RolloutWindow = "immediate"
+)
+
+// Rollout configures how changes nobody of a project asked for reach its shoots.
+type Rollout struct {
+	// Window is when they are installed: maintenance (default) or immediate. Until then the shoot
+	// keeps its installed release, and its providerStatus shows the pending one.
+	// +optional
+	Window *RolloutWindow `json:"window,omitempty"`
 }
 
 // HostPolicy limits the hosts the controller connects to from the seed for SSH host key scans.

@@ -27,6 +27,9 @@ func SetObjectDefaults_ControllerConfiguration(in *ControllerConfiguration) {
 	if in.Timeouts != nil {
 		SetDefaults_Timeouts(in.Timeouts)
 	}
+	if in.Rollout != nil {
+		SetDefaults_Rollout(in.Rollout)
+	}
 	if in.Limits != nil {
 		SetDefaults_Limits(in.Limits)
 	}

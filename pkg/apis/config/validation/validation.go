@@ -38,6 +38,9 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 	allErrs = append(allErrs, validateVersionSelector(cfg.DefaultFluxVersion, field.NewPath("defaultFluxVersion"))...)
 	allErrs = append(allErrs, validateVersionSelector(cfg.DefaultKluctlVersion, field.NewPath("defaultKluctlVersion"))...)
 
+	if w := cfg.Rollout.Window; w != config.RolloutWindowMaintenance && w != config.RolloutWindowImmediate {
+		allErrs = append(allErrs, field.NotSupported(field.NewPath("rollout", "window"), w, []config.RolloutWindow{config.RolloutWindowMaintenance, config.RolloutWindowImmediate}))
+	}
 	sshKeyPath := field.NewPath("sshKey")
 	if !slices.Contains(keyAlgorithms, string(cfg.SSHKey.Algorithm)) {
 		allErrs = append(allErrs, field.NotSupported(sshKeyPath.Child("algorithm"), cfg.SSHKey.Algorithm, keyAlgorithms))

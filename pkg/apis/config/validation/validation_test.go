@@ -30,7 +30,8 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 				HostKeyScan:            metav1.Duration{Duration: 10 * time.Second},
 				BootstrapFinalizers:    metav1.Duration{Duration: time.Minute},
 			},
-			Limits: configv1alpha1.DefaultLimits(),
+			Limits:  configv1alpha1.DefaultLimits(),
+			Rollout: config.Rollout{Window: config.RolloutWindowMaintenance},
 		}
 	})
 

@@ -332,6 +332,32 @@ type AdditionalSecretResource struct {
 	Namespace *string `json:"namespace,omitempty"`
 }
 
+// RequestedVersions are the version selectors of the tenants' configuration layers (project
+// ConfigMap, providerConfig); empty where they leave the version to the operator's default.
+type RequestedVersions struct {
+	// Flux is the selector of flux.version.
+	// +optional
+	Flux string `json:"flux,omitempty"`
+	// Kluctl is the selector of kluctl.version.
+	// +optional
+	Kluctl string `json:"kluctl,omitempty"`
+}
+
+// PendingRelease is a release change that waits for the shoot's maintenance time window.
+type PendingRelease struct {
+	// FluxVersion is the Flux release the shoot moves to in its window; empty if Flux stays.
+	// +optional
+	FluxVersion string `json:"fluxVersion,omitempty"`
+	// KluctlVersion is the kluctl release the shoot moves to in its window; empty if kluctl stays.
+	// +optional
+	KluctlVersion string `json:"kluctlVersion,omitempty"`
+	// Reason tells why the change waits.
+	Reason string `json:"reason"`
+	// NextMaintenance is the begin of the shoot's next maintenance time window.
+	// +optional
+	NextMaintenance *metav1.Time `json:"nextMaintenance,omitempty"`
+}
+
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
@@ -346,6 +372,15 @@ type FluxStatus struct {
 	// KluctlVersion is the installed kluctl release; empty when kluctl is disabled.
 	// +optional
 	KluctlVersion string `json:"kluctlVersion,omitempty"`
+	// Requested are the version selectors the shoot's owner and project admin wrote when the
+	// installed releases were selected; a release that changes while they stay the same is a
+	// change nobody of the project asked for, installed in the maintenance time window.
+	// +optional
+	Requested *RequestedVersions `json:"requested,omitempty"`
+	// Pending is a change of the releases nobody of the project asked for that waits for the
+	// shoot's maintenance time window; nil if none.
+	// +optional
+	Pending *PendingRelease `json:"pending,omitempty"`
 	// Images are the container images of the installed controllers, keyed by component:
 	// source-controller, kustomize-controller, helm-controller, notification-controller and
 	// kluctl-controller, as far as installed.

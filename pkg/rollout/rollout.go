@@ -1,0 +1,100 @@
+// Package rollout decides when a change of a shoot's Flux or kluctl release reaches the shoot.
+//
+// A change that neither the shoot's owner nor its project admin made — a newer embedded patch of
+// the minor they follow after an extension upgrade, a moved operator default — is applied only in
+// the shoot's maintenance time window, or when the shoot is maintained now (the maintain
+// operation), as Gardener applies the changes nobody asked for (Kubernetes and machine image
+// auto-updates). The window is Gardener's effective one (gardener's
+// utils.EffectiveShootMaintenanceTimeWindow: the shoot's, ending 15 minutes early; always, if the
+// shoot has none). A change the owner or project admin made, the first installation, and a release
+// this extension version cannot deliver any more are applied at once. Until then the shoot keeps
+// its installed release and is reconciled with it.
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	gardenerutils "github.com/gardener/gardener/pkg/utils/gardener"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+)
+
+// Change is the release of one component (Flux or kluctl) a reconcile would install.
+type Change struct {
+	// Component names it for the reason, e.g. "Flux".
+	Component string
+	// Installed is the release the shoot runs, empty if none.
+	Installed string
+	// Selected is the release the configuration selects now.
+	Selected string
+	// Requested and PreviouslyRequested are the selectors the tenants' layers wrote now and at
+	// the installation of Installed (empty for the operator's default). PreviouslyKnown is false
+	// when the status of the installation does not tell (an earlier extension version).
+	Requested, PreviouslyRequested string
+	PreviouslyKnown                bool
+	// Embedded are the releases this extension version delivers.
+	Embedded []string
+}
+
+// Decision is what a reconcile installs.
+type Decision struct {
+	// Release is the release to install.
+	Release string
+	// Pending is the selected release that waits for the maintenance window; empty if none.
+	Pending string
+	// Reason tells why Pending waits.
+	Reason string
+}
+
+// Decide applies the rule to one component's change for a shoot at now.
+func Decide(c Change, window config.RolloutWindow, shoot *gardencorev1beta1.Shoot, now time.Time) Decision {
+	apply := Decision{Release: c.Selected}
+	switch {
+	case c.Installed == "" || c.Installed == c.Selected:
+		return apply
+	case c.PreviouslyKnown && c.Requested != c.PreviouslyRequested:
+		// The owner or the project admin changed the selector.
+		return apply
+	case !slices.Contains(c.Embedded, c.Installed):
+		// This extension version cannot deliver the installed release any more.
+		return apply
+	case window == config.RolloutWindowImmediate || InWindow(shoot, now):
+		return apply
+	}
+	reason := fmt.Sprintf("%s %s is a newer release of %q, which the shoot selects", c.Component, c.Selected, c.Requested)
+	if c.Requested == "" {
+		reason = fmt.Sprintf("%s %s is what the operator's default version selects now", c.Component, c.Selected)
+	}
+	return Decision{Release: c.Installed, Pending: c.Selected, Reason: reason + "; it is installed in the shoot's maintenance time window"}
+}
+
+// InWindow tells whether a change nobody asked for may be applied to the shoot at now: in its
+// effective maintenance time window, or while it is maintained on request (the maintain
+// operation).
+func InWindow(shoot *gardencorev1beta1.Shoot, now time.Time) bool {
+	if shoot == nil {
+		return true
+	}
+	if slices.Contains(v1beta1helper.GetShootGardenerOperations(shoot.Annotations), v1beta1constants.ShootOperationMaintain) {
+		return true
+	}
+	return gardenerutils.EffectiveShootMaintenanceTimeWindow(shoot).Contains(now)
+}
+
+// NextWindow returns the begin of the shoot's next effective maintenance time window after now,
+// or now if it is in one.
+func NextWindow(shoot *gardencorev1beta1.Shoot, now time.Time) time.Time {
+	if InWindow(shoot, now) {
+		return now
+	}
+	begin := gardenerutils.EffectiveShootMaintenanceTimeWindow(shoot).AdjustedBegin(now)
+	if begin.Before(now) {
+		begin = begin.AddDate(0, 0, 1)
+	}
+	return begin
+}
