@@ -91,6 +91,7 @@ func customValues() map[string]any {
 			"knownHosts":           knownHostsLine("git.example.com") + knownHostsLine("[git.example.com]:2222"),
 			"registry":             "registry.example.com/mirror",
 			"hostPolicy":           map[string]any{"allowedNetworks": []any{"10.20.0.0/16"}, "allowedPorts": []any{"22", "7999-8000"}},
+			"rollout":              map[string]any{"window": "immediate"},
 			"timeouts": map[string]any{
 				"managedResourceApplied": "3m",
 				"deletion":               "10m",
@@ -502,6 +503,7 @@ var _ = Describe("extension chart", func() {
 				},
 				HealthCheckConfig:   &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},
 				HostPolicy:          config.HostPolicy{AllowedNetworks: []string{"10.20.0.0/16"}, AllowedPorts: []string{"22", "7999-8000"}},
+				Rollout:             config.Rollout{Window: config.RolloutWindowImmediate},
 				ImagePullSecretFile: "/etc/shoot-flux-image-pull/.dockerconfigjson",
 				Limits:              limits,
 				Controllers: map[string]fluxv1alpha1.ControllerSettings{

@@ -83,6 +83,10 @@ hostPolicy:
   allowedPorts: {{ toJson . }}
   {{- end }}
 {{- end }}
+{{- with (($c.rollout | default dict).window) }}
+rollout:
+  window: {{ . | quote }}
+{{- end }}
 {{- with $c.healthCheckConfig }}
 healthCheckConfig:
 {{ toYaml . | indent 2 }}
