@@ -470,7 +470,9 @@ var _ = Describe("Hostile tenant", func() {
 			repository := fmt.Sprintf("git.example.org:22/org/fake-%04d", i)
 			name := deploykey.KeyName(deploykey.ScopeRepository, "", repository)
 			identity, _ := deploykey.DataKeys(name)
-			secret.Data[identity] = []byte("x")
+			// Not one byte: the suite's leak check looks for every private key of the garden in
+			// what the extension logs and reports.
+			secret.Data[identity] = fmt.Appendf(nil, "fabricated-%s-%04d", prefix, i)
 			secret.Data[name+".repository"] = []byte(repository)
 		}
 		Expect(sb.Garden.Client.Update(ctx, secret)).To(Succeed())
@@ -696,7 +698,13 @@ func denyKluctlDeploymentChanges(ctx context.Context, h *sandbox.ShootHandle) {
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"gitops.kluctl.io"}, APIVersions: []string{"*"}, Resources: []string{"kluctldeployments"}},
 				},
 			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: failingMessage}},
+			// The message names the round, so that every failing apply is a new failure to the
+			// resource manager's condition, as a denial naming what was denied is.
+			Validations: []admissionregistrationv1.Validation{{
+				Expression:        "false",
+				Message:           failingMessage,
+				MessageExpression: `"` + failingMessage + ` (round " + (has(object.spec.args) && has(object.spec.args.round) ? string(object.spec.args.round) : "?") + ")"`,
+			}},
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{

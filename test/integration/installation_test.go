@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"strings"
@@ -158,12 +161,18 @@ var _ = Describe("Installation", Label(labelDeployed, labelLandscape), func() {
 		}, "ChartCannotBeRendered", "needs injectGardenKubeconfig: true"),
 	)
 
-	// The sandbox's own registration has policy Always (see sandbox.publishExtension), so the
-	// on-demand lifecycle is shown with a registration of the published chart for a type of its
-	// own: the kubelet stand-in runs only the sandbox's extension, whose Deployment this is not.
+	// The sandbox's own registration has policy Always (see sandbox.publishExtension): the extension
+	// must run before any shoot, and every shoot of the shared suite needs it. So gardener's
+	// on-demand lifecycle is shown with a registration of its own, of a chart with one ConfigMap:
+	// a second installation of the extension's chart would share its cluster-scoped objects
+	// (ClusterRole, ClusterRoleBinding) with the running one and take them along on its removal.
+	// The removal of the extension's own installation is the next scenario's.
 	It("is installed while a shoot of the seed lists it and removed from the seed when none does", func(ctx SpecContext) {
 		const extensionType = "sf-ondemand"
-		registerDeployment(ctx, publishedDeployment(ctx, extensionType), gardencorev1beta1.ControllerDeploymentPolicyOnDemand)
+		registerDeployment(ctx, &gardencorev1.ControllerDeployment{
+			ObjectMeta: metav1.ObjectMeta{Name: extensionType},
+			Helm:       &gardencorev1.HelmControllerDeployment{RawChart: configMapChart(extensionType)},
+		}, gardencorev1beta1.ControllerDeploymentPolicyOnDemand)
 
 		By("creating a shoot that lists the registration's type")
 		projectNamespace := newProject(ctx, "ondemand")
@@ -182,10 +191,12 @@ var _ = Describe("Installation", Label(labelDeployed, labelLandscape), func() {
 		namespace := gardenerutils.NamespaceNameForControllerInstallation(ci)
 		installed := []client.Object{
 			&resourcesv1alpha1.ManagedResource{ObjectMeta: metav1.ObjectMeta{Namespace: sandbox.GardenNamespace, Name: gardenerutils.ManagedResourceNameForControllerInstallation(ci)}},
-			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "gardener-extension-shoot-flux"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: extensionType}},
 		}
 		for _, obj := range installed {
-			Expect(sb.Seed.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed(), "%T %s", obj, client.ObjectKeyFromObject(obj))
+			Eventually(func() error {
+				return sb.Seed.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			}).WithTimeout(installTimeout).Should(Succeed(), "%T %s, applied by gardener-resource-manager", obj, client.ObjectKeyFromObject(obj))
 		}
 
 		By("removing the type from the shoot: no shoot of the seed needs the registration any more")
@@ -262,3 +273,23 @@ var _ = Describe("Installation", Label(labelDeployed, labelLandscape), func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 })
+
+// configMapChart is a Helm chart, packaged as a ControllerDeployment's rawChart, whose only object
+// is a ConfigMap of the name in the release's namespace.
+func configMapChart(name string) []byte {
+	GinkgoHelper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for file, content := range map[string]string{
+		name + "/Chart.yaml":               "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n",
+		name + "/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: {{ .Release.Namespace }}\ndata:\n  installed: \"true\"\n",
+	} {
+		Expect(tw.WriteHeader(&tar.Header{Name: file, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg})).To(Succeed())
+		_, err := tw.Write([]byte(content))
+		Expect(err).NotTo(HaveOccurred())
+	}
+	Expect(tw.Close()).To(Succeed())
+	Expect(gz.Close()).To(Succeed())
+	return buf.Bytes()
+}

@@ -71,6 +71,7 @@ func (h *ShootHandle) Respond(ctx context.Context) error {
 		return fmt.Errorf("shoot %s has a resource manager of its own", h.SeedNamespace)
 	}
 	h.shared.add(h.SeedNamespace)
+	h.unresponsive.Store(false)
 	mrs := &resourcesv1alpha1.ManagedResourceList{}
 	if err := h.sandbox.Seed.Client.List(ctx, mrs, client.InNamespace(h.SeedNamespace)); err != nil {
 		return fmt.Errorf("failed listing the ManagedResources of %s: %w", h.SeedNamespace, err)

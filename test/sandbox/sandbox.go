@@ -94,6 +94,9 @@ var (
 	// NudgeInterval is how long a new Extension may wait for a deployed extension to pick it up
 	// before it is touched again (see ShootHandle.CreateExtension).
 	NudgeInterval = 2 * time.Second
+	// UnresponsiveNudgeWindow is how long a new Extension of an unresponsive light shoot
+	// (ShootSpec.Unresponsive) is nudged: several NudgeIntervals, far longer than the cache lags.
+	UnresponsiveNudgeWindow = 5 * NudgeInterval
 )
 
 // GardenNamespace is the seed namespace of gardenlet and the extensions' heartbeats.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -121,6 +122,9 @@ type ShootHandle struct {
 	created time.Time
 	// shared is set for a light shoot (ShootSpec.SharedControlPlane).
 	shared *sharedControlPlane
+	// unresponsive is set while the resource manager of a light shoot does not answer
+	// (ShootSpec.Unresponsive, until Respond).
+	unresponsive atomic.Bool
 	// syncPeriod is the resource manager's sync period (ShootSpec.ResourceManagerSyncPeriod).
 	syncPeriod time.Duration
 
@@ -190,7 +194,9 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 			return nil, err
 		}
 		// Before anything exists in the namespace that the resource manager could miss.
-		if !spec.Unresponsive {
+		if spec.Unresponsive {
+			h.unresponsive.Store(true)
+		} else {
 			shared.add(h.SeedNamespace)
 		}
 		h.shared, h.Shoot = shared, shared.shoot
@@ -306,6 +312,17 @@ func (h *ShootHandle) CreateExtension(ctx context.Context) error {
 		return err
 	}
 	if h.sandbox.Deployed() {
+		if h.unresponsive.Load() {
+			// Its reconciles may wait for a worker of the project's share (limits.projectWorkersPercent)
+			// as long as the others hang: the Extension is nudged as long as the cache could lag, not
+			// until a reconcile took it.
+			nudgeCtx, cancel := context.WithTimeout(ctx, UnresponsiveNudgeWindow)
+			defer cancel()
+			if err := h.nudgeUntilPickedUp(nudgeCtx); err != nil && ctx.Err() != nil {
+				return err
+			}
+			return nil
+		}
 		return h.nudgeUntilPickedUp(ctx)
 	}
 	return nil
