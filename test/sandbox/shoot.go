@@ -97,6 +97,9 @@ type ShootSpec struct {
 	NodeEnv []string
 	// Domain is the shoot's DNS domain (spec.dns.domain); empty means none.
 	Domain string
+	// MaintenanceWindow is the shoot's spec.maintenance.timeWindow; nil leaves it to
+	// gardener-apiserver, which picks one at random.
+	MaintenanceWindow *gardencorev1beta1.MaintenanceTimeWindow
 	// ResourceManagerSyncPeriod is how often the shoot's gardener-resource-manager re-applies a
 	// ManagedResource; zero means ResourceManagerSyncPeriod. Scenarios about drift set it short, so
 	// that "not reverted within a few periods" is a bound of seconds.
@@ -169,6 +172,9 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 	}
 	shoot.Spec.Resources = spec.Resources
 	shoot.Spec.Hibernation = &gardencorev1beta1.Hibernation{Enabled: ptr.To(spec.Hibernated)}
+	if spec.MaintenanceWindow != nil {
+		shoot.Spec.Maintenance = &gardencorev1beta1.Maintenance{TimeWindow: spec.MaintenanceWindow.DeepCopy()}
+	}
 	if spec.Domain != "" {
 		shoot.Spec.DNS = &gardencorev1beta1.DNS{Domain: ptr.To(spec.Domain)}
 	}

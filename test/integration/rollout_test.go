@@ -1,0 +1,91 @@
+package integration
+
+import (
+	"fmt"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"golang.org/x/mod/semver"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+)
+
+// maintenanceWindow is a maintenance time window of gardener's format that begins at begin (UTC)
+// and lasts d.
+func maintenanceWindow(begin time.Time, d time.Duration) *gardencorev1beta1.MaintenanceTimeWindow {
+	format := func(t time.Time) string { return t.UTC().Format("150405") + "+0000" }
+	return &gardencorev1beta1.MaintenanceTimeWindow{Begin: format(begin), End: format(begin.Add(d))}
+}
+
+var _ = Describe("Rollout of releases nobody of the project asked for", func() {
+	It("keeps a shoot outside its maintenance window on its release when the operator's default moves, moves the one in its window, and applies the owner's own change at once", func(ctx SpecContext) {
+		releases := manifests.FluxVersions()
+		older, newer := releases[0], releases[len(releases)-1]
+		Expect(semver.MajorMinor(older)).NotTo(Equal(semver.MajorMinor(newer)), "the extension embeds two Flux minors")
+
+		By("running the extension with the older minor as the operator's default")
+		cfg := sb.ExtensionConfig()
+		cfg.DefaultFluxVersion = semver.MajorMinor(older)
+		restartExtension(ctx, sandbox.ExtensionSettings{Config: &cfg})
+
+		project := "rollout"
+		projectNamespace := newProject(ctx, project)
+		setProjectConfig(ctx, projectNamespace, legacyConfig(publicURL, "main", "public"))
+		now := time.Now()
+		// gardener's effective window ends 15 minutes early: the shoot in its window has well
+		// over an hour left, the other's begins in six hours.
+		inWindow := createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "in", SharedControlPlane: true, MaintenanceWindow: maintenanceWindow(now.Add(-30*time.Minute), 3*time.Hour)})
+		outside := createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "out", SharedControlPlane: true, MaintenanceWindow: maintenanceWindow(now.Add(6*time.Hour), time.Hour)})
+		for _, h := range []*sandbox.ShootHandle{inWindow, outside} {
+			_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+			Expect(err).NotTo(HaveOccurred())
+			status, err := h.ProviderStatus(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status.FluxVersion).To(Equal(older))
+		}
+		controllersBefore, err := outside.ManagedResource(ctx, constants.ManagedResourceControllers)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("restarting the extension with the newer minor as the default, and reconciling both shoots")
+		cfg.DefaultFluxVersion = semver.MajorMinor(newer)
+		restartExtension(ctx, sandbox.ExtensionSettings{Config: &cfg})
+		for _, h := range []*sandbox.ShootHandle{inWindow, outside} {
+			Expect(h.TriggerReconcile(ctx)).To(Succeed())
+			_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+			Expect(err).NotTo(HaveOccurred())
+		}
+
+		status, err := outside.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.FluxVersion).To(Equal(older), "outside its window")
+		Expect(status.Pending).NotTo(BeNil())
+		Expect(status.Pending.FluxVersion).To(Equal(newer))
+		Expect(status.Pending.Reason).To(ContainSubstring("the operator's default version selects now"))
+		Expect(status.Pending.NextMaintenance).NotTo(BeNil())
+		Expect(status.Pending.NextMaintenance.Time).To(BeTemporally("~", now.Add(6*time.Hour).Truncate(time.Second), time.Minute))
+		controllersAfter, err := outside.ManagedResource(ctx, constants.ManagedResourceControllers)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(controllersAfter.Generation).To(Equal(controllersBefore.Generation), "no write to the controllers ManagedResource")
+		Expect(controllersAfter.Spec.SecretRefs).To(Equal(controllersBefore.Spec.SecretRefs))
+		AddReportEntry("pending release", fmt.Sprintf("%s: installed %s, pending %s until %s: %s", outside.SeedNamespace, status.FluxVersion,
+			status.Pending.FluxVersion, status.Pending.NextMaintenance.UTC().Format(time.RFC3339), status.Pending.Reason))
+
+		status, err = inWindow.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.FluxVersion).To(Equal(newer), "in its window")
+		Expect(status.Pending).To(BeNil())
+
+		By("changing flux.version in the shoot outside its window, as its owner")
+		Expect(outside.UpdateProviderConfig(ctx, []byte(`{"flux":{"version":"`+semver.MajorMinor(newer)+`"}}`))).To(Succeed())
+		_, err = outside.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		status, err = outside.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.FluxVersion).To(Equal(newer), "the owner's own change applies at once")
+		Expect(status.Pending).To(BeNil())
+	})
+})
