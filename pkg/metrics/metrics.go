@@ -183,6 +183,7 @@ func Names() []string {
 		Namespace + "_managed_resource_writes_total",
 		Namespace + "_shoots",
 		Namespace + "_shoots_by_version",
+		Namespace + "_shoots_pending_release",
 		Namespace + "_oldest_failing_bootstrap_seconds",
 		Namespace + "_heartbeat_renew_timestamp_seconds",
 	}

@@ -16,6 +16,7 @@ import (
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
@@ -40,6 +41,9 @@ var (
 	versionsDesc = prometheus.NewDesc(Namespace+"_shoots_by_version",
 		"Shoots with the extension by installed Flux version, kluctl version (none without kluctl) and management mode (continuous, handover), as their providerStatus tells.",
 		[]string{"flux_version", "kluctl_version", "management"}, nil)
+	pendingDesc = prometheus.NewDesc(Namespace+"_shoots_pending_release",
+		"Shoots whose Flux or kluctl release change waits for their maintenance time window (rollout.window), by component (flux, kluctl) and reason: selected_minor (a newer embedded patch of the minor the project selects) or operator_default (what the operator's default version selects now).",
+		[]string{"component", "reason"}, nil)
 	oldestFailingDesc = prometheus.NewDesc(Namespace+"_oldest_failing_bootstrap_seconds",
 		"Seconds since the BootstrapReady condition of the longest failing shoot turned False; 0 when no bootstrap fails.",
 		nil, nil)
@@ -91,6 +95,7 @@ func (c *shootCollector) set(reader client.Reader, heartbeatNamespace string) {
 func (c *shootCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- shootsDesc
 	ch <- versionsDesc
+	ch <- pendingDesc
 	ch <- oldestFailingDesc
 	ch <- heartbeatDesc
 }
@@ -135,6 +140,8 @@ func shootMetrics(items []extensionsv1alpha1.Extension, now time.Time) []prometh
 	type stateKey struct{ state, mode string }
 	byState := map[stateKey]int{}
 	byVersion := map[versionKey]int{}
+	type pendingKey struct{ component, reason string }
+	byPending := map[pendingKey]int{}
 	var oldest time.Duration
 	for i := range items {
 		ex := &items[i]
@@ -154,6 +161,18 @@ func shootMetrics(items []extensionsv1alpha1.Extension, now time.Time) []prometh
 			if status.FluxVersion != "" {
 				byVersion[versions(status.FluxVersion, status.KluctlVersion, status.Management)]++
 			}
+			if p := status.Pending; p != nil {
+				requested := status.Requested
+				if requested == nil {
+					requested = &fluxv1alpha1.RequestedVersions{}
+				}
+				if p.FluxVersion != "" {
+					byPending[pendingKey{"flux", pendingReason(requested.Flux)}]++
+				}
+				if p.KluctlVersion != "" {
+					byPending[pendingKey{"kluctl", pendingReason(requested.Kluctl)}]++
+				}
+			}
 		}
 		byState[stateKey{string(state), mode}]++
 	}
@@ -167,7 +186,29 @@ func shootMetrics(items []extensionsv1alpha1.Extension, now time.Time) []prometh
 	for k, n := range byVersion {
 		out = append(out, prometheus.MustNewConstMetric(versionsDesc, prometheus.GaugeValue, float64(n), k.flux, k.kluctl, k.management))
 	}
+	for _, component := range []string{"flux", "kluctl"} {
+		for _, reason := range []string{PendingSelectedMinor, PendingOperatorDefault} {
+			out = append(out, prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(byPending[pendingKey{component, reason}]), component, reason))
+		}
+	}
 	return append(out, prometheus.MustNewConstMetric(oldestFailingDesc, prometheus.GaugeValue, oldest.Seconds()))
+}
+
+// Reasons of a pending release change (label reason).
+const (
+	// PendingSelectedMinor is a newer embedded patch of the minor the project selects.
+	PendingSelectedMinor = "selected_minor"
+	// PendingOperatorDefault is what the operator's default version selects now.
+	PendingOperatorDefault = "operator_default"
+)
+
+// pendingReason is the reason of a pending change of a component whose selector the project wrote
+// as requested (empty: the operator's default).
+func pendingReason(requested string) string {
+	if requested == "" {
+		return PendingOperatorDefault
+	}
+	return PendingSelectedMinor
 }
 
 // versions returns the version labels; the providerStatus holds only values the extension

@@ -62,7 +62,8 @@ var _ = Describe("Shoot gauges", func() {
 				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.7.5", BootstrapMode: "flux", Management: "handover"}),
 			extension("new", constants.ExtensionType, nil, nil),
 			extension("progressing", constants.ExtensionType, condition(gardencorev1beta1.ConditionProgressing, time.Minute),
-				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.9.5", KluctlVersion: "v2.28.2", BootstrapMode: "kluctl", Management: "continuous"}),
+				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.9.5", KluctlVersion: "v2.28.2", BootstrapMode: "kluctl", Management: "continuous",
+					Requested: &fluxv1alpha1.RequestedVersions{Flux: "v2.9"}, Pending: &fluxv1alpha1.PendingRelease{FluxVersion: "v2.9.6", KluctlVersion: "v2.28.3", Reason: "newer"}}),
 			extension("other", "shoot-dns-service", condition(gardencorev1beta1.ConditionFalse, 10*time.Hour), nil),
 			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "extension-shoot-flux", Name: "gardener-extension-heartbeat"}, Spec: coordinationv1.LeaseSpec{RenewTime: &renew}},
 		).Build()
@@ -82,9 +83,15 @@ shoot_flux_oldest_failing_bootstrap_seconds 2700
 shoot_flux_shoots_by_version{flux_version="v2.7.5",kluctl_version="none",management="handover"} 1
 shoot_flux_shoots_by_version{flux_version="v2.9.5",kluctl_version="none",management="continuous"} 1
 shoot_flux_shoots_by_version{flux_version="v2.9.5",kluctl_version="v2.28.2",management="continuous"} 2
+# HELP shoot_flux_shoots_pending_release Shoots whose Flux or kluctl release change waits for their maintenance time window (rollout.window), by component (flux, kluctl) and reason: selected_minor (a newer embedded patch of the minor the project selects) or operator_default (what the operator's default version selects now).
+# TYPE shoot_flux_shoots_pending_release gauge
+shoot_flux_shoots_pending_release{component="flux",reason="operator_default"} 0
+shoot_flux_shoots_pending_release{component="flux",reason="selected_minor"} 1
+shoot_flux_shoots_pending_release{component="kluctl",reason="operator_default"} 1
+shoot_flux_shoots_pending_release{component="kluctl",reason="selected_minor"} 0
 `
 		Expect(testutil.CollectAndCompare(shoots, strings.NewReader(expected),
-			"shoot_flux_heartbeat_renew_timestamp_seconds", "shoot_flux_oldest_failing_bootstrap_seconds", "shoot_flux_shoots_by_version")).To(Succeed())
+			"shoot_flux_heartbeat_renew_timestamp_seconds", "shoot_flux_oldest_failing_bootstrap_seconds", "shoot_flux_shoots_by_version", "shoot_flux_shoots_pending_release")).To(Succeed())
 
 		values := map[[2]string]float64{}
 		for _, m := range shootMetrics(mustList(reader), now) {
@@ -103,7 +110,7 @@ shoot_flux_shoots_by_version{flux_version="v2.9.5",kluctl_version="v2.28.2",mana
 		}
 		Expect(total).To(Equal(5.0), "only shoot-flux Extensions count")
 
-		Expect(testutil.CollectAndCount(shoots)).To(Equal(len(states)*len(modes) + 3 + 1 + 1))
+		Expect(testutil.CollectAndCount(shoots)).To(Equal(len(states)*len(modes) + 3 + 4 + 1 + 1))
 		var names []string
 		for _, n := range Names() {
 			if strings.Contains(n, "shoots") || strings.Contains(n, "bootstrap") || strings.Contains(n, "heartbeat") {
