@@ -54,6 +54,9 @@ type fairQueue struct {
 	// with their priority; waitingSet holds them for deduplication.
 	waiting    map[string][]waitingRequest
 	waitingSet map[reconcile.Request]bool
+
+	// shutDown makes ShutDown idempotent; the wrapped queue panics on a second one.
+	shutDown sync.Once
 }
 
 type waitingRequest struct {
@@ -137,6 +140,31 @@ func (q *fairQueue) Done(req reconcile.Request) {
 	if found {
 		q.AddWithOpts(priorityqueue.AddOpts{Priority: &next.priority}, next.req)
 	}
+}
+
+// ShutDown implements workqueue.TypedInterface: the waiting requests are dropped with the queue,
+// and no longer count as waiting.
+func (q *fairQueue) ShutDown() {
+	q.shutDown.Do(func() {
+		q.dropWaiting()
+		q.PriorityQueue.ShutDown()
+	})
+}
+
+// ShutDownWithDrain implements workqueue.TypedInterface.
+func (q *fairQueue) ShutDownWithDrain() {
+	q.shutDown.Do(func() {
+		q.dropWaiting()
+		q.PriorityQueue.ShutDownWithDrain()
+	})
+}
+
+func (q *fairQueue) dropWaiting() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	metrics.RecordProjectWaiting(-len(q.waitingSet))
+	q.waiting = map[string][]waitingRequest{}
+	q.waitingSet = map[reconcile.Request]bool{}
 }
 
 // popWaiting takes the first waiting request of the project; q.mu is held.

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -76,6 +77,34 @@ var _ = Describe("fairQueue", func() {
 		Eventually(worker).WithTimeout(time.Second).Should(Receive(Equal(request("hog", "a3"))))
 		q.Done(second)
 		Consistently(get()).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "a3 waited once")
+	})
+
+	It("counts the waiting requests until they get a worker or the queue shuts down", func() {
+		waiting := func() float64 {
+			GinkgoHelper()
+			families, err := ctrlmetrics.Registry.Gather()
+			Expect(err).NotTo(HaveOccurred())
+			for _, f := range families {
+				if f.GetName() == "shoot_flux_reconciles_waiting_for_project_share" {
+					return f.GetMetric()[0].GetGauge().GetValue()
+				}
+			}
+			Fail("no gauge")
+			return 0
+		}
+		before := waiting()
+		for _, shoot := range []string{"a1", "a2", "a3", "a4"} {
+			q.Add(request("hog", shoot))
+		}
+		first := next()
+		next()
+		worker := get()
+		Eventually(waiting).Should(Equal(before + 2))
+		q.Done(first)
+		Eventually(worker).Should(Receive())
+		Expect(waiting()).To(Equal(before + 1))
+		q.ShutDown()
+		Expect(waiting()).To(Equal(before))
 	})
 
 	It("does not bound requests without a project", func() {
