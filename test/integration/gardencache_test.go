@@ -21,6 +21,23 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
+// startGardenCache starts the extension's garden access against the sandbox's garden, its
+// ConfigMaps bounded by maxConfigMapBytes, until the spec ends, and waits for its sync.
+func startGardenCache(ctx context.Context, maxConfigMapBytes int) *gardencluster.Cluster {
+	GinkgoHelper()
+	garden, err := gardencluster.New(sb.Garden.Config, logr.Discard(), maxConfigMapBytes)
+	Expect(err).NotTo(HaveOccurred())
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- garden.Start(runCtx) }()
+	DeferCleanup(func() {
+		stop()
+		Eventually(done).Should(Receive(BeNil()))
+	})
+	Eventually(garden.Synced()).WithTimeout(shootTimeout).Should(BeClosed())
+	return garden
+}
+
 var _ = Describe("Garden cache", func() {
 	It("keeps only the project ConfigMaps named flux-config, and of them only what the extension reads", func(ctx SpecContext) {
 		projectNamespace := newProject(ctx, "gcache")
@@ -38,16 +55,7 @@ var _ = Describe("Garden cache", func() {
 		}
 		Expect(sb.Garden.Client.Create(ctx, cm)).To(Succeed())
 
-		garden, err := gardencluster.New(sb.Garden.Config, logr.Discard(), 0)
-		Expect(err).NotTo(HaveOccurred())
-		runCtx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- garden.Start(runCtx) }()
-		DeferCleanup(func() {
-			stop()
-			Eventually(done).Should(Receive(BeNil()))
-		})
-		Eventually(garden.Synced()).WithTimeout(shootTimeout).Should(BeClosed())
+		garden := startGardenCache(ctx, 0)
 
 		expectTrimmed := func(g Gomega, want map[string]string) {
 			cached := &corev1.ConfigMap{}
@@ -60,7 +68,7 @@ var _ = Describe("Garden cache", func() {
 		}
 		By("listing")
 		expectTrimmed(Default, cm.Data)
-		err = garden.Client().Get(ctx, client.ObjectKeyFromObject(other), &corev1.ConfigMap{})
+		err := garden.Client().Get(ctx, client.ObjectKeyFromObject(other), &corev1.ConfigMap{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a ConfigMap of another name is not cached, got %v", err)
 
 		By("watching")
@@ -85,16 +93,7 @@ var _ = Describe("Garden cache", func() {
 		Expect(sb.Garden.Client.Create(ctx, big)).To(Succeed())
 		size := fluxconfig.ConfigMapDataSize(big)
 
-		garden, err := gardencluster.New(sb.Garden.Config, logr.Discard(), limit)
-		Expect(err).NotTo(HaveOccurred())
-		runCtx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- garden.Start(runCtx) }()
-		DeferCleanup(func() {
-			stop()
-			Eventually(done).Should(Receive(BeNil()))
-		})
-		Eventually(garden.Synced()).WithTimeout(shootTimeout).Should(BeClosed())
+		garden := startGardenCache(ctx, limit)
 		cached := &corev1.ConfigMap{}
 		Expect(garden.Client().Get(ctx, client.ObjectKeyFromObject(big), cached)).To(Succeed())
 		Expect(cached.Data).To(BeEmpty())

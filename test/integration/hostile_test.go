@@ -275,14 +275,7 @@ var _ = Describe("Hostile tenant", func() {
 	})
 
 	It("writes a bounded number of ManagedResource Secrets for a flood of project ConfigMap updates", Label(labelDeployed), func(ctx SpecContext) {
-		hostileRun++
-		prefix := fmt.Sprintf("fl%d", hostileRun)
-		By(fmt.Sprintf("running the extension with %d workers", floodWorkers))
-		restartExtension(ctx, sandbox.ExtensionSettings{MaxConcurrentReconciles: floodWorkers})
-
-		attacker := prefix + "a"
-		attackerNamespace := newProject(ctx, attacker)
-		setProjectConfig(ctx, attackerNamespace, legacyConfig(publicURL, "main", "public"))
+		prefix, attacker, attackerNamespace := attackerProject(ctx, "fl")
 		specs := make([]sandbox.ShootSpec, floodShoots)
 		for i := range specs {
 			specs[i] = sandbox.ShootSpec{Project: attacker, Name: fmt.Sprintf("f%02d", i), SharedControlPlane: true}
@@ -625,14 +618,7 @@ var _ = Describe("Hostile tenant", func() {
 	})
 
 	It("serves the other projects while the reconciles of one project's shoots hang", Label(labelDeployed), func(ctx SpecContext) {
-		hostileRun++
-		prefix := fmt.Sprintf("hg%d", hostileRun)
-		By(fmt.Sprintf("running the extension with %d workers", floodWorkers))
-		restartExtension(ctx, sandbox.ExtensionSettings{MaxConcurrentReconciles: floodWorkers})
-
-		attacker := prefix + "a"
-		attackerNamespace := newProject(ctx, attacker)
-		setProjectConfig(ctx, attackerNamespace, legacyConfig(publicURL, "main", "public"))
+		prefix, attacker, _ := attackerProject(ctx, "hg")
 		specs := make([]sandbox.ShootSpec, hangingShoots)
 		for i := range specs {
 			specs[i] = sandbox.ShootSpec{Project: attacker, Name: fmt.Sprintf("h%02d", i), SharedControlPlane: true, Unresponsive: true}
@@ -665,6 +651,22 @@ var _ = Describe("Hostile tenant", func() {
 			hangingShoots, share, floodWorkers, m.sum("shoot_flux_reconciles_waiting_for_project_share", nil)))
 	})
 })
+
+// attackerProject restarts the extension with floodWorkers workers, as the chart runs it, and
+// makes the attacking project of a scenario with a public repository in its ConfigMap. It returns
+// the scenario's prefix of project names (unique when the suite repeats it), the attacker's name
+// and its namespace.
+func attackerProject(ctx context.Context, code string) (prefix, attacker, namespace string) {
+	GinkgoHelper()
+	hostileRun++
+	prefix = fmt.Sprintf("%s%d", code, hostileRun)
+	By(fmt.Sprintf("running the extension with %d workers", floodWorkers))
+	restartExtension(ctx, sandbox.ExtensionSettings{MaxConcurrentReconciles: floodWorkers})
+	attacker = prefix + "a"
+	namespace = newProject(ctx, attacker)
+	setProjectConfig(ctx, namespace, legacyConfig(publicURL, "main", "public"))
+	return prefix, attacker, namespace
+}
 
 // hangingShoots shoots of one project hang in every reconcile.
 const hangingShoots = 30
