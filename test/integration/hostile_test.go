@@ -730,10 +730,10 @@ func denyKluctlDeploymentChanges(ctx context.Context, h *sandbox.ShootHandle) {
 // ignoreEnded drops the error of a request that failed because ctx ended: the end of an attack
 // loop, not a failure.
 func ignoreEnded(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return nil
+	if ctx.Err() == nil {
+		return err
 	}
-	return err
+	return nil
 }
 
 // distinctSettings is the providerConfig of the settings attacker's shoot i in a round: all Flux
