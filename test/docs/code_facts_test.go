@@ -293,9 +293,9 @@ func quotedDefaults() []quotedDefault {
 		{"docs/architecture.md", "`timeouts.deletion` \\((\\w+)\\)", []time.Duration{t.Deletion.Duration}},
 		// The periodic resync of every Extension.
 		{"docs/project-configmap.md", `periodic resync \(every (\d+ \w+)\)`, []time.Duration{resync}},
-		{"docs/usage.md", `after the periodic resync, (\d+ \w+) by default`, []time.Duration{resync}},
+		{"docs/usage.md", `the periodic resync \((\d+ \w+) by default\)`, []time.Duration{resync}},
 		{"docs/architecture.md", `and every (\d+ \w+) after the last`, []time.Duration{resync}},
-		{"docs/operations.md", `the resync, (\d+ \w+)\)`, []time.Duration{resync}},
+		{"docs/operations.md", `at least every (\d+ \w+) \(the resync\)`, []time.Duration{resync}},
 		{"docs/deploy-keys.md", `periodic resync, every (\d+ \w+)\)`, []time.Duration{resync}},
 		// The BootstrapReady health check.
 		{"docs/usage.md", `every (minute) unless the operator changed the period`, []time.Duration{syncPeriod}},
