@@ -34,7 +34,10 @@ var _ = Describe("Rollout of releases nobody of the project asked for", func() {
 
 		project := "rollout"
 		projectNamespace := newProject(ctx, project)
-		setProjectConfig(ctx, projectNamespace, legacyConfig(publicURL, "main", "public"))
+		// The project leaves the version to the operator's default.
+		data := legacyConfig(publicURL, "main", "public")
+		delete(data, constants.ConfigMapKeyFluxVersion)
+		setProjectConfig(ctx, projectNamespace, data)
 		now := time.Now()
 		// gardener's effective window ends 15 minutes early: the shoot in its window has well
 		// over an hour left, the other's begins in six hours.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,7 +179,7 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 	if spec.Domain != "" {
 		shoot.Spec.DNS = &gardencorev1beta1.DNS{Domain: ptr.To(spec.Domain)}
 	}
-	if err := s.Garden.Client.Create(ctx, shoot); err != nil {
+	if err := createGardenShoot(ctx, s.Garden.Client, shoot); err != nil {
 		return nil, fmt.Errorf("failed creating shoot %s/%s: %w", h.ProjectNamespace, h.Name, err)
 	}
 
@@ -363,4 +364,26 @@ func (h *ShootHandle) nudgeUntilPickedUp(ctx context.Context) error {
 		return fmt.Errorf("the extension did not pick up the Extension of %s: %w", h.SeedNamespace, err)
 	}
 	return nil
+}
+
+// createGardenShoot creates a Shoot in gardener-apiserver. Its admission plugins read the
+// project's objects from informer caches: a Shoot created right after its project may be refused
+// because the CredentialsBinding is not in the cache yet ("… not found"), which a user or a
+// pipeline retries, as this does within CacheSyncTimeout.
+func createGardenShoot(ctx context.Context, c client.Client, shoot *gardencorev1beta1.Shoot) error {
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, PollInterval, CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
+		lastErr = c.Create(ctx, shoot.DeepCopy())
+		if apierrors.IsForbidden(lastErr) && strings.Contains(lastErr.Error(), "not found") {
+			return false, nil
+		}
+		return true, lastErr
+	})
+	if lastErr != nil && wait.Interrupted(err) {
+		return lastErr
+	}
+	if err != nil {
+		return err
+	}
+	return c.Get(ctx, client.ObjectKeyFromObject(shoot), shoot)
 }
