@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -77,15 +78,34 @@ func (p *Process) TerminateUnless(timeout time.Duration, abort <-chan struct{}) 
 	<-p.done
 }
 
+// handedOut are the ports FreePort returned in this process.
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[int]bool{}
+)
+
 // FreePort returns a TCP port on the loopback interface that was free a moment ago.
+//
+// A port is returned once per process: the kernel may hand a port that was just closed out again,
+// and two controllers started one after the other would then both be given it before the first
+// binds it (seen as "bind: address already in use" and a crash-looping controller).
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("failed finding a free port: %w", err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("failed finding a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if err := l.Close(); err != nil {
+			return 0, fmt.Errorf("failed releasing port %d: %w", port, err)
+		}
+		handedOutMu.Lock()
+		fresh := !handedOut[port]
+		handedOut[port] = true
+		handedOutMu.Unlock()
+		if fresh {
+			return port, nil
+		}
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("failed releasing port %d: %w", port, err)
-	}
-	return port, nil
+	return 0, fmt.Errorf("failed finding a free port that was not handed out before")
 }

@@ -47,3 +47,15 @@ var _ = Describe("Process", func() {
 		Expect(time.Since(start)).To(BeNumerically(">=", time.Second))
 	})
 })
+
+var _ = Describe("FreePort", func() {
+	It("never returns a port twice in a process", func() {
+		seen := map[int]bool{}
+		for range 300 {
+			port, err := FreePort()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(seen).NotTo(HaveKey(port))
+			seen[port] = true
+		}
+	})
+})
