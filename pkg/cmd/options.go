@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	controllercmd "github.com/gardener/gardener/extensions/pkg/controller/cmd"
 	extensionsheartbeatcontroller "github.com/gardener/gardener/extensions/pkg/controller/heartbeat"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -17,6 +19,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
 // EnvGardenKubeconfig is set by gardenlet when the ControllerDeployment asks for
@@ -46,6 +50,9 @@ func (o *ConfigOptions) Complete() error {
 	}
 	if err != nil {
 		return fmt.Errorf("failed loading controller configuration: %w", err)
+	}
+	if errs := releases.Validate(o.config.Rollout.Releases, manifests.SupportedVersions(), time.Now(), field.NewPath("rollout", "releases")); len(errs) > 0 {
+		return fmt.Errorf("failed loading controller configuration: %w", errs.ToAggregate())
 	}
 	// Read on every reconcile; a file that is missing or broken from the start stops the start.
 	if f := o.config.ImagePullSecretFile; f != "" {

@@ -7,7 +7,8 @@
 // auto-updates). The window is Gardener's effective one (gardener's
 // utils.EffectiveShootMaintenanceTimeWindow: the shoot's, ending 15 minutes early; always, if the
 // shoot has none). A change the owner or project admin made, the first installation, and a release
-// this extension version cannot deliver any more are applied at once. Until then the shoot keeps
+// this extension version cannot deliver any more are applied at once. A move off a release the
+// operator let expire (package releases) is a change nobody of the project asked for. Until then the shoot keeps
 // its installed release and is reconciled with it.
 package rollout
 
@@ -39,6 +40,9 @@ type Change struct {
 	PreviouslyKnown                bool
 	// Embedded are the releases this extension version delivers.
 	Embedded []string
+	// Forced is the reason of a move off an expired release (releases.Move), empty if Selected
+	// replaces no expired release.
+	Forced string
 }
 
 // Decision is what a reconcile installs.
@@ -67,7 +71,10 @@ func Decide(c Change, window config.RolloutWindow, shoot *gardencorev1beta1.Shoo
 		return apply
 	}
 	reason := fmt.Sprintf("%s %s is a newer release of %q, which the shoot selects", c.Component, c.Selected, c.Requested)
-	if c.Requested == "" {
+	switch {
+	case c.Forced != "":
+		reason = c.Forced
+	case c.Requested == "":
 		reason = fmt.Sprintf("%s %s is what the operator's default version selects now", c.Component, c.Selected)
 	}
 	return Decision{Release: c.Installed, Pending: c.Selected, Reason: reason + "; it is installed in the shoot's maintenance time window"}

@@ -31,6 +31,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
 	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -358,6 +360,36 @@ var _ = Describe("Admission charts", func() {
 			ports, err := cmd.Flags().GetStringSlice("host-policy-allowed-ports")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ports).To(Equal([]string{"22", "1024-65535"}))
+		})
+
+		It("gives the admission the release lifecycle the controller loads from the same values", func() {
+			embedded := manifests.SupportedVersions()
+			values := map[string]any{"flux": []any{
+				map[string]any{"version": embedded.Flux[0], "classification": "deprecated", "expirationDate": "2027-03-01T00:00:00Z"},
+				map[string]any{"version": embedded.Flux[len(embedded.Flux)-1], "classification": "supported"},
+			}, "kluctl": []any{map[string]any{"version": embedded.Kluctl[0], "classification": "deprecated"}}}
+			controllerObjs, err := sandbox.RenderExtensionChart(runtimeNamespace, sandbox.MergeValues(sandbox.GardenletValues(),
+				map[string]any{"config": map[string]any{"rollout": map[string]any{"releases": values}}}))
+			Expect(err).NotTo(HaveOccurred())
+			var controllerConfig *config.ControllerConfiguration
+			for _, o := range controllerObjs {
+				if o.GetKind() == "ConfigMap" && strings.HasSuffix(o.GetName(), "-config") {
+					controllerConfig, err = loader.Load([]byte(typed[corev1.ConfigMap](o).Data["config.yaml"]))
+					Expect(err).NotTo(HaveOccurred())
+				}
+			}
+			Expect(controllerConfig).NotTo(BeNil(), "the controller chart renders its configuration")
+			Expect(controllerConfig.Rollout.Releases.Flux).To(HaveLen(2))
+
+			objs := mustRender(admissionchart.RuntimeChartPath, runtimeNamespace, runtimeValues(), map[string]any{"rollout": map[string]any{"releases": values}})
+			container := typed[appsv1.Deployment](find(objs, "Deployment")).Spec.Template.Spec.Containers[0]
+			opts := admissioncmd.NewReleasesOptions()
+			fs := pflag.NewFlagSet("admission", pflag.ContinueOnError)
+			opts.AddFlags(fs)
+			fs.ParseErrorsAllowlist.UnknownFlags = true
+			Expect(fs.Parse(container.Args)).To(Succeed())
+			Expect(opts.Complete()).To(Succeed())
+			Expect(opts.Completed()).To(Equal(releases.New(controllerConfig.Rollout.Releases, embedded)))
 		})
 
 		// The operator hands both charts the same limits (the operator Extension's values, or a

@@ -83,9 +83,17 @@ hostPolicy:
   allowedPorts: {{ toJson . }}
   {{- end }}
 {{- end }}
-{{- with (($c.rollout | default dict).window) }}
+{{- $rollout := $c.rollout | default dict }}
+{{- $releases := $rollout.releases | default dict }}
+{{- $hasReleases := or $releases.flux $releases.kluctl }}
+{{- if or $rollout.window $hasReleases }}
 rollout:
+  {{- with $rollout.window }}
   window: {{ . | quote }}
+  {{- end }}
+  {{- if $hasReleases }}
+  releases: {{ toJson $releases }}
+  {{- end }}
 {{- end }}
 {{- with $c.healthCheckConfig }}
 healthCheckConfig:

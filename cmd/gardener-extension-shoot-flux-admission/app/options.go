@@ -18,6 +18,7 @@ type Options struct {
 	managerOptions   *controllercmd.ManagerOptions
 	hostPolicy       *admissioncmd.HostPolicyOptions
 	limits           *admissioncmd.LimitsOptions
+	releases         *admissioncmd.ReleasesOptions
 	webhookSwitches  *webhookcmd.SwitchOptions
 	optionAggregator controllercmd.OptionAggregator
 }
@@ -26,6 +27,7 @@ type Options struct {
 func NewOptions() *Options {
 	hostPolicy := &admissioncmd.HostPolicyOptions{}
 	limits := admissioncmd.NewLimitsOptions()
+	releases := admissioncmd.NewReleasesOptions()
 	o := &Options{
 		restOptions: &controllercmd.RESTOptions{},
 		managerOptions: &controllercmd.ManagerOptions{
@@ -39,13 +41,15 @@ func NewOptions() *Options {
 		},
 		hostPolicy:      hostPolicy,
 		limits:          limits,
-		webhookSwitches: admissioncmd.WebhookSwitchOptions(hostPolicy, limits),
+		releases:        releases,
+		webhookSwitches: admissioncmd.WebhookSwitchOptions(hostPolicy, limits, releases),
 	}
 	o.optionAggregator = controllercmd.NewOptionAggregator(
 		o.restOptions,
 		o.managerOptions,
 		o.hostPolicy,
 		o.limits,
+		o.releases,
 		o.webhookSwitches,
 	)
 	return o

@@ -6,17 +6,22 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 	"unicode"
 
 	extensionswebhook "github.com/gardener/gardener/extensions/pkg/webhook"
 	webhookcmd "github.com/gardener/gardener/extensions/pkg/webhook/cmd"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
+	configvalidation "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
 // HostPolicyOptions are the operator's host policy for repository hosts, the same settings as the
@@ -130,15 +135,61 @@ func (o *LimitsOptions) Completed() config.Limits {
 	return o.limits
 }
 
+// ReleasesOptions are the operator's lifecycle of the embedded releases, the controller's
+// rollout.releases: the flag --rollout-releases takes the same document as JSON, e.g.
+// {"flux":[{"version":"v2.7.5","classification":"deprecated","expirationDate":"2027-03-01T00:00:00Z"}]},
+// decoded strictly, defaulted and validated as the controller's configuration is.
+type ReleasesOptions struct {
+	raw       string
+	lifecycle *releases.Lifecycle
+	// now is the time expiration dates are checked against.
+	now func() time.Time
+}
+
+// NewReleasesOptions returns the options without a lifecycle: every embedded release supported.
+func NewReleasesOptions() *ReleasesOptions {
+	return &ReleasesOptions{now: time.Now}
+}
+
+// AddFlags implements controllercmd.Flagger.
+func (o *ReleasesOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.raw, "rollout-releases", o.raw,
+		"The controller's rollout.releases as JSON: the classification and expirationDate of embedded releases (see docs/operations.md).")
+}
+
+// Complete implements controllercmd.Completer.
+func (o *ReleasesOptions) Complete() error {
+	cfg, err := configv1alpha1.DecodeReleases([]byte(o.raw))
+	if err != nil {
+		return fmt.Errorf("--rollout-releases: %w", err)
+	}
+	fldPath := field.NewPath("rollout", "releases")
+	errs := configvalidation.ValidateReleases(cfg, fldPath)
+	if len(errs) == 0 {
+		errs = releases.Validate(cfg, manifests.SupportedVersions(), o.now(), fldPath)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("--rollout-releases: %w", errs.ToAggregate())
+	}
+	o.lifecycle = releases.New(cfg, manifests.SupportedVersions())
+	return nil
+}
+
+// Completed returns the lifecycle. Only call it after a successful Complete.
+func (o *ReleasesOptions) Completed() *releases.Lifecycle {
+	return o.lifecycle
+}
+
 // WebhookSwitchOptions are the admission's webhooks; --disable-webhooks turns single ones off. The
-// webhooks are created after the options are completed, with the completed host policy and limits.
-func WebhookSwitchOptions(hosts *HostPolicyOptions, limits *LimitsOptions) *webhookcmd.SwitchOptions {
+// webhooks are created after the options are completed, with the completed host policy, limits
+// and release lifecycle.
+func WebhookSwitchOptions(hosts *HostPolicyOptions, limits *LimitsOptions, lifecycle *ReleasesOptions) *webhookcmd.SwitchOptions {
 	return webhookcmd.NewSwitchOptions(
 		webhookcmd.Switch(validator.ShootWebhookName, func(mgr manager.Manager) (*extensionswebhook.Webhook, error) {
-			return validator.NewShootWebhook(mgr, hosts.Completed(), limits.Completed())
+			return validator.NewShootWebhook(mgr, hosts.Completed(), limits.Completed(), lifecycle.Completed())
 		}),
 		webhookcmd.Switch(validator.ConfigMapWebhookName, func(mgr manager.Manager) (*extensionswebhook.Webhook, error) {
-			return validator.NewConfigMapWebhook(mgr, hosts.Completed(), limits.Completed())
+			return validator.NewConfigMapWebhook(mgr, hosts.Completed(), limits.Completed(), lifecycle.Completed())
 		}),
 	)
 }

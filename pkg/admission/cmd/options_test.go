@@ -3,6 +3,7 @@ package cmd_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	webhookcmd "github.com/gardener/gardener/extensions/pkg/webhook/cmd"
 	. "github.com/onsi/ginkgo/v2"
@@ -16,8 +17,10 @@ import (
 
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
 
 var _ = Describe("AddToManager", func() {
@@ -40,7 +43,7 @@ var _ = Describe("AddToManager", func() {
 		GinkgoHelper()
 		hosts := &HostPolicyOptions{}
 		limits := NewLimitsOptions()
-		opts := WebhookSwitchOptions(hosts, limits)
+		opts := WebhookSwitchOptions(hosts, limits, NewReleasesOptions())
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 		hosts.AddFlags(fs)
 		limits.AddFlags(fs)
@@ -76,7 +79,7 @@ var _ = Describe("AddToManager", func() {
 	})
 
 	It("rejects unknown webhook names", func() {
-		opts := WebhookSwitchOptions(&HostPolicyOptions{}, NewLimitsOptions())
+		opts := WebhookSwitchOptions(&HostPolicyOptions{}, NewLimitsOptions(), NewReleasesOptions())
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 		opts.AddFlags(fs)
 		Expect(fs.Parse([]string{"--disable-webhooks=secrets"})).To(Succeed())
@@ -151,4 +154,46 @@ var _ = Describe("LimitsOptions", func() {
 		_, err := complete("--limits-kluctl-args-max-bytes=0")
 		Expect(err).To(MatchError("--limits-kluctl-args-max-bytes must be positive, got 0"))
 	})
+})
+
+var _ = Describe("ReleasesOptions", func() {
+	complete := func(args ...string) (*ReleasesOptions, error) {
+		GinkgoHelper()
+		opts := NewReleasesOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		opts.AddFlags(fs)
+		Expect(fs.Parse(args)).To(Succeed())
+		return opts, opts.Complete()
+	}
+	embedded := manifests.SupportedVersions()
+
+	It("has every embedded release supported without the flag", func() {
+		opts, err := complete()
+		Expect(err).NotTo(HaveOccurred())
+		for _, release := range embedded.Flux {
+			Expect(opts.Completed().Flux.Classification(release)).To(Equal(config.ReleaseSupported))
+			Expect(opts.Completed().Flux.Expired(release, time.Now())).To(BeFalse())
+		}
+	})
+
+	It("takes the controller's rollout.releases as JSON, defaulted as the controller defaults it", func() {
+		opts, err := complete(`--rollout-releases={"flux":[{"version":"` + embedded.Flux[0] + `","expirationDate":"2020-01-01T00:00:00Z"}]}`)
+		Expect(err).NotTo(HaveOccurred())
+		flux := opts.Completed().Flux
+		Expect(flux.Classification(embedded.Flux[0])).To(Equal(config.ReleaseSupported))
+		Expect(flux.Expired(embedded.Flux[0], time.Now())).To(BeTrue())
+	})
+
+	DescribeTable("rejects a bad lifecycle, naming the field",
+		func(value, message string) {
+			_, err := complete("--rollout-releases=" + value)
+			Expect(err).To(MatchError(ContainSubstring(message)))
+		},
+		Entry("unknown field", `{"flux":[{"version":"v2.9.5","state":"old"}]}`, `--rollout-releases: failed decoding releases: json: unknown field "state"`),
+		Entry("not JSON", `flux: []`, "--rollout-releases: failed decoding releases"),
+		Entry("a release that is not embedded", `{"flux":[{"version":"v2.0.0"}]}`, `--rollout-releases: rollout.releases.flux[0].version: Unsupported value: "v2.0.0"`),
+		Entry("a classification", `{"kluctl":[{"version":"v2.28.2","classification":"old"}]}`, `rollout.releases.kluctl[0].classification: Unsupported value: "old"`),
+		Entry("an expiration nothing replaces", `{"kluctl":[{"version":"`+embedded.Kluctl[len(embedded.Kluctl)-1]+`","expirationDate":"2020-01-01T00:00:00Z"}]}`,
+			"rollout.releases.kluctl[0].expirationDate: Invalid value"),
+	)
 })

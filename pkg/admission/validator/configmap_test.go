@@ -30,7 +30,7 @@ func legacyData() map[string]string {
 var _ = Describe("ConfigMap validator", func() {
 	var (
 		ctx       = context.Background()
-		validator = NewConfigMapValidator(supported, defaultHosts, defaultLimits)
+		validator = NewConfigMapValidator(supported, defaultHosts, defaultLimits, nil)
 	)
 
 	Describe("creation", func() {

@@ -58,7 +58,7 @@ var _ = Describe("Repository host policy", func() {
 	ctx := context.Background()
 
 	Describe("Shoots", func() {
-		validator := NewShootValidator(supported, defaultHosts, defaultLimits)
+		validator := NewShootValidator(supported, defaultHosts, defaultLimits, nil)
 		sourceConfig := func(source string) string {
 			return fmt.Sprintf(`{"source": %s}`, source)
 		}
@@ -94,7 +94,7 @@ var _ = Describe("Repository host policy", func() {
 		})
 
 		It("admits what the operator allows, and nothing more", func() {
-			validator := NewShootValidator(supported, mustHostPolicy([]string{"10.0.0.0/8"}, []string{"22", "2200"}), defaultLimits)
+			validator := NewShootValidator(supported, mustHostPolicy([]string{"10.0.0.0/8"}, []string{"22", "2200"}), defaultLimits, nil)
 			Expect(validator.Validate(ctx, newShoot(sourceConfig(`{"url": "ssh://git@10.1.2.3:2200/owner/repo"}`)), nil)).To(Succeed())
 			Expect(validator.Validate(ctx, newShoot(sourceConfig(`{"url": "ssh://git@127.0.0.1/owner/repo"}`)), nil)).To(MatchError(ContainSubstring(hostNotAllowed)))
 			Expect(validator.Validate(ctx, newShoot(sourceConfig(`{"url": "ssh://git@10.1.2.3:443/owner/repo"}`)), nil)).To(MatchError(ContainSubstring(hostNotAllowed)))
@@ -109,7 +109,7 @@ var _ = Describe("Repository host policy", func() {
 	})
 
 	Describe("project ConfigMaps", func() {
-		validator := NewConfigMapValidator(supported, defaultHosts, defaultLimits)
+		validator := NewConfigMapValidator(supported, defaultHosts, defaultLimits, nil)
 
 		It("rejects the hosts of SSH scans the policy refuses, naming the key", func() {
 			for _, url := range deniedURLs {

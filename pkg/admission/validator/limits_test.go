@@ -30,7 +30,7 @@ var _ = Describe("Limits", func() {
 	secretsConfig := `{"additionalSecretResources":[{"name":"app-secret"},{"name":"sops-key"}]}`
 
 	Describe("Shoot validator", func() {
-		validator := NewShootValidator(supported, defaultHosts, limits)
+		validator := NewShootValidator(supported, defaultHosts, limits, nil)
 
 		DescribeTable("rejects a providerConfig over a limit, naming the field",
 			func(providerConfig, message string) {
@@ -46,7 +46,7 @@ var _ = Describe("Limits", func() {
 		)
 
 		It("admits the same providerConfigs with the default limits", func() {
-			validator := NewShootValidator(supported, defaultHosts, defaultLimits)
+			validator := NewShootValidator(supported, defaultHosts, defaultLimits, nil)
 			for _, providerConfig := range []string{argsConfig, controllersConfig, secretsConfig} {
 				Expect(validator.Validate(ctx, newShoot(providerConfig, allSecretResources()...), nil)).To(Succeed(), providerConfig)
 			}
@@ -61,7 +61,7 @@ var _ = Describe("Limits", func() {
 	})
 
 	Describe("ConfigMap validator", func() {
-		validator := NewConfigMapValidator(supported, defaultHosts, limits)
+		validator := NewConfigMapValidator(supported, defaultHosts, limits, nil)
 
 		DescribeTable("rejects a ConfigMap over a limit, naming the key and field",
 			func(data map[string]string, message string) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	extensionswebhook "github.com/gardener/gardener/extensions/pkg/webhook"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -20,6 +21,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -30,6 +32,7 @@ type shoot struct {
 	limits    config.Limits
 	// knownHosts bounds source.knownHosts of the providerConfig as the extension controller does.
 	knownHosts sshkey.KnownHostsLimits
+	releases   releasePolicy
 }
 
 // NewShootValidator returns a validator for the shoot-flux entry of a Shoot's spec.extensions: the
@@ -37,16 +40,19 @@ type shoot struct {
 // SSH host key the extension would scan against the host policy (without DNS and seed networks,
 // which only the controller knows), the Shoot spec.resources entries it references and the
 // operator's limits of kluctl args, controller settings, the number of additionalSecretResources
-// and source.knownHosts. The size of the referenced Secrets is only known to the controller.
-func NewShootValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy, limits config.Limits) extensionswebhook.Validator {
-	return &shoot{supported: supported, hosts: hosts, limits: limits, knownHosts: sshkey.KnownHostsLimits(limits.KnownHosts())}
+// and source.knownHosts. The size of the referenced Secrets is only known to the controller. With
+// the operator's release lifecycle (nil for none) it denies a new selection of an expired release
+// and warns about deprecated, preview and expiring ones.
+func NewShootValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy, limits config.Limits, lifecycle *releases.Lifecycle) extensionswebhook.Validator {
+	return &shoot{supported: supported, hosts: hosts, limits: limits, knownHosts: sshkey.KnownHostsLimits(limits.KnownHosts()),
+		releases: releasePolicy{lifecycle: lifecycle, now: time.Now}}
 }
 
 // Validate validates a created or updated Shoot. An update is only checked for what it changes:
 // a providerConfig that is still as before is not validated again, so that a Shoot whose
 // configuration has become invalid (e.g. after an extension upgrade dropped a Flux version) can
 // still get unrelated changes such as annotations, maintenance or its deletion.
-func (s *shoot) Validate(_ context.Context, newObj, oldObj client.Object) error {
+func (s *shoot) Validate(ctx context.Context, newObj, oldObj client.Object) error {
 	newShoot, ok := newObj.(*gardencorev1beta1.Shoot)
 	if !ok {
 		return fmt.Errorf("wrong object type %T", newObj)
@@ -80,6 +86,11 @@ func (s *shoot) Validate(_ context.Context, newObj, oldObj client.Object) error 
 		errs = append(errs, fluxconfig.ProviderConfigFieldErrors(ext.ProviderConfig, s.supported, s.knownHosts, fldPath)...)
 		errs = append(errs, fluxconfig.ProviderConfigHostErrors(ext.ProviderConfig, s.hosts, fldPath)...)
 	}
+	var oldSelections []fluxconfig.Selection
+	if oldExt != nil {
+		oldSelections = fluxconfig.ProviderConfigSelections(oldExt.ProviderConfig, fldPath)
+	}
+	errs = append(errs, s.releases.check(ctx, fluxconfig.ProviderConfigSelections(ext.ProviderConfig, fldPath), oldSelections)...)
 
 	refErrs := referenceErrors(ext.ProviderConfig, newShoot.Spec.Resources, fldPath)
 	if !configChanged {

@@ -59,7 +59,7 @@ func newShoot(providerConfig string, resources ...gardencorev1beta1.NamedResourc
 var _ = Describe("Shoot validator", func() {
 	var (
 		ctx       = context.Background()
-		validator = NewShootValidator(supported, defaultHosts, defaultLimits)
+		validator = NewShootValidator(supported, defaultHosts, defaultLimits, nil)
 	)
 
 	Describe("creation", func() {

@@ -15,6 +15,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
 const (
@@ -36,28 +37,39 @@ var schemeBuilder = runtime.NewSchemeBuilder(clientgoscheme.AddToScheme, gardenc
 
 // NewShootWebhook creates the webhook that validates the shoot-flux providerConfig of Shoots, with
 // the operator's host policy for repository hosts and limits of tenant inputs.
-func NewShootWebhook(mgr manager.Manager, hosts *hostpolicy.Policy, limits config.Limits) (*extensionswebhook.Webhook, error) {
-	return extensionswebhook.New(mgr, extensionswebhook.Args{
+func NewShootWebhook(mgr manager.Manager, hosts *hostpolicy.Policy, limits config.Limits, lifecycle *releases.Lifecycle) (*extensionswebhook.Webhook, error) {
+	return newWebhook(mgr, extensionswebhook.Args{
 		Name: ShootWebhookName,
 		Path: ShootWebhookPath,
 		// The target only matters for gardener's automatic webhook registration, which this
 		// admission does not use: the application chart registers the webhooks.
 		Target: extensionswebhook.TargetSeed,
 		Validators: map[extensionswebhook.Validator][]extensionswebhook.Type{
-			NewShootValidator(manifests.SupportedVersions(), hosts, limits): {{Obj: &gardencorev1beta1.Shoot{}}},
+			NewShootValidator(manifests.SupportedVersions(), hosts, limits, lifecycle): {{Obj: &gardencorev1beta1.Shoot{}}},
 		},
 	})
 }
 
 // NewConfigMapWebhook creates the webhook that validates the project ConfigMaps named flux-config,
 // with the operator's host policy for repository hosts and limits of tenant inputs.
-func NewConfigMapWebhook(mgr manager.Manager, hosts *hostpolicy.Policy, limits config.Limits) (*extensionswebhook.Webhook, error) {
-	return extensionswebhook.New(mgr, extensionswebhook.Args{
+func NewConfigMapWebhook(mgr manager.Manager, hosts *hostpolicy.Policy, limits config.Limits, lifecycle *releases.Lifecycle) (*extensionswebhook.Webhook, error) {
+	return newWebhook(mgr, extensionswebhook.Args{
 		Name:   ConfigMapWebhookName,
 		Path:   ConfigMapWebhookPath,
 		Target: extensionswebhook.TargetSeed,
 		Validators: map[extensionswebhook.Validator][]extensionswebhook.Type{
-			NewConfigMapValidator(manifests.SupportedVersions(), hosts, limits): {{Obj: &corev1.ConfigMap{}}},
+			NewConfigMapValidator(manifests.SupportedVersions(), hosts, limits, lifecycle): {{Obj: &corev1.ConfigMap{}}},
 		},
 	})
+}
+
+// newWebhook creates a webhook with gardener's handler, whose responses carry the warnings of the
+// validators.
+func newWebhook(mgr manager.Manager, args extensionswebhook.Args) (*extensionswebhook.Webhook, error) {
+	wh, err := extensionswebhook.New(mgr, args)
+	if err != nil {
+		return nil, err
+	}
+	wh.Webhook.Handler = withWarnings(wh.Webhook.Handler)
+	return wh, nil
 }

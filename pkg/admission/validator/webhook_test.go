@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
+	"strings"
+	"time"
 
 	extensionswebhook "github.com/gardener/gardener/extensions/pkg/webhook"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/mod/semver"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,7 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
 // The webhooks run through gardener's admission handler, which decodes the request with the
@@ -75,7 +81,7 @@ var _ = Describe("Webhooks", func() {
 
 		BeforeEach(func() {
 			var err error
-			wh, err = NewShootWebhook(mgr, defaultHosts, defaultLimits)
+			wh, err = NewShootWebhook(mgr, defaultHosts, defaultLimits, nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(wh.Path).To(Equal(ShootWebhookPath))
 			Expect(wh.Action).To(Equal(extensionswebhook.ActionValidating))
@@ -118,7 +124,7 @@ var _ = Describe("Webhooks", func() {
 
 		BeforeEach(func() {
 			var err error
-			wh, err = NewConfigMapWebhook(mgr, defaultHosts, defaultLimits)
+			wh, err = NewConfigMapWebhook(mgr, defaultHosts, defaultLimits, nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(wh.Path).To(Equal(ConfigMapWebhookPath))
 		})
@@ -138,6 +144,95 @@ var _ = Describe("Webhooks", func() {
 			cm.Data["fluxVersion"] = manifests.SupportedVersions().Flux[0]
 			resp := wh.Webhook.Handle(ctx, request(cm, nil, configMapGVK, admissionv1.Create))
 			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+		})
+	})
+
+	// The embedded Flux releases are v2.7.5 and v2.9.5 (pkg/manifests/flux); the lifecycle lets the
+	// older one expire, or only deprecates it.
+	Describe("release lifecycle", func() {
+		var (
+			shootWH, configMapWH *extensionswebhook.Webhook
+			older, newer         string
+		)
+
+		lifecycleWith := func(l config.ReleaseLifecycle) *releases.Lifecycle {
+			return releases.New(config.Releases{Flux: []config.ReleaseLifecycle{l}}, manifests.SupportedVersions())
+		}
+
+		build := func(l *releases.Lifecycle) {
+			var err error
+			shootWH, err = NewShootWebhook(mgr, defaultHosts, defaultLimits, l)
+			Expect(err).NotTo(HaveOccurred())
+			configMapWH, err = NewConfigMapWebhook(mgr, defaultHosts, defaultLimits, l)
+			Expect(err).NotTo(HaveOccurred())
+		}
+
+		BeforeEach(func() {
+			flux := manifests.SupportedVersions().Flux
+			Expect(len(flux)).To(BeNumerically(">=", 2))
+			older, newer = flux[0], flux[len(flux)-1]
+			expired := metav1.NewTime(time.Now().Add(-24 * time.Hour))
+			build(lifecycleWith(config.ReleaseLifecycle{Version: older, Classification: config.ReleaseDeprecated, ExpirationDate: &expired}))
+		})
+
+		minor := func(release string) string { return semver.MajorMinor(release) }
+
+		It("denies a new selection of an expired release, naming the field and the supported releases", func() {
+			shoot := withTypeMeta(newShoot(`{"flux": {"version": "` + minor(older) + `"}}`))
+			resp := shootWH.Webhook.Handle(ctx, request(shoot, nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeFalse())
+			Expect(resp.Result.Code).To(BeEquivalentTo(http.StatusForbidden))
+			Expect(resp.Result.Message).To(ContainSubstring(`spec.extensions[1].providerConfig.flux.version: Invalid value: "` + minor(older) +
+				`": selects Flux ` + older + `, which expired on`))
+			Expect(resp.Result.Message).To(ContainSubstring("select a supported release: " + minor(newer) + ", " + newer))
+			Expect(resp.Warnings).To(BeEmpty())
+		})
+
+		It("keeps admitting a shoot that selected it before it expired, with a warning", func() {
+			old := withTypeMeta(newShoot(`{"flux": {"version": "` + older + `"}}`))
+			shoot := withTypeMeta(newShoot(`{"flux": {"version": "` + minor(older) + `"}, "bootstrap": {"mode": "none"}}`))
+			resp := shootWH.Webhook.Handle(ctx, request(shoot, old, shootGVK, admissionv1.Update))
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			Expect(resp.Warnings).To(ConsistOf(MatchRegexp(`^spec\.extensions\[1\]\.providerConfig\.flux\.version selects Flux ` +
+				regexp.QuoteMeta(older) + `, which expired on [0-9-]+; shoots on it are moved to ` + regexp.QuoteMeta(newer) + ` in their maintenance time window$`)))
+		})
+
+		It("warns about a deprecated release without denying it", func() {
+			build(lifecycleWith(config.ReleaseLifecycle{Version: older, Classification: config.ReleaseDeprecated}))
+			shoot := withTypeMeta(newShoot(`{"flux": {"version": "` + older + `"}}`))
+			resp := shootWH.Webhook.Handle(ctx, request(shoot, nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			Expect(resp.Warnings).To(ConsistOf("spec.extensions[1].providerConfig.flux.version selects Flux " + older + ", which is deprecated"))
+		})
+
+		It("says nothing about a supported release", func() {
+			shoot := withTypeMeta(newShoot(`{"flux": {"version": "` + newer + `"}}`))
+			resp := shootWH.Webhook.Handle(ctx, request(shoot, nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			Expect(resp.Warnings).To(BeEmpty())
+		})
+
+		It("applies the same rules to a project ConfigMap, naming the key", func() {
+			cm := projectConfigMap(legacyData())
+			cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+			cm.Data["fluxVersion"] = strings.TrimPrefix(minor(older), "v") + ".x"
+			resp := configMapWH.Webhook.Handle(ctx, request(cm, nil, configMapGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeFalse())
+			Expect(resp.Result.Message).To(ContainSubstring(`data[fluxVersion]: Invalid value: "` + cm.Data["fluxVersion"] + `": selects Flux ` + older))
+
+			By("a change of another key of a ConfigMap that selected it before")
+			old := cm.DeepCopy()
+			cm.Data["repositoryBranch"] = "release"
+			resp = configMapWH.Webhook.Handle(ctx, request(cm, old, configMapGVK, admissionv1.Update))
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			Expect(resp.Warnings).To(ConsistOf(HavePrefix("data[fluxVersion] selects Flux " + older + ", which expired on")))
+
+			By("config.yaml")
+			cm = projectConfigMap(map[string]string{"config.yaml": "flux:\n  version: " + older + "\n"})
+			cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+			resp = configMapWH.Webhook.Handle(ctx, request(cm, nil, configMapGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeFalse())
+			Expect(resp.Result.Message).To(ContainSubstring(`data[config.yaml].flux.version: Invalid value: "` + older + `"`))
 		})
 	})
 })

@@ -89,6 +89,41 @@ const (
 type Rollout struct {
 	// Window is when they are installed.
 	Window RolloutWindow
+	// Releases are the operator's lifecycle of the embedded releases; an embedded release not
+	// listed is supported and does not expire.
+	Releases Releases
+}
+
+// Releases are the lifecycles of the embedded Flux and kluctl releases.
+type Releases struct {
+	Flux   []ReleaseLifecycle
+	Kluctl []ReleaseLifecycle
+}
+
+// ReleaseClassification tells how an embedded release is to be used, as Gardener classifies the
+// Kubernetes versions of a CloudProfile.
+type ReleaseClassification string
+
+const (
+	// ReleaseSupported is a release for every shoot, the target of forced moves.
+	ReleaseSupported ReleaseClassification = "supported"
+	// ReleaseDeprecated still works; selecting it draws a warning.
+	ReleaseDeprecated ReleaseClassification = "deprecated"
+	// ReleasePreview is delivered when selected, with a warning, and never the target of a forced
+	// move.
+	ReleasePreview ReleaseClassification = "preview"
+)
+
+// ReleaseLifecycle is the lifecycle of one embedded release.
+type ReleaseLifecycle struct {
+	// Version is the release, e.g. v2.7.5.
+	Version string
+	// Classification is how the release is to be used.
+	Classification ReleaseClassification
+	// ExpirationDate is when the release expires: a new selection of it is denied, and shoots on it
+	// move in their maintenance time window to the newest supported patch of its minor, or of the
+	// next supported minor. Nil for none.
+	ExpirationDate *metav1.Time
 }
 
 // Limits bound what project admins and shoot owners can make the extension read, keep and write.

@@ -264,6 +264,18 @@ type PendingRelease struct {
 	NextMaintenance *metav1.Time
 }
 
+// ForcedMove is a move of a shoot off an expired release.
+type ForcedMove struct {
+	// Component is flux or kluctl.
+	Component string
+	// From is the expired release, To the one that replaced it.
+	From, To string
+	// ExpirationDate is when From expired.
+	ExpirationDate metav1.Time
+	// Time is when the shoot was moved.
+	Time metav1.Time
+}
+
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // FluxStatus is what the extension reports in the Extension providerStatus.
@@ -279,6 +291,8 @@ type FluxStatus struct {
 	// Pending is a release change nobody of the project asked for that waits for the maintenance
 	// time window.
 	Pending *PendingRelease
+	// ForcedMoves are the last move off an expired release of each component.
+	ForcedMoves []ForcedMove
 	// Images are the container images of the installed controllers, keyed by component.
 	Images map[string]string
 	// Management is the effective flux.management.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,6 +36,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rollout"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
@@ -41,7 +44,7 @@ import (
 // NewActuator returns the actuator of shoot-flux Extensions. seedClient should be the manager's
 // (cached) client, gardenClient a client of the garden cluster whose cache holds the project
 // ConfigMaps and which fails at once while the garden is not reachable (gardencluster.Client).
-func NewActuator(seedClient client.Client, gardenClient client.Client, cfg config.ControllerConfiguration) extension.Actuator {
+func NewActuator(seedClient client.Client, gardenClient client.Client, recorder events.EventRecorder, cfg config.ControllerConfiguration) extension.Actuator {
 	knownHostsLimits := sshkey.KnownHostsLimits(cfg.Limits.KnownHosts())
 	if knownHostsLimits == (sshkey.KnownHostsLimits{}) {
 		// A configuration that was not defaulted (tools, tests) gets the default bounds, never none.
@@ -51,6 +54,8 @@ func NewActuator(seedClient client.Client, gardenClient client.Client, cfg confi
 		client:           seedClient,
 		garden:           gardenClient,
 		config:           cfg,
+		lifecycle:        releases.New(cfg.Rollout.Releases, manifests.SupportedVersions()),
+		recorder:         recorder,
 		knownHostsLimits: knownHostsLimits,
 		clock:            clock.RealClock{},
 		keys: &deploykey.Manager{
@@ -70,6 +75,10 @@ type actuator struct {
 	client client.Client
 	garden client.Client
 	config config.ControllerConfiguration
+	// lifecycle is the operator's lifecycle of the embedded releases.
+	lifecycle *releases.Lifecycle
+	// recorder writes the events of the Extensions.
+	recorder events.EventRecorder
 	// knownHostsLimits bound every known_hosts a tenant writes: source.knownHosts, the deploy key
 	// Secret and the credentials Secret of source.secretResourceName. keys has the same.
 	knownHostsLimits sshkey.KnownHostsLimits
@@ -101,7 +110,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		// is replaced below.
 		log.Info("Ignoring unreadable provider status", "reason", err.Error())
 	}
-	pending := a.rolloutReleases(log, cluster, cfg, requested, previous)
+	pending, moves := a.rolloutReleases(log, cluster, cfg, requested, previous)
 	if err := checkDowngrade(previous, cfg); err != nil {
 		return err
 	}
@@ -112,6 +121,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		ProjectConfigHash: configHash,
 		Requested:         &fluxv1alpha1.RequestedVersions{Flux: requested.Flux, Kluctl: requested.Kluctl},
 		Pending:           pending,
+		ForcedMoves:       forcedMoves(previous, moves),
 	}
 	if cfg.Kluctl.Enabled {
 		status.KluctlVersion = cfg.Kluctl.Version
@@ -156,8 +166,18 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return fmt.Errorf("failed deploying the bootstrap objects: %w", err)
 	}
 
-	return a.updateStatus(ctx, ex, status)
+	if err := a.updateStatus(ctx, ex, status); err != nil {
+		return err
+	}
+	for _, m := range moves {
+		a.recorder.Eventf(ex, nil, corev1.EventTypeNormal, ReasonReleaseExpired, "Reconcile", "Moved %s from %s, which expired on %s, to %s",
+			m.Component, m.From, m.ExpirationDate.UTC().Format(time.DateOnly), m.To)
+	}
+	return nil
 }
+
+// ReasonReleaseExpired is the reason of the Extension's event about a move off an expired release.
+const ReasonReleaseExpired = "ReleaseExpired"
 
 // Delete disables the extension for the shoot without taking anything from the user's workloads
 // (see docs/usage.md#deletion). The bootstrap objects go first, while the controllers still run
@@ -263,46 +283,88 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 	return cfg, requested, fluxconfig.ConfigMapHash(cm), nil
 }
 
-// rolloutReleases keeps the installed Flux and kluctl releases while a change of them that nobody
-// of the project asked for waits for the shoot's maintenance time window (package rollout): it sets
-// the releases of cfg to install and returns the pending change, nil if there is none.
-func (a *actuator) rolloutReleases(log logr.Logger, cluster *extensionscontroller.Cluster, cfg *fluxapi.FluxConfig, requested fluxconfig.Requested, previous *fluxv1alpha1.FluxStatus) *fluxv1alpha1.PendingRelease {
-	if previous == nil {
-		return nil
-	}
+// rolloutReleases sets the Flux and kluctl releases of cfg to install. A release the operator let
+// expire is replaced (package releases); a change of the installed releases that nobody of the
+// project asked for, such a replacement included, waits for the shoot's maintenance time window
+// (package rollout). It returns the pending change, nil if there is none, and the moves off
+// expired releases this reconcile makes.
+func (a *actuator) rolloutReleases(log logr.Logger, cluster *extensionscontroller.Cluster, cfg *fluxapi.FluxConfig, requested fluxconfig.Requested, previous *fluxv1alpha1.FluxStatus) (*fluxv1alpha1.PendingRelease, []fluxv1alpha1.ForcedMove) {
 	now := a.clock.Now()
-	supported := manifests.SupportedVersions()
-	change := func(component, installed, selected, request string, supported []string, previousRequest func(*fluxv1alpha1.RequestedVersions) string) rollout.Decision {
-		c := rollout.Change{Component: component, Installed: installed, Selected: selected, Requested: request, Embedded: supported}
-		if previous.Requested != nil {
-			c.PreviouslyKnown, c.PreviouslyRequested = true, previousRequest(previous.Requested)
-		}
-		return rollout.Decide(c, a.config.Rollout.Window, cluster.Shoot, now)
-	}
 	var (
 		pending fluxv1alpha1.PendingRelease
 		reasons []string
+		moves   []fluxv1alpha1.ForcedMove
 	)
-	flux := change("Flux", previous.FluxVersion, cfg.Flux.Version, requested.Flux, supported.Flux, func(r *fluxv1alpha1.RequestedVersions) string { return r.Flux })
-	cfg.Flux.Version, pending.FluxVersion = flux.Release, flux.Pending
-	if flux.Pending != "" {
-		reasons = append(reasons, flux.Reason)
-	}
-	if cfg.Kluctl.Enabled && previous.KluctlVersion != "" {
-		kluctl := change("kluctl", previous.KluctlVersion, cfg.Kluctl.Version, requested.Kluctl, supported.Kluctl, func(r *fluxv1alpha1.RequestedVersions) string { return r.Kluctl })
-		cfg.Kluctl.Version, pending.KluctlVersion = kluctl.Release, kluctl.Pending
-		if kluctl.Pending != "" {
-			reasons = append(reasons, kluctl.Reason)
+	for _, c := range []struct {
+		name      string
+		lifecycle releases.Component
+		version   *string
+		pending   *string
+		installed func(*fluxv1alpha1.FluxStatus) string
+		request   string
+		previous  func(*fluxv1alpha1.RequestedVersions) string
+		enabled   bool
+	}{
+		{"flux", a.lifecycle.Flux, &cfg.Flux.Version, &pending.FluxVersion, func(s *fluxv1alpha1.FluxStatus) string { return s.FluxVersion },
+			requested.Flux, func(r *fluxv1alpha1.RequestedVersions) string { return r.Flux }, true},
+		{"kluctl", a.lifecycle.Kluctl, &cfg.Kluctl.Version, &pending.KluctlVersion, func(s *fluxv1alpha1.FluxStatus) string { return s.KluctlVersion },
+			requested.Kluctl, func(r *fluxv1alpha1.RequestedVersions) string { return r.Kluctl }, cfg.Kluctl.Enabled},
+	} {
+		if !c.enabled {
+			continue
+		}
+		release, move := c.lifecycle.Replacement(*c.version, now)
+		if move != nil && move.To == "" {
+			log.Info("Keeping an expired release: no supported release replaces it", "component", c.name, "release", move.From)
+		}
+		installed := ""
+		if previous != nil {
+			installed = c.installed(previous)
+		}
+		if installed == "" {
+			// The first installation, or kluctl newly enabled: nothing to keep.
+			*c.version = release
+		} else {
+			change := rollout.Change{Component: c.lifecycle.Name, Installed: installed, Selected: release, Requested: c.request, Embedded: c.lifecycle.Embedded}
+			if previous.Requested != nil {
+				change.PreviouslyKnown, change.PreviouslyRequested = true, c.previous(previous.Requested)
+			}
+			if move != nil && move.To != "" {
+				change.Forced = move.Reason(c.lifecycle.Name)
+			}
+			d := rollout.Decide(change, a.config.Rollout.Window, cluster.Shoot, now)
+			*c.version, *c.pending = d.Release, d.Pending
+			if d.Pending != "" {
+				reasons = append(reasons, d.Reason)
+			}
+		}
+		if move != nil && move.To != "" && *c.version == move.To && installed != move.To {
+			moves = append(moves, fluxv1alpha1.ForcedMove{Component: c.name, From: move.From, To: move.To,
+				ExpirationDate: metav1.Time{Time: move.Expired}, Time: metav1.Time{Time: now}})
 		}
 	}
 	if len(reasons) == 0 {
-		return nil
+		return nil, moves
 	}
 	pending.Reason = strings.Join(reasons, "; ")
 	pending.NextMaintenance = &metav1.Time{Time: rollout.NextWindow(cluster.Shoot, now)}
 	log.Info("Keeping the installed releases until the shoot's maintenance time window", "pendingFluxVersion", pending.FluxVersion,
 		"pendingKluctlVersion", pending.KluctlVersion, "nextMaintenance", pending.NextMaintenance.UTC().Format(time.RFC3339))
-	return &pending
+	return &pending, moves
+}
+
+// forcedMoves returns the last move of each component: those of previous, replaced by the ones
+// made now.
+func forcedMoves(previous *fluxv1alpha1.FluxStatus, now []fluxv1alpha1.ForcedMove) []fluxv1alpha1.ForcedMove {
+	var out []fluxv1alpha1.ForcedMove
+	if previous != nil {
+		for _, m := range previous.ForcedMoves {
+			if !slices.ContainsFunc(now, func(n fluxv1alpha1.ForcedMove) bool { return n.Component == m.Component }) {
+				out = append(out, m)
+			}
+		}
+	}
+	return append(out, now...)
 }
 
 func (a *actuator) timeouts() managedresource.Timeouts {

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -214,12 +215,14 @@ var _ = Describe("Actuator", func() {
 		act      *actuator
 		theShoot *gardencorev1beta1.Shoot
 		scans    int
+		// eventRecorder keeps the Extension's events.
+		eventRecorder *events.FakeRecorder
 	)
 
 	build := func(gardenObjs []client.Object, seedObjs ...client.Object) {
 		seed = newSeedClient(rec, append([]client.Object{clusterObject(theShoot), ex}, seedObjs...)...)
 		garden = fake.NewClientBuilder().WithObjects(gardenObjs...).Build()
-		act = NewActuator(seed, garden, cfg).(*actuator)
+		act = NewActuator(seed, garden, eventRecorder, cfg).(*actuator)
 		act.keys.Scanner = func(_ context.Context, hostPort string, _ time.Duration) ([]byte, error) {
 			scans++
 			if hostPort != "git.example.com:22" {
@@ -237,6 +240,7 @@ var _ = Describe("Actuator", func() {
 	BeforeEach(func() {
 		ctx = context.Background()
 		rec = &recorder{}
+		eventRecorder = events.NewFakeRecorder(100)
 		defaults, err := loader.Defaults()
 		Expect(err).NotTo(HaveOccurred())
 		cfg = *defaults
@@ -258,7 +262,7 @@ var _ = Describe("Actuator", func() {
 		// restart builds the actuator anew with cfg, as an extension restarted with another
 		// configuration, on the same seed and garden.
 		restart := func() {
-			act = NewActuator(seed, garden, cfg).(*actuator)
+			act = NewActuator(seed, garden, eventRecorder, cfg).(*actuator)
 			act.clock = now
 		}
 		controllersWrites := func() []string {
@@ -325,6 +329,61 @@ var _ = Describe("Actuator", func() {
 			restart()
 			Expect(reconcile()).To(Succeed())
 			Expect(providerStatus(ex).FluxVersion).To(Equal("v2.9.5"))
+		})
+
+		Context("with the installed release expired", func() {
+			expired := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+
+			BeforeEach(func() {
+				cfg.Rollout.Releases.Flux = []config.ReleaseLifecycle{{Version: "v2.7.5", Classification: config.ReleaseDeprecated, ExpirationDate: &metav1.Time{Time: expired}}}
+				restart()
+			})
+
+			It("move the shoot to the next supported minor in its window, with the move in providerStatus and an event", func() {
+				Expect(reconcile()).To(Succeed())
+				status := providerStatus(ex)
+				Expect(status.FluxVersion).To(Equal("v2.7.5"), "outside its window")
+				Expect(status.Pending).NotTo(BeNil())
+				Expect(status.Pending.FluxVersion).To(Equal("v2.9.5"))
+				Expect(status.Pending.Reason).To(Equal("Flux v2.7.5 expired on 2026-11-20; it is replaced by v2.9.5; it is installed in the shoot's maintenance time window"))
+				Expect(status.ForcedMoves).To(BeEmpty())
+				Expect(controllersWrites()).To(BeEmpty(), "the controllers stay as they are")
+				Expect(eventRecorder.Events).To(BeEmpty())
+
+				By("reconciling in the window")
+				inWindow := time.Date(2026, 11, 26, 22, 10, 0, 0, time.UTC)
+				now.SetTime(inWindow)
+				Expect(reconcile()).To(Succeed())
+				status = providerStatus(ex)
+				Expect(status.FluxVersion).To(Equal("v2.9.5"))
+				Expect(status.Pending).To(BeNil())
+				Expect(status.ForcedMoves).To(HaveLen(1))
+				move := status.ForcedMoves[0]
+				Expect([]string{move.Component, move.From, move.To}).To(Equal([]string{"flux", "v2.7.5", "v2.9.5"}))
+				Expect(move.ExpirationDate.Time).To(BeTemporally("==", expired))
+				Expect(move.Time.Time).To(BeTemporally("==", inWindow))
+				Expect(controllersWrites()).NotTo(BeEmpty())
+				Expect(eventRecorder.Events).To(Receive(Equal("Normal ReleaseExpired Moved flux from v2.7.5, which expired on 2026-11-20, to v2.9.5")))
+
+				By("reconciling again after the window, the configuration still selecting the expired minor")
+				now.SetTime(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+				Expect(reconcile()).To(Succeed())
+				status = providerStatus(ex)
+				Expect(status.FluxVersion).To(Equal("v2.9.5"))
+				Expect(status.Pending).To(BeNil())
+				Expect(status.ForcedMoves).To(HaveLen(1), "the move is kept")
+				Expect(eventRecorder.Events).To(BeEmpty())
+			})
+
+			It("install the replacement at once on a shoot that has no release yet", func() {
+				ex.Status.ProviderStatus = nil
+				Expect(seed.Status().Update(ctx, ex)).To(Succeed())
+				Expect(reconcile()).To(Succeed())
+				status := providerStatus(ex)
+				Expect(status.FluxVersion).To(Equal("v2.9.5"))
+				Expect(status.Pending).To(BeNil())
+				Expect(status.ForcedMoves).To(HaveLen(1))
+			})
 		})
 	})
 
@@ -1175,7 +1234,7 @@ var _ = Describe("Actuator", func() {
 
 			By("waiting in vain while the resource manager does not apply")
 			cfg.Timeouts.ManagedResourceApplied = metav1.Duration{Duration: 50 * time.Millisecond}
-			act = NewActuator(seed, garden, cfg).(*actuator)
+			act = NewActuator(seed, garden, eventRecorder, cfg).(*actuator)
 			rec.noApply = true
 			setProviderConfig(`{"flux":{"management":"continuous"}}`)
 			Expect(reconcile()).To(MatchError(ContainSubstring("has not applied the ManagedResource since it was ignored")))
@@ -1210,7 +1269,7 @@ var _ = Describe("Actuator", func() {
 			mr.Finalizers = []string{"resources.gardener.cloud/gardener-resource-manager"}
 			Expect(seed.Update(ctx, mr)).To(Succeed())
 			cfg.Timeouts.Deletion = metav1.Duration{Duration: 50 * time.Millisecond}
-			act = NewActuator(seed, garden, cfg).(*actuator)
+			act = NewActuator(seed, garden, eventRecorder, cfg).(*actuator)
 
 			Expect(act.Delete(ctx, logr.Discard(), ex)).To(MatchError(ContainSubstring(constants.ManagedResourceControllers + " was not deleted")))
 			mr = controllersMR()

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -67,7 +68,7 @@ var _ = Describe("Actuator limits", func() {
 		}
 		seed = newSeedClient(rec, clusterObject(theShoot), ex, secret("a"), secret("b"))
 		garden = fake.NewClientBuilder().WithObjects(legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})).Build()
-		act = NewActuator(seed, garden, cfg).(*actuator)
+		act = NewActuator(seed, garden, events.NewFakeRecorder(100), cfg).(*actuator)
 	}
 
 	reconcile := func() error {

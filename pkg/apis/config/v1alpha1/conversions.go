@@ -136,3 +136,41 @@ func Convert_config_RolloutWindow_To_Pointer_v1alpha1_RolloutWindow(in *config.R
 	*out = &window
 	return nil
 }
+
+// Convert_Pointer_v1alpha1_Releases_To_config_Releases converts optional release lifecycles.
+func Convert_Pointer_v1alpha1_Releases_To_config_Releases(in **Releases, out *config.Releases, s conversion.Scope) error {
+	if *in == nil {
+		*out = config.Releases{}
+		return nil
+	}
+	return Convert_v1alpha1_Releases_To_config_Releases(*in, out, s)
+}
+
+// Convert_config_Releases_To_Pointer_v1alpha1_Releases converts release lifecycles; none are
+// written as none.
+func Convert_config_Releases_To_Pointer_v1alpha1_Releases(in *config.Releases, out **Releases, s conversion.Scope) error {
+	if len(in.Flux) == 0 && len(in.Kluctl) == 0 {
+		*out = nil
+		return nil
+	}
+	*out = &Releases{}
+	return Convert_config_Releases_To_v1alpha1_Releases(in, *out, s)
+}
+
+// Convert_Pointer_v1alpha1_ReleaseClassification_To_config_ReleaseClassification converts an
+// optional classification.
+func Convert_Pointer_v1alpha1_ReleaseClassification_To_config_ReleaseClassification(in **ReleaseClassification, out *config.ReleaseClassification, _ conversion.Scope) error {
+	*out = ""
+	if *in != nil {
+		*out = config.ReleaseClassification(**in)
+	}
+	return nil
+}
+
+// Convert_config_ReleaseClassification_To_Pointer_v1alpha1_ReleaseClassification converts a
+// classification.
+func Convert_config_ReleaseClassification_To_Pointer_v1alpha1_ReleaseClassification(in *config.ReleaseClassification, out **ReleaseClassification, _ conversion.Scope) error {
+	c := ReleaseClassification(*in)
+	*out = &c
+	return nil
+}

@@ -50,6 +50,14 @@ func SetDefaults_Rollout(obj *Rollout) {
 	}
 }
 
+// SetDefaults_ReleaseLifecycle classifies a listed release as supported unless the operator says
+// otherwise.
+func SetDefaults_ReleaseLifecycle(obj *ReleaseLifecycle) {
+	if obj.Classification == nil {
+		obj.Classification = ptr.To(ReleaseSupported)
+	}
+}
+
 // The default limits, picked from what a real fleet needs, with headroom. They are the only
 // source of the defaults: the admission's flags take theirs from DefaultLimits too.
 const (

@@ -190,6 +190,50 @@ type Rollout struct {
 	// keeps its installed release, and its providerStatus shows the pending one.
 	// +optional
 	Window *RolloutWindow `json:"window,omitempty"`
+	// Releases are the lifecycle of the embedded Flux and kluctl releases: classification and
+	// expiration date. An embedded release not listed is supported and does not expire. Give the
+	// admission the same list (its runtime chart's rollout.releases).
+	// +optional
+	Releases *Releases `json:"releases,omitempty"`
+}
+
+// Releases are the lifecycles of the embedded Flux and kluctl releases.
+type Releases struct {
+	// Flux lists Flux releases, e.g. v2.7.5.
+	// +optional
+	Flux []ReleaseLifecycle `json:"flux,omitempty"`
+	// Kluctl lists kluctl releases, e.g. v2.28.2.
+	// +optional
+	Kluctl []ReleaseLifecycle `json:"kluctl,omitempty"`
+}
+
+// ReleaseClassification tells how an embedded release is to be used, as Gardener classifies the
+// Kubernetes versions of a CloudProfile.
+type ReleaseClassification string
+
+const (
+	// ReleaseSupported is a release for every shoot, the target of forced moves.
+	ReleaseSupported ReleaseClassification = "supported"
+	// ReleaseDeprecated still works; the admission warns when a Shoot or project selects it.
+	ReleaseDeprecated ReleaseClassification = "deprecated"
+	// ReleasePreview is delivered when selected, with a warning of the admission, and never the
+	// target of a forced move.
+	ReleasePreview ReleaseClassification = "preview"
+)
+
+// ReleaseLifecycle is the lifecycle of one embedded release.
+type ReleaseLifecycle struct {
+	// Version is an embedded release, e.g. v2.7.5.
+	Version string `json:"version"`
+	// Classification is supported (default), deprecated or preview.
+	// +optional
+	Classification *ReleaseClassification `json:"classification,omitempty"`
+	// ExpirationDate is when the release expires: the admission denies a new selection of it, and
+	// shoots on it move in their maintenance time window to the newest supported patch of its
+	// minor, or else of the next minor with a supported release (Gardener's force-update rule for
+	// expired Kubernetes versions).
+	// +optional
+	ExpirationDate *metav1.Time `json:"expirationDate,omitempty"`
 }
 
 // HostPolicy limits the hosts the controller connects to from the seed for SSH host key scans.

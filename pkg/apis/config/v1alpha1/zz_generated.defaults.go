@@ -29,6 +29,16 @@ func SetObjectDefaults_ControllerConfiguration(in *ControllerConfiguration) {
 	}
 	if in.Rollout != nil {
 		SetDefaults_Rollout(in.Rollout)
+		if in.Rollout.Releases != nil {
+			for i := range in.Rollout.Releases.Flux {
+				a := &in.Rollout.Releases.Flux[i]
+				SetDefaults_ReleaseLifecycle(a)
+			}
+			for i := range in.Rollout.Releases.Kluctl {
+				a := &in.Rollout.Releases.Kluctl[i]
+				SetDefaults_ReleaseLifecycle(a)
+			}
+		}
 	}
 	if in.Limits != nil {
 		SetDefaults_Limits(in.Limits)

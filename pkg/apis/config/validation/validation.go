@@ -41,6 +41,7 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 	if w := cfg.Rollout.Window; w != config.RolloutWindowMaintenance && w != config.RolloutWindowImmediate {
 		allErrs = append(allErrs, field.NotSupported(field.NewPath("rollout", "window"), w, []config.RolloutWindow{config.RolloutWindowMaintenance, config.RolloutWindowImmediate}))
 	}
+	allErrs = append(allErrs, ValidateReleases(cfg.Rollout.Releases, field.NewPath("rollout", "releases"))...)
 	sshKeyPath := field.NewPath("sshKey")
 	if !slices.Contains(keyAlgorithms, string(cfg.SSHKey.Algorithm)) {
 		allErrs = append(allErrs, field.NotSupported(sshKeyPath.Child("algorithm"), cfg.SSHKey.Algorithm, keyAlgorithms))
@@ -110,6 +111,33 @@ func validateVersionSelector(version string, fldPath *field.Path) field.ErrorLis
 		return field.ErrorList{field.Invalid(fldPath, version, "must be a release (e.g. v2.9.5) or a minor (e.g. v2.9 or v2.9.x), whose newest embedded patch is selected")}
 	}
 	return nil
+}
+
+var releaseClassifications = []config.ReleaseClassification{config.ReleaseSupported, config.ReleaseDeprecated, config.ReleasePreview}
+
+// ValidateReleases validates the lifecycle of the embedded releases as far as it can without
+// knowing them (releases.Validate checks that each is embedded): each entry a release, once.
+func ValidateReleases(r config.Releases, fldPath *field.Path) field.ErrorList {
+	allErrs := field.ErrorList{}
+	for _, c := range []struct {
+		name   string
+		listed []config.ReleaseLifecycle
+	}{{"flux", r.Flux}, {"kluctl", r.Kluctl}} {
+		seen := map[string]bool{}
+		for i, release := range c.listed {
+			idxPath := fldPath.Child(c.name).Index(i)
+			if canonical, ok := fluxhelper.CanonicalVersionSelector(release.Version); !ok || canonical != release.Version || fluxhelper.IsMinorSelector(canonical) {
+				allErrs = append(allErrs, field.Invalid(idxPath.Child("version"), release.Version, "must be a release with a leading v, e.g. v2.9.5"))
+			} else if seen[release.Version] {
+				allErrs = append(allErrs, field.Duplicate(idxPath.Child("version"), release.Version))
+			}
+			seen[release.Version] = true
+			if !slices.Contains(releaseClassifications, release.Classification) {
+				allErrs = append(allErrs, field.NotSupported(idxPath.Child("classification"), release.Classification, releaseClassifications))
+			}
+		}
+	}
+	return allErrs
 }
 
 // validateLimits checks that every limit is positive: a limit of zero would refuse every input,

@@ -51,6 +51,24 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 		Expect(validate()).To(BeEmpty())
 	})
 
+	It("rejects release lifecycles that name no single release or an unknown classification", func() {
+		cfg.Rollout.Releases = config.Releases{
+			Flux: []config.ReleaseLifecycle{
+				{Version: "v2.7.5", Classification: config.ReleaseDeprecated},
+				{Version: "2.9.5", Classification: config.ReleaseSupported},
+				{Version: "v2.9", Classification: config.ReleaseSupported},
+				{Version: "v2.7.5", Classification: config.ReleasePreview},
+			},
+			Kluctl: []config.ReleaseLifecycle{{Version: "v2.28.2", Classification: "retired"}},
+		}
+		Expect(validate()).To(ConsistOf(
+			`rollout.releases.flux[1].version: Invalid value: "2.9.5": must be a release with a leading v, e.g. v2.9.5`,
+			`rollout.releases.flux[2].version: Invalid value: "v2.9": must be a release with a leading v, e.g. v2.9.5`,
+			`rollout.releases.flux[3].version: Duplicate value: "v2.7.5"`,
+			`rollout.releases.kluctl[0].classification: Unsupported value: "retired": supported values: "supported", "deprecated", "preview"`,
+		))
+	})
+
 	It("rejects empty default versions", func() {
 		cfg.DefaultFluxVersion = ""
 		cfg.DefaultKluctlVersion = ""

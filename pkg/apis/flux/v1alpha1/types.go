@@ -358,6 +358,21 @@ type PendingRelease struct {
 	NextMaintenance *metav1.Time `json:"nextMaintenance,omitempty"`
 }
 
+// ForcedMove is a move of a shoot off an expired release, to the newest supported patch of its
+// minor or else of the next minor with a supported release.
+type ForcedMove struct {
+	// Component is flux or kluctl.
+	Component string `json:"component"`
+	// From is the expired release.
+	From string `json:"from"`
+	// To is the release that replaced it.
+	To string `json:"to"`
+	// ExpirationDate is when From expired.
+	ExpirationDate metav1.Time `json:"expirationDate"`
+	// Time is when the shoot was moved.
+	Time metav1.Time `json:"time"`
+}
+
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
@@ -381,6 +396,11 @@ type FluxStatus struct {
 	// shoot's maintenance time window; nil if none.
 	// +optional
 	Pending *PendingRelease `json:"pending,omitempty"`
+	// ForcedMoves are the last move of each component off a release the operator let expire
+	// (rollout.releases of the extension's configuration), made in the shoot's maintenance time
+	// window; the Extension has an event ReleaseExpired for each.
+	// +optional
+	ForcedMoves []ForcedMove `json:"forcedMoves,omitempty"`
 	// Images are the container images of the installed controllers, keyed by component:
 	// source-controller, kustomize-controller, helm-controller, notification-controller and
 	// kluctl-controller, as far as installed.

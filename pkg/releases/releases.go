@@ -1,0 +1,215 @@
+// Package releases applies the operator's lifecycle of the embedded Flux and kluctl releases
+// (rollout.releases of the component configuration): which are supported, deprecated or preview,
+// and which have expired. The extension controller moves shoots off expired releases with it, the
+// admission warns about deprecated and preview selections and denies new selections of expired
+// ones; both build the same Lifecycle from the same configuration.
+//
+// An expired release is replaced as Gardener force-updates an expired Kubernetes version: by the
+// newest supported patch of the same minor, else by the newest supported patch of the next minor
+// that has one. A preview release is never the target of such a move.
+package releases
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"golang.org/x/mod/semver"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+)
+
+// Lifecycle is the lifecycle of the embedded Flux and kluctl releases.
+type Lifecycle struct {
+	Flux, Kluctl Component
+}
+
+// Component is the lifecycle of the embedded releases of one component.
+type Component struct {
+	// Name names the component in messages, e.g. "Flux".
+	Name string
+	// Embedded are the releases this extension version delivers.
+	Embedded []string
+	listed   map[string]config.ReleaseLifecycle
+}
+
+// New returns the lifecycle of the embedded releases. A release the configuration does not list is
+// supported and does not expire; a listed release that is not embedded is ignored here and refused
+// by Validate at the start.
+func New(cfg config.Releases, embedded validation.SupportedVersions) *Lifecycle {
+	return &Lifecycle{
+		Flux:   newComponent("Flux", cfg.Flux, embedded.Flux),
+		Kluctl: newComponent("kluctl", cfg.Kluctl, embedded.Kluctl),
+	}
+}
+
+func newComponent(name string, listed []config.ReleaseLifecycle, embedded []string) Component {
+	c := Component{Name: name, Embedded: slices.Clone(embedded), listed: make(map[string]config.ReleaseLifecycle, len(listed))}
+	for _, r := range listed {
+		c.listed[r.Version] = r
+	}
+	return c
+}
+
+// Validate refuses listed releases that this extension version does not embed, and expiration
+// dates that no embedded release could take over from when they come: a lifecycle for a release it
+// cannot deliver is a mistake of the operator (e.g. a typo or a configuration written for another
+// extension version) that would otherwise silently have no effect, and an expiration without a
+// replacement would leave the shoots on the expired release.
+func Validate(cfg config.Releases, embedded validation.SupportedVersions, now time.Time, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	lifecycle := New(cfg, embedded)
+	for _, c := range []struct {
+		name      string
+		listed    []config.ReleaseLifecycle
+		lifecycle Component
+	}{{"flux", cfg.Flux, lifecycle.Flux}, {"kluctl", cfg.Kluctl, lifecycle.Kluctl}} {
+		for i, r := range c.listed {
+			idxPath := fldPath.Child(c.name).Index(i)
+			if !slices.Contains(c.lifecycle.Embedded, r.Version) {
+				allErrs = append(allErrs, field.NotSupported(idxPath.Child("version"), r.Version, c.lifecycle.Embedded))
+				continue
+			}
+			if r.ExpirationDate == nil {
+				continue
+			}
+			at := r.ExpirationDate.Time
+			if at.Before(now) {
+				at = now
+			}
+			if _, move := c.lifecycle.Replacement(r.Version, at); move != nil && move.To == "" {
+				allErrs = append(allErrs, field.Invalid(idxPath.Child("expirationDate"), r.ExpirationDate.UTC().Format(time.RFC3339),
+					fmt.Sprintf("no supported release of %s or a later minor replaces %s when it expires; classify a later release as supported or remove the date",
+						semver.MajorMinor(r.Version), r.Version)))
+			}
+		}
+	}
+	return allErrs
+}
+
+// Classification returns the classification of an embedded release.
+func (c Component) Classification(release string) config.ReleaseClassification {
+	if r, ok := c.listed[release]; ok && r.Classification != "" {
+		return r.Classification
+	}
+	return config.ReleaseSupported
+}
+
+// Expiration returns when release expires, and false if it does not.
+func (c Component) Expiration(release string) (time.Time, bool) {
+	if r, ok := c.listed[release]; ok && r.ExpirationDate != nil {
+		return r.ExpirationDate.Time, true
+	}
+	return time.Time{}, false
+}
+
+// Expired tells whether release has expired at now.
+func (c Component) Expired(release string, now time.Time) bool {
+	date, ok := c.Expiration(release)
+	return ok && !now.Before(date)
+}
+
+// usable tells whether release is a target of a forced move at now.
+func (c Component) usable(release string, now time.Time) bool {
+	return c.Classification(release) == config.ReleaseSupported && !c.Expired(release, now)
+}
+
+// Usable returns the embedded releases that are supported and not expired at now.
+func (c Component) Usable(now time.Time) []string {
+	var out []string
+	for _, r := range c.Embedded {
+		if c.usable(r, now) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Move is the forced move of a shoot off an expired release.
+type Move struct {
+	// From is the expired release, To the release it is replaced by; empty if no embedded release
+	// can replace it.
+	From, To string
+	// Expired is when From expired.
+	Expired time.Time
+}
+
+// Reason tells the shoot owner why the release changes.
+func (m Move) Reason(component string) string {
+	if m.To == "" {
+		return fmt.Sprintf("%s %s expired on %s and no supported release of its or a later minor is embedded to replace it",
+			component, m.From, m.Expired.UTC().Format(time.DateOnly))
+	}
+	return fmt.Sprintf("%s %s expired on %s; it is replaced by %s", component, m.From, m.Expired.UTC().Format(time.DateOnly), m.To)
+}
+
+// Replacement returns the release that replaces release at now: release itself unless it has
+// expired, else the newest supported, unexpired later patch of its minor, else that of the next minor
+// which has one. The Move is nil if release has not expired.
+func (c Component) Replacement(release string, now time.Time) (string, *Move) {
+	if !c.Expired(release, now) {
+		return release, nil
+	}
+	date, _ := c.Expiration(release)
+	move := &Move{From: release, Expired: date}
+	minor := semver.MajorMinor(release)
+	var sameMinor, nextMinor string
+	for _, candidate := range c.Embedded {
+		if !c.usable(candidate, now) {
+			continue
+		}
+		switch m := semver.MajorMinor(candidate); {
+		case m == minor:
+			// Never an older patch: Gardener's force-update only moves forward.
+			if semver.Compare(candidate, release) <= 0 {
+				continue
+			}
+			if sameMinor == "" || semver.Compare(candidate, sameMinor) > 0 {
+				sameMinor = candidate
+			}
+		case semver.Compare(m, minor) > 0:
+			// The lowest later minor, and of it the newest patch.
+			if nextMinor == "" || semver.Compare(m, semver.MajorMinor(nextMinor)) < 0 ||
+				(m == semver.MajorMinor(nextMinor) && semver.Compare(candidate, nextMinor) > 0) {
+				nextMinor = candidate
+			}
+		}
+	}
+	switch {
+	case sameMinor != "":
+		move.To = sameMinor
+	case nextMinor != "":
+		move.To = nextMinor
+	default:
+		return release, move
+	}
+	return move.To, move
+}
+
+// Warning returns the admission's warning for a selection that resolves to release at now, empty
+// if there is none; field names what the user wrote.
+func (c Component) Warning(field, release string, now time.Time) string {
+	if date, ok := c.Expiration(release); ok && c.Expired(release, now) {
+		msg := fmt.Sprintf("%s selects %s %s, which expired on %s", field, c.Name, release, date.UTC().Format(time.DateOnly))
+		if to, _ := c.Replacement(release, now); to != release {
+			msg += fmt.Sprintf("; shoots on it are moved to %s in their maintenance time window", to)
+		}
+		return msg
+	}
+	switch c.Classification(release) {
+	case config.ReleaseDeprecated:
+		msg := fmt.Sprintf("%s selects %s %s, which is deprecated", field, c.Name, release)
+		if date, ok := c.Expiration(release); ok {
+			msg += fmt.Sprintf(" and expires on %s; shoots on it are then moved to a supported release in their maintenance time window", date.UTC().Format(time.DateOnly))
+		}
+		return msg
+	case config.ReleasePreview:
+		return fmt.Sprintf("%s selects %s %s, which is a preview release", field, c.Name, release)
+	}
+	if date, ok := c.Expiration(release); ok && !c.Expired(release, now) {
+		return fmt.Sprintf("%s selects %s %s, which expires on %s", field, c.Name, release, date.UTC().Format(time.DateOnly))
+	}
+	return ""
+}
