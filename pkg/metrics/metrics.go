@@ -184,6 +184,7 @@ func Names() []string {
 		Namespace + "_shoots",
 		Namespace + "_shoots_by_version",
 		Namespace + "_shoots_pending_release",
+		Namespace + "_shoots_by_release_lifecycle",
 		Namespace + "_oldest_failing_bootstrap_seconds",
 		Namespace + "_heartbeat_renew_timestamp_seconds",
 	}

@@ -14,10 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
 // ConditionTypeBootstrapReady is the Extension condition the health check writes (the health
@@ -42,8 +44,11 @@ var (
 		"Shoots with the extension by installed Flux version, kluctl version (none without kluctl) and management mode (continuous, handover), as their providerStatus tells.",
 		[]string{"flux_version", "kluctl_version", "management"}, nil)
 	pendingDesc = prometheus.NewDesc(Namespace+"_shoots_pending_release",
-		"Shoots whose Flux or kluctl release change waits for their maintenance time window (rollout.window), by component (flux, kluctl) and reason: selected_minor (a newer embedded patch of the minor the project selects) or operator_default (what the operator's default version selects now).",
+		"Shoots whose Flux or kluctl release change waits for their maintenance time window (rollout.window), by component (flux, kluctl) and reason: selected_minor (a newer embedded patch of the minor the project selects), operator_default (what the operator's default version selects now) or expired (the installed release expired, rollout.releases).",
 		[]string{"component", "reason"}, nil)
+	lifecycleDesc = prometheus.NewDesc(Namespace+"_shoots_by_release_lifecycle",
+		"Shoots with the extension by component (flux, kluctl) and the lifecycle of their installed release (rollout.releases): supported, deprecated, preview or expired (whatever its classification).",
+		[]string{"component", "lifecycle"}, nil)
 	oldestFailingDesc = prometheus.NewDesc(Namespace+"_oldest_failing_bootstrap_seconds",
 		"Seconds since the BootstrapReady condition of the longest failing shoot turned False; 0 when no bootstrap fails.",
 		nil, nil)
@@ -66,25 +71,28 @@ type shootCollector struct {
 	mu        sync.Mutex
 	reader    client.Reader
 	heartbeat client.ObjectKey
+	lifecycle *releases.Lifecycle
 	now       func() time.Time
 }
 
-// AddToManager makes the leader export the gauges of the shoots, read from mgr's cache; a
-// heartbeat Lease in heartbeatNamespace (empty: none) is exported as its renewal time. Only the
-// leader exports them, so that replicas do not report the same shoots twice.
-func AddToManager(mgr manager.Manager, heartbeatNamespace string) error {
+// AddToManager makes the leader export the gauges of the shoots, read from mgr's cache, with the
+// operator's release lifecycle; a heartbeat Lease in heartbeatNamespace (empty: none) is exported
+// as its renewal time. Only the leader exports them, so that replicas do not report the same
+// shoots twice.
+func AddToManager(mgr manager.Manager, heartbeatNamespace string, lifecycle *releases.Lifecycle) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		shoots.set(mgr.GetCache(), heartbeatNamespace)
+		shoots.set(mgr.GetCache(), heartbeatNamespace, lifecycle)
 		<-ctx.Done()
-		shoots.set(nil, "")
+		shoots.set(nil, "", nil)
 		return nil
 	}))
 }
 
-func (c *shootCollector) set(reader client.Reader, heartbeatNamespace string) {
+func (c *shootCollector) set(reader client.Reader, heartbeatNamespace string, lifecycle *releases.Lifecycle) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reader = reader
+	c.lifecycle = lifecycle
 	c.heartbeat = client.ObjectKey{}
 	if heartbeatNamespace != "" {
 		c.heartbeat = client.ObjectKey{Namespace: heartbeatNamespace, Name: gardenerextensions.HeartBeatResourceName}
@@ -96,6 +104,7 @@ func (c *shootCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- shootsDesc
 	ch <- versionsDesc
 	ch <- pendingDesc
+	ch <- lifecycleDesc
 	ch <- oldestFailingDesc
 	ch <- heartbeatDesc
 }
@@ -105,7 +114,7 @@ func (c *shootCollector) Describe(ch chan<- *prometheus.Desc) {
 // controller-runtime's metrics stay available.
 func (c *shootCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	reader, heartbeat, now := c.reader, c.heartbeat, c.now
+	reader, heartbeat, lifecycle, now := c.reader, c.heartbeat, c.lifecycle, c.now
 	c.mu.Unlock()
 	if reader == nil {
 		return
@@ -128,20 +137,26 @@ func (c *shootCollector) Collect(ch chan<- prometheus.Metric) {
 	if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return
 	}
-	for _, m := range shootMetrics(list.Items, now()) {
+	for _, m := range shootMetrics(list.Items, lifecycle, now()) {
 		ch <- m
 	}
 }
 
 type versionKey struct{ flux, kluctl, management string }
 
-// shootMetrics returns the gauges of the shoot-flux Extensions among items at time now.
-func shootMetrics(items []extensionsv1alpha1.Extension, now time.Time) []prometheus.Metric {
+// shootMetrics returns the gauges of the shoot-flux Extensions among items at time now, with the
+// release lifecycle (nil: every release supported).
+func shootMetrics(items []extensionsv1alpha1.Extension, lifecycle *releases.Lifecycle, now time.Time) []prometheus.Metric {
 	type stateKey struct{ state, mode string }
 	byState := map[stateKey]int{}
 	byVersion := map[versionKey]int{}
 	type pendingKey struct{ component, reason string }
 	byPending := map[pendingKey]int{}
+	type lifecycleKey struct{ component, lifecycle string }
+	byLifecycle := map[lifecycleKey]int{}
+	if lifecycle == nil {
+		lifecycle = &releases.Lifecycle{}
+	}
 	var oldest time.Duration
 	for i := range items {
 		ex := &items[i]
@@ -160,6 +175,10 @@ func shootMetrics(items []extensionsv1alpha1.Extension, now time.Time) []prometh
 			}
 			if status.FluxVersion != "" {
 				byVersion[versions(status.FluxVersion, status.KluctlVersion, status.Management)]++
+				byLifecycle[lifecycleKey{"flux", releaseLifecycle(lifecycle.Flux, status.FluxVersion, now)}]++
+			}
+			if status.KluctlVersion != "" {
+				byLifecycle[lifecycleKey{"kluctl", releaseLifecycle(lifecycle.Kluctl, status.KluctlVersion, now)}]++
 			}
 			if p := status.Pending; p != nil {
 				requested := status.Requested
@@ -167,10 +186,10 @@ func shootMetrics(items []extensionsv1alpha1.Extension, now time.Time) []prometh
 					requested = &fluxv1alpha1.RequestedVersions{}
 				}
 				if p.FluxVersion != "" {
-					byPending[pendingKey{"flux", pendingReason(requested.Flux)}]++
+					byPending[pendingKey{"flux", pendingReason(lifecycle.Flux, status.FluxVersion, requested.Flux, now)}]++
 				}
 				if p.KluctlVersion != "" {
-					byPending[pendingKey{"kluctl", pendingReason(requested.Kluctl)}]++
+					byPending[pendingKey{"kluctl", pendingReason(lifecycle.Kluctl, status.KluctlVersion, requested.Kluctl, now)}]++
 				}
 			}
 		}
@@ -187,8 +206,11 @@ func shootMetrics(items []extensionsv1alpha1.Extension, now time.Time) []prometh
 		out = append(out, prometheus.MustNewConstMetric(versionsDesc, prometheus.GaugeValue, float64(n), k.flux, k.kluctl, k.management))
 	}
 	for _, component := range []string{"flux", "kluctl"} {
-		for _, reason := range []string{PendingSelectedMinor, PendingOperatorDefault} {
+		for _, reason := range []string{PendingSelectedMinor, PendingOperatorDefault, PendingExpired} {
 			out = append(out, prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(byPending[pendingKey{component, reason}]), component, reason))
+		}
+		for _, l := range releaseLifecycles {
+			out = append(out, prometheus.MustNewConstMetric(lifecycleDesc, prometheus.GaugeValue, float64(byLifecycle[lifecycleKey{component, l}]), component, l))
 		}
 	}
 	return append(out, prometheus.MustNewConstMetric(oldestFailingDesc, prometheus.GaugeValue, oldest.Seconds()))
@@ -200,12 +222,30 @@ const (
 	PendingSelectedMinor = "selected_minor"
 	// PendingOperatorDefault is what the operator's default version selects now.
 	PendingOperatorDefault = "operator_default"
+	// PendingExpired is the move off an installed release that expired.
+	PendingExpired = "expired"
+	// LifecycleExpired is the lifecycle label of an expired release.
+	LifecycleExpired = "expired"
 )
 
-// pendingReason is the reason of a pending change of a component whose selector the project wrote
-// as requested (empty: the operator's default).
-func pendingReason(requested string) string {
-	if requested == "" {
+// releaseLifecycles are the values of the label lifecycle.
+var releaseLifecycles = []string{string(config.ReleaseSupported), string(config.ReleaseDeprecated), string(config.ReleasePreview), LifecycleExpired}
+
+// releaseLifecycle is the lifecycle label of an installed release at now.
+func releaseLifecycle(c releases.Component, release string, now time.Time) string {
+	if c.Expired(release, now) {
+		return LifecycleExpired
+	}
+	return string(c.Classification(release))
+}
+
+// pendingReason is the reason of a pending change of a component installed as release, whose
+// selector the project wrote as requested (empty: the operator's default).
+func pendingReason(c releases.Component, release, requested string, now time.Time) string {
+	switch {
+	case c.Expired(release, now):
+		return PendingExpired
+	case requested == "":
 		return PendingOperatorDefault
 	}
 	return PendingSelectedMinor

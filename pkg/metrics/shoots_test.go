@@ -19,8 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
 var _ = Describe("Shoot gauges", func() {
@@ -46,7 +49,7 @@ var _ = Describe("Shoot gauges", func() {
 		return &gardencorev1beta1.Condition{Type: ConditionTypeBootstrapReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-since))}
 	}
 
-	AfterEach(func() { shoots.set(nil, "") })
+	AfterEach(func() { shoots.set(nil, "", nil) })
 
 	It("counts the shoot-flux Extensions by state, mode and versions and tells the oldest failure", func() {
 		scheme := runtime.NewScheme()
@@ -59,7 +62,8 @@ var _ = Describe("Shoot gauges", func() {
 			extension("failing", constants.ExtensionType, condition(gardencorev1beta1.ConditionFalse, 45*time.Minute),
 				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.9.5", BootstrapMode: "flux"}),
 			extension("failing-shortly", constants.ExtensionType, condition(gardencorev1beta1.ConditionFalse, time.Minute),
-				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.7.5", BootstrapMode: "flux", Management: "handover"}),
+				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.7.5", BootstrapMode: "flux", Management: "handover",
+					Pending: &fluxv1alpha1.PendingRelease{FluxVersion: "v2.9.5", Reason: "expired"}}),
 			extension("new", constants.ExtensionType, nil, nil),
 			extension("progressing", constants.ExtensionType, condition(gardencorev1beta1.ConditionProgressing, time.Minute),
 				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.9.5", KluctlVersion: "v2.28.2", BootstrapMode: "kluctl", Management: "continuous",
@@ -67,7 +71,11 @@ var _ = Describe("Shoot gauges", func() {
 			extension("other", "shoot-dns-service", condition(gardencorev1beta1.ConditionFalse, 10*time.Hour), nil),
 			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "extension-shoot-flux", Name: "gardener-extension-heartbeat"}, Spec: coordinationv1.LeaseSpec{RenewTime: &renew}},
 		).Build()
-		shoots.set(reader, "extension-shoot-flux")
+		lifecycle := releases.New(config.Releases{
+			Flux:   []config.ReleaseLifecycle{{Version: "v2.7.5", Classification: config.ReleaseDeprecated, ExpirationDate: &metav1.Time{Time: now.Add(-time.Hour)}}},
+			Kluctl: []config.ReleaseLifecycle{{Version: "v2.28.2", Classification: config.ReleaseDeprecated}},
+		}, validation.SupportedVersions{Flux: []string{"v2.7.5", "v2.9.5"}, Kluctl: []string{"v2.28.2"}})
+		shoots.set(reader, "extension-shoot-flux", lifecycle)
 		shoots.now = func() time.Time { return now }
 		DeferCleanup(func() { shoots.now = nil })
 
@@ -83,18 +91,31 @@ shoot_flux_oldest_failing_bootstrap_seconds 2700
 shoot_flux_shoots_by_version{flux_version="v2.7.5",kluctl_version="none",management="handover"} 1
 shoot_flux_shoots_by_version{flux_version="v2.9.5",kluctl_version="none",management="continuous"} 1
 shoot_flux_shoots_by_version{flux_version="v2.9.5",kluctl_version="v2.28.2",management="continuous"} 2
-# HELP shoot_flux_shoots_pending_release Shoots whose Flux or kluctl release change waits for their maintenance time window (rollout.window), by component (flux, kluctl) and reason: selected_minor (a newer embedded patch of the minor the project selects) or operator_default (what the operator's default version selects now).
+# HELP shoot_flux_shoots_by_release_lifecycle Shoots with the extension by component (flux, kluctl) and the lifecycle of their installed release (rollout.releases): supported, deprecated, preview or expired (whatever its classification).
+# TYPE shoot_flux_shoots_by_release_lifecycle gauge
+shoot_flux_shoots_by_release_lifecycle{component="flux",lifecycle="deprecated"} 0
+shoot_flux_shoots_by_release_lifecycle{component="flux",lifecycle="expired"} 1
+shoot_flux_shoots_by_release_lifecycle{component="flux",lifecycle="preview"} 0
+shoot_flux_shoots_by_release_lifecycle{component="flux",lifecycle="supported"} 3
+shoot_flux_shoots_by_release_lifecycle{component="kluctl",lifecycle="deprecated"} 2
+shoot_flux_shoots_by_release_lifecycle{component="kluctl",lifecycle="expired"} 0
+shoot_flux_shoots_by_release_lifecycle{component="kluctl",lifecycle="preview"} 0
+shoot_flux_shoots_by_release_lifecycle{component="kluctl",lifecycle="supported"} 0
+# HELP shoot_flux_shoots_pending_release Shoots whose Flux or kluctl release change waits for their maintenance time window (rollout.window), by component (flux, kluctl) and reason: selected_minor (a newer embedded patch of the minor the project selects), operator_default (what the operator's default version selects now) or expired (the installed release expired, rollout.releases).
 # TYPE shoot_flux_shoots_pending_release gauge
+shoot_flux_shoots_pending_release{component="flux",reason="expired"} 1
 shoot_flux_shoots_pending_release{component="flux",reason="operator_default"} 0
 shoot_flux_shoots_pending_release{component="flux",reason="selected_minor"} 1
+shoot_flux_shoots_pending_release{component="kluctl",reason="expired"} 0
 shoot_flux_shoots_pending_release{component="kluctl",reason="operator_default"} 1
 shoot_flux_shoots_pending_release{component="kluctl",reason="selected_minor"} 0
 `
 		Expect(testutil.CollectAndCompare(shoots, strings.NewReader(expected),
-			"shoot_flux_heartbeat_renew_timestamp_seconds", "shoot_flux_oldest_failing_bootstrap_seconds", "shoot_flux_shoots_by_version", "shoot_flux_shoots_pending_release")).To(Succeed())
+			"shoot_flux_heartbeat_renew_timestamp_seconds", "shoot_flux_oldest_failing_bootstrap_seconds", "shoot_flux_shoots_by_version", "shoot_flux_shoots_pending_release",
+			"shoot_flux_shoots_by_release_lifecycle")).To(Succeed())
 
 		values := map[[2]string]float64{}
-		for _, m := range shootMetrics(mustList(reader), now) {
+		for _, m := range shootMetrics(mustList(reader), nil, now) {
 			if strings.Contains(m.Desc().String(), `"shoot_flux_shoots"`) {
 				values[labelPair(m)] = value(m)
 			}
@@ -110,7 +131,7 @@ shoot_flux_shoots_pending_release{component="kluctl",reason="selected_minor"} 0
 		}
 		Expect(total).To(Equal(5.0), "only shoot-flux Extensions count")
 
-		Expect(testutil.CollectAndCount(shoots)).To(Equal(len(states)*len(modes) + 3 + 4 + 1 + 1))
+		Expect(testutil.CollectAndCount(shoots)).To(Equal(len(states)*len(modes) + 3 + 6 + 8 + 1 + 1))
 		var names []string
 		for _, n := range Names() {
 			if strings.Contains(n, "shoots") || strings.Contains(n, "bootstrap") || strings.Contains(n, "heartbeat") {
@@ -128,7 +149,7 @@ shoot_flux_shoots_pending_release{component="kluctl",reason="selected_minor"} 0
 
 		shoots.set(fake.NewClientBuilder().WithScheme(scheme).WithObjects(
 			extension("ready", constants.ExtensionType, condition(gardencorev1beta1.ConditionTrue, time.Hour), nil),
-		).Build(), "")
+		).Build(), "", nil)
 		Expect(testutil.CollectAndCompare(shoots, strings.NewReader(`
 # HELP shoot_flux_oldest_failing_bootstrap_seconds Seconds since the BootstrapReady condition of the longest failing shoot turned False; 0 when no bootstrap fails.
 # TYPE shoot_flux_oldest_failing_bootstrap_seconds gauge

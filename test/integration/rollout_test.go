@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -8,8 +9,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/mod/semver"
+	appsv1 "k8s.io/api/apps/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	extensioncontroller "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -91,4 +98,86 @@ var _ = Describe("Rollout of releases nobody of the project asked for", func() {
 		Expect(status.FluxVersion).To(Equal(newer), "the owner's own change applies at once")
 		Expect(status.Pending).To(BeNil())
 	})
+
+	It("moves shoots off a release the operator let expire in their maintenance window, with the move in providerStatus and an event", func(ctx SpecContext) {
+		embedded := manifests.FluxVersions()
+		older, newer := embedded[0], embedded[len(embedded)-1]
+		Expect(semver.MajorMinor(older)).NotTo(Equal(semver.MajorMinor(newer)), "the extension embeds two Flux minors")
+
+		project := "expiry"
+		projectNamespace := newProject(ctx, project)
+		// The project selects the older minor; only the controllers are installed.
+		setProjectConfig(ctx, projectNamespace, fluxVersionConfig(semver.MajorMinor(older)))
+		now := time.Now()
+		inWindow := createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "in", MaintenanceWindow: maintenanceWindow(now.Add(-30*time.Minute), 3*time.Hour)})
+		outside := createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "out", MaintenanceWindow: maintenanceWindow(now.Add(6*time.Hour), time.Hour)})
+		images := map[*sandbox.ShootHandle]string{}
+		for _, h := range []*sandbox.ShootHandle{inWindow, outside} {
+			_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+			Expect(err).NotTo(HaveOccurred())
+			status, err := h.ProviderStatus(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status.FluxVersion).To(Equal(older))
+			images[h] = sourceControllerImage(ctx, h)
+			Expect(images[h]).To(Equal(status.Images["source-controller"]))
+		}
+		controllersBefore, err := outside.ManagedResource(ctx, constants.ManagedResourceControllers)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("restarting the extension with " + older + " expired yesterday, and reconciling both shoots")
+		cfg := sb.ExtensionConfig()
+		expired := metav1.NewTime(now.Add(-24 * time.Hour).Truncate(time.Second))
+		cfg.Rollout.Releases.Flux = []config.ReleaseLifecycle{{Version: older, Classification: config.ReleaseDeprecated, ExpirationDate: &expired}}
+		restartExtension(ctx, sandbox.ExtensionSettings{Config: &cfg})
+		for _, h := range []*sandbox.ShootHandle{inWindow, outside} {
+			Expect(h.TriggerReconcile(ctx)).To(Succeed())
+			_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+			Expect(err).NotTo(HaveOccurred())
+		}
+
+		status, err := outside.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.FluxVersion).To(Equal(older), "outside its window")
+		Expect(status.Pending).NotTo(BeNil())
+		Expect(status.Pending.FluxVersion).To(Equal(newer))
+		pendingReason := status.Pending.Reason
+		Expect(status.Pending.Reason).To(HavePrefix(fmt.Sprintf("Flux %s expired on %s; it is replaced by %s", older, expired.UTC().Format(time.DateOnly), newer)))
+		Expect(status.ForcedMoves).To(BeEmpty())
+		controllersAfter, err := outside.ManagedResource(ctx, constants.ManagedResourceControllers)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(controllersAfter.Generation).To(Equal(controllersBefore.Generation), "no write to the controllers ManagedResource")
+		Expect(sourceControllerImage(ctx, outside)).To(Equal(images[outside]))
+
+		status, err = inWindow.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.FluxVersion).To(Equal(newer), "in its window")
+		Expect(status.Pending).To(BeNil())
+		Expect(status.ForcedMoves).To(HaveLen(1))
+		Expect(status.ForcedMoves[0]).To(And(HaveField("Component", "flux"), HaveField("From", older), HaveField("To", newer)))
+		Expect(status.ForcedMoves[0].ExpirationDate.Time).To(BeTemporally("==", expired.Time))
+		Eventually(func(g Gomega) {
+			g.Expect(sourceControllerImage(ctx, inWindow)).To(And(Equal(status.Images["source-controller"]), Not(Equal(images[inWindow]))))
+		}).WithTimeout(reconcileTimeout).Should(Succeed(), "the shoot runs the newer release's source-controller")
+		Eventually(func(g Gomega) {
+			list := &eventsv1.EventList{}
+			g.Expect(sb.Seed.Client.List(ctx, list, client.InNamespace(inWindow.SeedNamespace))).To(Succeed())
+			var notes []string
+			for _, e := range list.Items {
+				if e.Reason == extensioncontroller.ReasonReleaseExpired && e.Regarding.Kind == "Extension" {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(ConsistOf(fmt.Sprintf("Moved flux from %s, which expired on %s, to %s", older, expired.UTC().Format(time.DateOnly), newer)))
+		}).WithTimeout(30 * time.Second).Should(Succeed(), "the Extension has an event about the move")
+		AddReportEntry("forced move", fmt.Sprintf("%s moved from %s to %s in its window; %s keeps %s: %s", inWindow.SeedNamespace, older, newer,
+			outside.SeedNamespace, older, pendingReason))
+	})
 })
+
+// sourceControllerImage returns the image of the source-controller Deployment in the shoot.
+func sourceControllerImage(ctx context.Context, h *sandbox.ShootHandle) string {
+	GinkgoHelper()
+	d := &appsv1.Deployment{}
+	Expect(get(ctx, h.Shoot.Client, d, fluxNamespace, "source-controller")).To(Succeed())
+	return d.Spec.Template.Spec.Containers[0].Image
+}

@@ -47,7 +47,9 @@ import (
 	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	fluxmetrics "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
 var (
@@ -428,7 +430,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		}
 	}
 	// As in the extension binary; this process's registry holds the counters of every start.
-	if err := fluxmetrics.AddToManager(mgr, ""); err != nil {
+	if err := fluxmetrics.AddToManager(mgr, "", releases.New(cfg.Rollout.Releases, manifests.SupportedVersions())); err != nil {
 		r.cancel()
 		return fmt.Errorf("failed adding the extension's metrics: %w", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
 // NewControllerCommand returns the command that runs the shoot-flux extension controller.
@@ -76,7 +78,7 @@ func (o *Options) run(ctx context.Context) error {
 	o.reconcileOptions.Completed().Apply(&extension.DefaultAddOptions.IgnoreOperationAnnotation)
 	o.heartbeatOptions.Completed().Apply(&heartbeat.DefaultAddOptions)
 
-	if err := metrics.AddToManager(mgr, heartbeat.DefaultAddOptions.Namespace); err != nil {
+	if err := metrics.AddToManager(mgr, heartbeat.DefaultAddOptions.Namespace, releases.New(cfg.Rollout.Releases, manifests.SupportedVersions())); err != nil {
 		return fmt.Errorf("could not add the metrics of the shoots: %w", err)
 	}
 	if err := o.controllerSwitches.Completed().AddToManager(ctx, mgr); err != nil {
