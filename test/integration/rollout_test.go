@@ -168,7 +168,7 @@ var _ = Describe("Rollout of releases nobody of the project asked for", func() {
 				}
 			}
 			g.Expect(notes).To(ConsistOf(fmt.Sprintf("Moved flux from %s, which expired on %s, to %s", older, expired.UTC().Format(time.DateOnly), newer)))
-		}).WithTimeout(30 * time.Second).Should(Succeed(), "the Extension has an event about the move")
+		}).WithTimeout(30*time.Second).Should(Succeed(), "the Extension has an event about the move")
 		AddReportEntry("forced move", fmt.Sprintf("%s moved from %s to %s in its window; %s keeps %s: %s", inWindow.SeedNamespace, older, newer,
 			outside.SeedNamespace, older, pendingReason))
 	})

@@ -14,8 +14,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
