@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gardener/gardener/pkg/utils/managedresources"
+
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -69,12 +71,15 @@ func classify(ev sandbox.AuditEvent) (what, owner string) {
 type writeBreakdown struct {
 	byWhat  map[string]int
 	byOwner map[string]int
-	failed  int
-	total   int
+	// byManagedResource counts the writes of ManagedResources and their Secrets by the
+	// ManagedResource's name.
+	byManagedResource map[string]int
+	failed            int
+	total             int
 }
 
 func breakdown(events []sandbox.AuditEvent) writeBreakdown {
-	b := writeBreakdown{byWhat: map[string]int{}, byOwner: map[string]int{}}
+	b := writeBreakdown{byWhat: map[string]int{}, byOwner: map[string]int{}, byManagedResource: map[string]int{}}
 	for _, ev := range events {
 		if !isWrite(ev.Verb) {
 			continue
@@ -82,12 +87,37 @@ func breakdown(events []sandbox.AuditEvent) writeBreakdown {
 		what, owner := classify(ev)
 		b.byWhat[what]++
 		b.byOwner[owner]++
+		if name := managedResourceOf(ev); name != "" {
+			b.byManagedResource[name]++
+		}
 		b.total++
 		if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 300 {
 			b.failed++
 		}
 	}
 	return b
+}
+
+// managedResourceOf returns the name of the shoot-flux ManagedResource a write of a
+// ManagedResource or of one of its Secrets (gardener's managedresource-<name>-<hash>) is for;
+// empty for other writes.
+func managedResourceOf(ev sandbox.AuditEvent) string {
+	if ev.ObjectRef == nil || ev.ObjectRef.Subresource != "" {
+		return ""
+	}
+	for _, name := range managedResourceNames {
+		switch ev.ObjectRef.Resource {
+		case "managedresources":
+			if ev.ObjectRef.Name == name {
+				return name
+			}
+		case "secrets":
+			if strings.HasPrefix(ev.ObjectRef.Name, managedresources.SecretPrefix+name+"-") {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // readBreakdown counts reads by verb and resource.

@@ -12,11 +12,14 @@ import (
 	"sync"
 	"time"
 
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	"github.com/go-logr/logr"
+	"golang.org/x/mod/semver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -79,6 +82,7 @@ func (b *bench) run(ctx context.Context) error {
 		b.forcedResync,
 		b.restart,
 		b.configChange,
+		b.defaultMoved,
 		b.dataSizes,
 	} {
 		if err := phase(ctx); err != nil {
@@ -160,8 +164,11 @@ func (b *bench) setup(ctx context.Context) error {
 	if err := b.sb.WriteKubeconfigs(b.tmpDir); err != nil {
 		return err
 	}
-	// The sandbox's host policy lets the extension scan the local git server.
-	if err := b.sb.WriteExtensionConfig(b.extArgs.configPath); err != nil {
+	// The sandbox's host policy lets the extension scan the local git server. The shoots follow
+	// the operator's default, the oldest embedded Flux minor until defaultMoved moves it.
+	cfg := b.sb.ExtensionConfig()
+	cfg.DefaultFluxVersion = semver.MajorMinor(manifests.FluxVersions()[0])
+	if err := sandbox.WriteControllerConfiguration(b.extArgs.configPath, &cfg); err != nil {
 		return err
 	}
 	if b.seedHost, err = hostOf(b.sb.Seed.Config.Host); err != nil {
@@ -221,7 +228,6 @@ func (b *bench) createShoots(ctx context.Context, url string) error {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: constants.ProjectConfigMapName},
 			Data: map[string]string{
-				constants.ConfigMapKeyFluxVersion:      "v2.9.5",
 				constants.ConfigMapKeyRepositoryURL:    url,
 				constants.ConfigMapKeyRepositoryBranch: "main",
 				constants.ConfigMapKeyRepositoryType:   b.opts.repository,
@@ -234,12 +240,15 @@ func (b *bench) createShoots(ctx context.Context, url string) error {
 	}
 
 	b.shoots = make([]*sandbox.ShootHandle, b.opts.shoots)
+	window := time.Now().UTC().Add(12 * time.Hour)
 	err := parallel(ctx, b.opts.shoots, b.opts.createParallelism, func(ctx context.Context, i int) error {
 		h, err := b.sb.CreateShoot(ctx, sandbox.ShootSpec{
 			Project:            b.projects[i%len(b.projects)],
 			Name:               fmt.Sprintf("s%04d", i),
 			DeferExtension:     true,
 			SharedControlPlane: true,
+			// Hours away: a change of the operator's default waits for it (defaultMoved).
+			MaintenanceWindow: &gardencorev1beta1.MaintenanceTimeWindow{Begin: window.Format("150405") + "+0000", End: window.Add(time.Hour).Format("150405") + "+0000"},
 		})
 		b.shoots[i] = h
 		return err

@@ -12,11 +12,14 @@ import (
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"golang.org/x/mod/semver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -111,13 +114,7 @@ func (b *bench) forcedResync(ctx context.Context) error {
 	var result phaseResult
 	stats, err := b.measure(ctx, func(ctx context.Context) error {
 		b.tracker.begin("")
-		now := time.Now().UTC().Format(time.RFC3339Nano)
-		if err := parallel(ctx, len(b.shoots), b.opts.createParallelism, func(ctx context.Context, i int) error {
-			ex := &extensionsv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Namespace: b.namespaces[i], Name: sandbox.ExtensionName}}
-			patch := client.RawPatch(client.Merge.Type(), fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q,%q:%q}}}`,
-				v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationReconcile, v1beta1constants.GardenerTimestamp, now))
-			return b.sb.Seed.Client.Patch(ctx, ex, patch)
-		}); err != nil {
+		if err := b.annotateAll(ctx); err != nil {
 			return err
 		}
 		var err error
@@ -140,6 +137,18 @@ func (b *bench) forcedResync(ctx context.Context) error {
 	b.addReconcileStats(stats)
 	b.addHealthCheckNote(stats, n)
 	return b.addMemory(ctx, stats, "")
+}
+
+// annotateAll annotates every Extension with the reconcile operation, as gardenlet does on every
+// shoot reconciliation.
+func (b *bench) annotateAll(ctx context.Context) error {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	return parallel(ctx, len(b.shoots), b.opts.createParallelism, func(ctx context.Context, i int) error {
+		ex := &extensionsv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Namespace: b.namespaces[i], Name: sandbox.ExtensionName}}
+		patch := client.RawPatch(client.Merge.Type(), fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q,%q:%q}}}`,
+			v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationReconcile, v1beta1constants.GardenerTimestamp, now))
+		return b.sb.Seed.Client.Patch(ctx, ex, patch)
+	})
 }
 
 // addHealthCheckNote explains the health check's status writes, which are neither the actuator's
@@ -297,6 +306,105 @@ func (b *bench) staleBootstraps(ctx context.Context, shoots []*sandbox.ShootHand
 		}
 	}
 	return stale, nil
+}
+
+// defaultMoved restarts the extension with the newest embedded Flux minor as the operator's
+// default, which the shoots follow, and forces a resync of every shoot, as the periodic resync does
+// within 30 minutes. Every shoot's maintenance time window is hours away (createShoots), so none may
+// get the new release: nothing of the controllers' ManagedResources and their Secrets is written,
+// and every shoot records the pending release in its providerStatus.
+func (b *bench) defaultMoved(ctx context.Context) error {
+	embedded := manifests.FluxVersions()
+	older, newer := embedded[0], embedded[len(embedded)-1]
+	if semver.MajorMinor(older) == semver.MajorMinor(newer) {
+		return fmt.Errorf("the extension embeds one Flux minor (%s): no default to move", semver.MajorMinor(newer))
+	}
+	step("restarting the extension with defaultFluxVersion %s and forcing a resync of all %d Extensions", semver.MajorMinor(newer), len(b.shoots))
+	cfg := b.sb.ExtensionConfig()
+	cfg.DefaultFluxVersion = semver.MajorMinor(newer)
+	if err := sandbox.WriteControllerConfiguration(b.extArgs.configPath, &cfg); err != nil {
+		return err
+	}
+	var result phaseResult
+	stats, err := b.measure(ctx, func(ctx context.Context) error {
+		b.tracker.begin("")
+		if err := b.ext.stop(); err != nil {
+			return err
+		}
+		var err error
+		if b.ext, err = startExtension(ctx, b.extArgs); err != nil {
+			return err
+		}
+		if _, err := b.ext.waitReady(ctx); err != nil {
+			return err
+		}
+		if err := b.annotateAll(ctx); err != nil {
+			return err
+		}
+		result, err = b.waitAll(ctx, b.namespaces)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	controllerWrites := stats.seedWrites.byManagedResource[constants.ManagedResourceControllers]
+	bootstrapWrites := stats.seedWrites.byManagedResource[constants.ManagedResourceBootstrap]
+	var statusWrites int
+	for what, count := range stats.seedWrites.byWhat {
+		if strings.Contains(what, "(providerStatus)") {
+			statusWrites += count
+		}
+	}
+	list := &extensionsv1alpha1.ExtensionList{}
+	if err := b.sb.Seed.Client.List(ctx, list); err != nil {
+		return fmt.Errorf("failed listing the Extensions: %w", err)
+	}
+	var pending, moved int
+	for i := range list.Items {
+		status, err := helper.DecodeStatus(list.Items[i].Status.ProviderStatus)
+		if err != nil || status == nil {
+			continue
+		}
+		switch {
+		case status.FluxVersion == older && status.Pending != nil && status.Pending.FluxVersion == newer:
+			pending++
+		case status.FluxVersion == newer:
+			moved++
+		}
+	}
+	n := len(b.shoots)
+	r := b.report
+	r.section("Operator default moved from %s to %s, %d shoots outside their maintenance window", semver.MajorMinor(older), semver.MajorMinor(newer), n)
+	r.add("wall time: restart, annotate all → all Succeeded", dur(result.LastSucceeded), "", "")
+	r.add(constants.ManagedResourceControllers+" and its Secrets: writes (total)", fmt.Sprint(controllerWrites), "0", verdict(controllerWrites == 0))
+	r.add("shoots still on "+older+" with "+newer+" pending", fmt.Sprint(pending), fmt.Sprint(n), verdict(pending == n))
+	r.add("shoots moved to "+newer, fmt.Sprint(moved), "0", verdict(moved == 0))
+	r.add("providerStatus writes per shoot", perShoot(float64(statusWrites), float64(n)), "", "recording the pending release; later resyncs write none")
+	r.add(constants.ManagedResourceBootstrap+" and its Secrets: writes per shoot", perShoot(float64(bootstrapWrites), float64(n)), "",
+		"shoot-flux-status in the shoot shows the pending release")
+	b.addRequests(stats, float64(n), "")
+	b.addReconcileStats(stats)
+	if err := b.addMemory(ctx, stats, ""); err != nil {
+		return err
+	}
+
+	step("forcing another resync of all %d Extensions with the release still pending", n)
+	again, err := b.measure(ctx, func(ctx context.Context) error {
+		b.tracker.begin("")
+		if err := b.annotateAll(ctx); err != nil {
+			return err
+		}
+		var err error
+		result, err = b.waitAll(ctx, b.namespaces)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	own := again.seedWrites.byOwner[ownerExtension] + again.gardenWrites.byOwner[ownerExtension]
+	r.add("another forced resync: writes by the shoot-flux actuator (total)", fmt.Sprint(own), "0", verdict(own == 0))
+	return nil
 }
 
 // dataSizes reports the size of the ManagedResource data of one shoot.

@@ -301,7 +301,13 @@ func (s *Sandbox) start(ctx context.Context) error {
 // WriteExtensionConfig writes the sandbox's extension configuration as a ControllerConfiguration
 // file for the binary's --config.
 func (s *Sandbox) WriteExtensionConfig(path string) error {
-	versioned, err := loader.Versioned(&s.config)
+	return WriteControllerConfiguration(path, &s.config)
+}
+
+// WriteControllerConfiguration writes cfg as a ControllerConfiguration file for the binary's
+// --config.
+func WriteControllerConfiguration(path string, cfg *config.ControllerConfiguration) error {
+	versioned, err := loader.Versioned(cfg)
 	if err != nil {
 		return err
 	}
