@@ -149,10 +149,12 @@ $(GOLANGCI_LINT):
 $(DLV):
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/go-delve/delve/cmd/dlv@$(DLV_VERSION)
 
+# golangci-lint's govet runs go vet's analyzers (those of go1.26's cmd/vet, see
+# .golangci.yaml), so a separate `go vet ./...` would only analyze every dependency a second time:
+# 340 s of a cold CI run.
 .PHONY: check
 check: $(GOLANGCI_LINT)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "not gofmt-ed"; exit 1; }
-	$(GO) vet ./...
 	$(GOLANGCI_LINT) run ./...
 
 #########################################
@@ -160,10 +162,17 @@ check: $(GOLANGCI_LINT)
 #########################################
 
 .PHONY: test
-test: test-binaries test-unit test-integration test-deployed test-fuzz
-# make test runs the scenarios labelled "deployed" once, as deployed (test-deployed), not in-process
-# too: the in-process run proves nothing the deployed one does not, and takes minutes.
-test: INTEGRATION_LABEL_FILTER = !deployed
+test: test-binaries test-unit test-suites test-fuzz
+
+# test-suites runs the integration suites (test-integration) beside the scenarios labelled
+# "deployed" (test-deployed), each with its own API servers and controllers: both mostly wait for
+# them (the machine is 55-70 % idle while one runs), and side by side they take 775 s instead of
+# 1,260 s one after the other. Each target's output is printed when it ends. The scenarios labelled
+# "deployed" run once, as deployed, not in-process too: the in-process run proves nothing the
+# deployed one does not, and takes minutes.
+.PHONY: test-suites
+test-suites: test-binaries
+	$(MAKE) --no-print-directory --output-sync=target -j2 test-integration test-deployed INTEGRATION_LABEL_FILTER='!deployed'
 
 .PHONY: test-binaries
 test-binaries:

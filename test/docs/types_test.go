@@ -152,9 +152,15 @@ func fieldTables(docs []document) []fieldTable {
 // whose path ends with the name (tables of a section name fields relative to it).
 func typeProblems(docs []document) []string {
 	GinkgoHelper()
-	fields := map[string]string{}
-	fieldTypes(reflect.TypeFor[fluxv1alpha1.FluxConfig](), "", fields)
-	fieldTypes(reflect.TypeFor[configv1alpha1.ControllerConfiguration](), "", fields)
+	// The fields of each API apart: a name may end a path in both (flux: bootstrap.flux of the
+	// FluxConfig, rollout.releases.flux of the ControllerConfiguration), and a table documents
+	// the fields of one of them.
+	var apis []map[string]string
+	for _, t := range []reflect.Type{reflect.TypeFor[fluxv1alpha1.FluxConfig](), reflect.TypeFor[configv1alpha1.ControllerConfiguration]()} {
+		fields := map[string]string{}
+		fieldTypes(t, "", fields)
+		apis = append(apis, fields)
+	}
 	data, err := os.ReadFile(filepath.Join(repoRoot, "charts/gardener-extension-shoot-flux/values.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	var defaults map[string]any
@@ -173,27 +179,45 @@ func typeProblems(docs []document) []string {
 			documented := cells[1]
 			for _, m := range inlineCode.FindAllStringSubmatch(cells[0], -1) {
 				name := strings.TrimSuffix(m[1], ".*")
-				derived := map[string]bool{}
+				// The types the name has in each API (or of the chart value) it names.
+				var candidates []map[string]bool
 				if t.columns[0] == "Value" {
 					if v, ok := values[name]; ok {
-						derived[v] = true
+						candidates = append(candidates, map[string]bool{v: true})
 					}
 				} else {
-					for path, typ := range fields {
-						if path == name || strings.HasSuffix(path, "."+name) {
-							derived[typ] = true
+					for _, fields := range apis {
+						derived := map[string]bool{}
+						for path, typ := range fields {
+							if path == name || strings.HasSuffix(path, "."+name) {
+								derived[typ] = true
+							}
+						}
+						if len(derived) > 0 {
+							candidates = append(candidates, derived)
 						}
 					}
 				}
-				if len(derived) == 0 {
+				if len(candidates) == 0 {
 					problems = append(problems, t.doc.where(row.number)+": `"+name+"` names no "+strings.ToLower(t.columns[0]))
 					continue
 				}
-				for typ := range derived {
-					if !typeMatches(documented, typ) {
-						problems = append(problems, t.doc.where(row.number)+": `"+name+"` is "+typ+", documented as "+documented)
+				// Right if every type the name has in one API matches.
+				var mismatches []string
+				for _, derived := range candidates {
+					var wrong []string
+					for typ := range derived {
+						if !typeMatches(documented, typ) {
+							wrong = append(wrong, t.doc.where(row.number)+": `"+name+"` is "+typ+", documented as "+documented)
+						}
 					}
+					if len(wrong) == 0 {
+						mismatches = nil
+						break
+					}
+					mismatches = append(mismatches, wrong...)
 				}
+				problems = append(problems, mismatches...)
 			}
 		}
 	}
