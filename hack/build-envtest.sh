@@ -58,6 +58,7 @@ if ! apiserver_up_to_date; then
   (
     cd "$work/apiserver"
     go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" >&2
+    align_requirements
     ldflags=""
     for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
       ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"

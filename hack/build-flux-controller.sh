@@ -172,6 +172,11 @@ started=$(date +%s)
 (
   cd "$work"
   go get "$mod@$build_version" >&2
+  # A release built on the Kubernetes minor of this repository shares its dependencies with the
+  # extension's test binaries (lib.sh, align_requirements); an older one would not compile with them.
+  if [[ "$(go list -m -f '{{.Version}}' k8s.io/client-go | cut -d. -f1,2)" == "$(module_version k8s.io/client-go | cut -d. -f1,2)" ]]; then
+    align_requirements
+  fi
   go build -trimpath -ldflags "-s -w" -o "$bin" "$mod" >&2
 )
 log "built $component $version in $(($(date +%s) - started))s"

@@ -78,6 +78,7 @@ build() {
   started=$(date +%s)
   (
     cd "$src"
+    align_requirements
     go build -trimpath -ldflags "-s -w -X main.version=${version#v}" -o "$bin.tmp" ./cmd >&2
   ) || { log "building kluctl $version failed"; return 1; }
   prints "^${version#v}\$" "$bin.tmp" version || { log "built binary does not report version ${version#v}: $bin.tmp version"; return 1; }
