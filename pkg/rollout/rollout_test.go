@@ -81,6 +81,16 @@ var _ = Describe("Decide", func() {
 			Reason: "Flux v2.9.5 is what the operator's default version selects now; it is installed in the shoot's maintenance time window"}))
 	})
 
+	It("treats a move off an expired release as a change nobody asked for, with its reason", func() {
+		c := patch
+		c.Installed, c.Selected = "v2.7.5", "v2.9.5"
+		c.Forced = "Flux v2.7.5 expired on 2027-03-01; it is replaced by v2.9.5"
+		shoot := shootWith("100000+0000", "120000+0000")
+		Expect(rollout.Decide(c, config.RolloutWindowMaintenance, shoot, at("15:00"))).To(Equal(rollout.Decision{Release: "v2.7.5", Pending: "v2.9.5",
+			Reason: "Flux v2.7.5 expired on 2027-03-01; it is replaced by v2.9.5; it is installed in the shoot's maintenance time window"}))
+		Expect(rollout.Decide(c, config.RolloutWindowMaintenance, shoot, at("11:00"))).To(Equal(rollout.Decision{Release: "v2.9.5"}))
+	})
+
 	DescribeTable("applies at once what is no change nobody asked for",
 		func(mutate func(*rollout.Change)) {
 			c := patch
