@@ -172,6 +172,9 @@ test: test-binaries test-unit test-suites test-fuzz
 # deployed one does not, and takes minutes.
 .PHONY: test-suites
 test-suites: test-binaries
+	@# Compiles the test binaries once: two `go test` started together would compile the same
+	@# packages side by side on a cold build cache.
+	$(GO) test -run '^$$' ./test/... >/dev/null
 	$(MAKE) --no-print-directory --output-sync=target -j2 test-integration test-deployed INTEGRATION_LABEL_FILTER='!deployed'
 
 .PHONY: test-binaries
