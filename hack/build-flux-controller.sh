@@ -94,6 +94,19 @@ fi
 mod_dir=$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$download")
 [[ -n "$mod_dir" ]] || { log "cannot download $mod@$build_version: no module directory in $download"; exit 1; }
 
+# The module directories of the controllers of the same release built here (source-, kustomize-
+# and helm-controller), each in the version that is built for it.
+sibling_dirs=()
+for sibling in source-controller kustomize-controller helm-controller; do
+  sibling_manifest="$REPO_ROOT/pkg/manifests/flux/$flux_version/$sibling.yaml"
+  [[ -f "$sibling_manifest" ]] || continue
+  sibling_version=$(sed -n "s#^ *image: [^ ]*/$sibling:\(v[^ ]*\)\$#\1#p" "$sibling_manifest")
+  sibling_build=$(awk -v key="github.com/fluxcd/$sibling@$sibling_version" '$1 == key { print $2 }' "$substitutes")
+  sibling_dir=$(go mod download -json "github.com/fluxcd/$sibling@${sibling_build:-$sibling_version}" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [[ -d "$sibling_dir" ]] || { log "cannot download github.com/fluxcd/$sibling@${sibling_build:-$sibling_version}"; exit 1; }
+  sibling_dirs+=("$sibling_dir")
+done
+
 if ! crds_present; then
   # Files in the module cache are read-only; install gives the copies ordinary modes.
   rm -rf "$crd_dir.tmp"
@@ -173,9 +186,13 @@ started=$(date +%s)
   cd "$work"
   go get "$mod@$build_version" >&2
   # A release built on the Kubernetes minor of this repository shares its dependencies with the
-  # extension's test binaries (lib.sh, align_requirements); an older one would not compile with them.
+  # extension's test binaries (lib.sh, align_requirements). An older one would not compile with
+  # them, but its controllers share theirs with each other: each is built with the highest version
+  # any of them requires, except of Flux's own modules, whose minor versions change their APIs.
   if [[ "$(go list -m -f '{{.Version}}' k8s.io/client-go | cut -d. -f1,2)" == "$(module_version k8s.io/client-go | cut -d. -f1,2)" ]]; then
     align_requirements
+  else
+    align_requirements --exclude '^github\.com/fluxcd/' "${sibling_dirs[@]}"
   fi
   go build -trimpath -ldflags "-s -w" -o "$bin" "$mod" >&2
 )

@@ -41,25 +41,39 @@ prints() {
   grep -qE -- "${pattern}" <<<"${out}"
 }
 
-# align_requirements raises, in the go.mod of the current directory (the module of a test binary
-# such as kube-apiserver or the kluctl controller), every requirement this repository's go.mod also
-# has to this repository's version. A package both builds import, e.g. of k8s.io/client-go or
-# google.golang.org/grpc, is then the same source with the same dependencies in both, and the build
-# cache compiles it once, for the tests and for the test binary: on a cold machine kube-apiserver
-# and kluctl share most of their dependencies with the extension's test binaries. A requirement the
-# module has at a higher version stays; a module it does not require is not added.
+# align_requirements [--exclude <regex>] [<module directory>...] raises, in the go.mod of the
+# current directory (the module of a test binary such as kube-apiserver or the kluctl controller),
+# every requirement that the go.mod of a module directory also has to the highest version among
+# them; the directories default to this repository. A package both builds import, e.g. of
+# k8s.io/client-go or google.golang.org/grpc, is then the same source with the same dependencies in
+# both, and the build cache compiles it once: on a cold machine kube-apiserver and kluctl share most
+# of their dependencies with the extension's test binaries. A requirement the module has at a
+# higher version stays; a module it does not require is not added; modules matching the regex stay
+# as they are. The directories' go.sum files vouch for the raised versions.
 align_requirements() {
-  local -A ours=()
-  local path version theirs args=()
-  while read -r path version; do
-    ours[$path]=$version
-  done < <(go mod edit -print "${REPO_ROOT}/go.mod" | awk '
-    /^require \(/ { block = 1; next }
-    block && /^\)/ { block = 0; next }
-    block && NF >= 2 { print $1, $2 }
-    /^require [^(]/ { print $2, $3 }')
+  local exclude='^$'
+  if [[ "${1:-}" == "--exclude" ]]; then
+    exclude=$2
+    shift 2
+  fi
+  local -a refs=("$@")
+  ((${#refs[@]})) || refs=("${REPO_ROOT}")
+  local -A highest=()
+  local path version theirs ref args=()
+  for ref in "${refs[@]}"; do
+    while read -r path version; do
+      [[ "${path}" =~ ${exclude} ]] && continue
+      if [[ -z "${highest[$path]:-}" || "$(printf '%s\n%s\n' "${highest[$path]}" "${version}" | sort -V | tail -n 1)" == "${version}" ]]; then
+        highest[$path]=${version}
+      fi
+    done < <(go mod edit -print "${ref}/go.mod" | awk '
+      /^require \(/ { block = 1; next }
+      block && /^\)/ { block = 0; next }
+      block && NF >= 2 { print $1, $2 }
+      /^require [^(]/ { print $2, $3 }')
+  done
   while read -r path theirs; do
-    version=${ours[$path]:-}
+    version=${highest[$path]:-}
     [[ -n "${version}" && "${version}" != "${theirs}" ]] || continue
     if [[ "$(printf '%s\n%s\n' "${theirs}" "${version}" | sort -V | tail -n 1)" == "${version}" ]]; then
       args+=("-require=${path}@${version}")
@@ -68,11 +82,10 @@ align_requirements() {
   if ((${#args[@]})); then
     go mod edit "${args[@]}"
   fi
-  # This repository's go.sum vouches for the raised versions, as the module's own go.sum does for
-  # its versions.
-  if [[ -f go.sum ]]; then
-    sort -u -o go.sum go.sum "${REPO_ROOT}/go.sum"
-  else
-    cp "${REPO_ROOT}/go.sum" go.sum
-  fi
+  touch go.sum
+  for ref in "${refs[@]}"; do
+    if [[ -f "${ref}/go.sum" ]]; then
+      sort -u -o go.sum go.sum "${ref}/go.sum"
+    fi
+  done
 }
