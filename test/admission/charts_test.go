@@ -368,26 +368,11 @@ var _ = Describe("Admission charts", func() {
 				map[string]any{"version": embedded.Flux[0], "classification": "deprecated", "expirationDate": "2027-03-01T00:00:00Z"},
 				map[string]any{"version": embedded.Flux[len(embedded.Flux)-1], "classification": "supported"},
 			}, "kluctl": []any{map[string]any{"version": embedded.Kluctl[0], "classification": "deprecated"}}}
-			controllerObjs, err := sandbox.RenderExtensionChart(runtimeNamespace, sandbox.MergeValues(sandbox.GardenletValues(),
-				map[string]any{"config": map[string]any{"rollout": map[string]any{"releases": values}}}))
-			Expect(err).NotTo(HaveOccurred())
-			var controllerConfig *config.ControllerConfiguration
-			for _, o := range controllerObjs {
-				if o.GetKind() == "ConfigMap" && strings.HasSuffix(o.GetName(), "-config") {
-					controllerConfig, err = loader.Load([]byte(typed[corev1.ConfigMap](o).Data["config.yaml"]))
-					Expect(err).NotTo(HaveOccurred())
-				}
-			}
-			Expect(controllerConfig).NotTo(BeNil(), "the controller chart renders its configuration")
+			controllerConfig := controllerConfigOf(map[string]any{"rollout": map[string]any{"releases": values}})
 			Expect(controllerConfig.Rollout.Releases.Flux).To(HaveLen(2))
 
-			objs := mustRender(admissionchart.RuntimeChartPath, runtimeNamespace, runtimeValues(), map[string]any{"rollout": map[string]any{"releases": values}})
-			container := typed[appsv1.Deployment](find(objs, "Deployment")).Spec.Template.Spec.Containers[0]
 			opts := admissioncmd.NewReleasesOptions()
-			fs := pflag.NewFlagSet("admission", pflag.ContinueOnError)
-			opts.AddFlags(fs)
-			fs.ParseErrorsAllowlist.UnknownFlags = true
-			Expect(fs.Parse(container.Args)).To(Succeed())
+			parseAdmissionArgs(map[string]any{"rollout": map[string]any{"releases": values}}, opts.AddFlags)
 			Expect(opts.Complete()).To(Succeed())
 			Expect(opts.Completed()).To(Equal(releases.New(controllerConfig.Rollout.Releases, embedded)))
 		})
@@ -406,27 +391,11 @@ var _ = Describe("Admission charts", func() {
 				values[strings.ToLower(name[:1])+name[1:]] = v.Field(i).Int()
 			}
 
-			controllerObjs, err := sandbox.RenderExtensionChart(runtimeNamespace, sandbox.MergeValues(sandbox.GardenletValues(), map[string]any{"config": map[string]any{"limits": values}}))
-			Expect(err).NotTo(HaveOccurred())
-			var controllerConfig *config.ControllerConfiguration
-			for _, o := range controllerObjs {
-				if o.GetKind() == "ConfigMap" && strings.HasSuffix(o.GetName(), "-config") {
-					cm := typed[corev1.ConfigMap](o)
-					controllerConfig, err = loader.Load([]byte(cm.Data["config.yaml"]))
-					Expect(err).NotTo(HaveOccurred())
-				}
-			}
-			Expect(controllerConfig).NotTo(BeNil(), "the controller chart renders its configuration")
+			controllerConfig := controllerConfigOf(map[string]any{"limits": values})
 			Expect(controllerConfig.Limits).To(Equal(limits))
 
-			objs := mustRender(admissionchart.RuntimeChartPath, runtimeNamespace, runtimeValues(), map[string]any{"limits": values})
-			container := typed[appsv1.Deployment](find(objs, "Deployment")).Spec.Template.Spec.Containers[0]
 			opts := admissioncmd.NewLimitsOptions()
-			fs := pflag.NewFlagSet("admission", pflag.ContinueOnError)
-			opts.AddFlags(fs)
-			// The admission's other flags are not this spec's.
-			fs.ParseErrorsAllowlist.UnknownFlags = true
-			Expect(fs.Parse(container.Args)).To(Succeed())
+			parseAdmissionArgs(map[string]any{"limits": values}, opts.AddFlags)
 			Expect(opts.Complete()).To(Succeed())
 			Expect(opts.Completed()).To(Equal(controllerConfig.Limits))
 		})
@@ -459,3 +428,32 @@ var _ = Describe("Admission charts", func() {
 		})
 	})
 })
+
+// controllerConfigOf renders the extension chart with config values as gardenlet would and loads
+// the controller configuration it renders.
+func controllerConfigOf(configValues map[string]any) *config.ControllerConfiguration {
+	GinkgoHelper()
+	objs, err := sandbox.RenderExtensionChart(runtimeNamespace, sandbox.MergeValues(sandbox.GardenletValues(), map[string]any{"config": configValues}))
+	Expect(err).NotTo(HaveOccurred())
+	var out *config.ControllerConfiguration
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && strings.HasSuffix(o.GetName(), "-config") {
+			out, err = loader.Load([]byte(typed[corev1.ConfigMap](o).Data["config.yaml"]))
+			Expect(err).NotTo(HaveOccurred())
+		}
+	}
+	Expect(out).NotTo(BeNil(), "the controller chart renders its configuration")
+	return out
+}
+
+// parseAdmissionArgs renders the admission's runtime chart with values and parses the container's
+// args with the flags addFlags adds; the admission's other flags are not the caller's.
+func parseAdmissionArgs(values map[string]any, addFlags func(*pflag.FlagSet)) {
+	GinkgoHelper()
+	objs := mustRender(admissionchart.RuntimeChartPath, runtimeNamespace, runtimeValues(), values)
+	container := typed[appsv1.Deployment](find(objs, "Deployment")).Spec.Template.Spec.Containers[0]
+	fs := pflag.NewFlagSet("admission", pflag.ContinueOnError)
+	addFlags(fs)
+	fs.ParseErrorsAllowlist.UnknownFlags = true
+	Expect(fs.Parse(container.Args)).To(Succeed())
+}

@@ -111,16 +111,7 @@ func (b *bench) addLimit(s *phaseStats, result phaseResult) {
 // shoot reconciliation, and counts what the extension writes.
 func (b *bench) forcedResync(ctx context.Context) error {
 	step("forcing a resync of all %d Extensions with the operation annotation", len(b.shoots))
-	var result phaseResult
-	stats, err := b.measure(ctx, func(ctx context.Context) error {
-		b.tracker.begin("")
-		if err := b.annotateAll(ctx); err != nil {
-			return err
-		}
-		var err error
-		result, err = b.waitAll(ctx, b.namespaces)
-		return err
-	})
+	stats, result, err := b.resyncAll(ctx)
 	if err != nil {
 		return err
 	}
@@ -137,6 +128,22 @@ func (b *bench) forcedResync(ctx context.Context) error {
 	b.addReconcileStats(stats)
 	b.addHealthCheckNote(stats, n)
 	return b.addMemory(ctx, stats, "")
+}
+
+// resyncAll annotates every Extension with the reconcile operation and waits until all
+// succeeded, measuring the extension's requests.
+func (b *bench) resyncAll(ctx context.Context) (*phaseStats, phaseResult, error) {
+	var result phaseResult
+	stats, err := b.measure(ctx, func(ctx context.Context) error {
+		b.tracker.begin("")
+		if err := b.annotateAll(ctx); err != nil {
+			return err
+		}
+		var err error
+		result, err = b.waitAll(ctx, b.namespaces)
+		return err
+	})
+	return stats, result, err
 }
 
 // annotateAll annotates every Extension with the reconcile operation, as gardenlet does on every
@@ -172,14 +179,8 @@ func (b *bench) restart(ctx context.Context) error {
 	)
 	stats, err := b.measure(ctx, func(ctx context.Context) error {
 		b.tracker.begin("")
-		if err := b.ext.stop(); err != nil {
-			return err
-		}
 		var err error
-		if b.ext, err = startExtension(ctx, b.extArgs); err != nil {
-			return err
-		}
-		if ready, err = b.ext.waitReady(ctx); err != nil {
+		if ready, err = b.restartExtension(ctx); err != nil {
 			return err
 		}
 		if err := sandbox.Sleep(ctx, b.opts.restartSettle); err != nil {
@@ -212,6 +213,19 @@ func (b *bench) restart(ctx context.Context) error {
 	b.addRequests(stats, float64(len(b.shoots)), "")
 	b.addReconcileStats(stats)
 	return b.addMemory(ctx, stats, "")
+}
+
+// restartExtension stops the extension process and starts it again with the same arguments (its
+// configuration file read anew), and returns how long it took to become ready.
+func (b *bench) restartExtension(ctx context.Context) (time.Duration, error) {
+	if err := b.ext.stop(); err != nil {
+		return 0, err
+	}
+	var err error
+	if b.ext, err = startExtension(ctx, b.extArgs); err != nil {
+		return 0, err
+	}
+	return b.ext.waitReady(ctx)
 }
 
 // extensionIdle tells whether the extension's controller has neither queued nor running
@@ -328,19 +342,13 @@ func (b *bench) defaultMoved(ctx context.Context) error {
 	var result phaseResult
 	stats, err := b.measure(ctx, func(ctx context.Context) error {
 		b.tracker.begin("")
-		if err := b.ext.stop(); err != nil {
-			return err
-		}
-		var err error
-		if b.ext, err = startExtension(ctx, b.extArgs); err != nil {
-			return err
-		}
-		if _, err := b.ext.waitReady(ctx); err != nil {
+		if _, err := b.restartExtension(ctx); err != nil {
 			return err
 		}
 		if err := b.annotateAll(ctx); err != nil {
 			return err
 		}
+		var err error
 		result, err = b.waitAll(ctx, b.namespaces)
 		return err
 	})
@@ -390,15 +398,7 @@ func (b *bench) defaultMoved(ctx context.Context) error {
 	}
 
 	step("forcing another resync of all %d Extensions with the release still pending", n)
-	again, err := b.measure(ctx, func(ctx context.Context) error {
-		b.tracker.begin("")
-		if err := b.annotateAll(ctx); err != nil {
-			return err
-		}
-		var err error
-		result, err = b.waitAll(ctx, b.namespaces)
-		return err
-	})
+	again, _, err := b.resyncAll(ctx)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	extensioncontroller "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
@@ -63,17 +64,9 @@ var _ = Describe("Rollout of releases nobody of the project asked for", func() {
 		By("restarting the extension with the newer minor as the default, and reconciling both shoots")
 		cfg.DefaultFluxVersion = semver.MajorMinor(newer)
 		restartExtension(ctx, sandbox.ExtensionSettings{Config: &cfg})
-		for _, h := range []*sandbox.ShootHandle{inWindow, outside} {
-			Expect(h.TriggerReconcile(ctx)).To(Succeed())
-			_, err := h.WaitSucceeded(ctx, reconcileTimeout)
-			Expect(err).NotTo(HaveOccurred())
-		}
+		reconcileShoots(ctx, inWindow, outside)
 
-		status, err := outside.ProviderStatus(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(status.FluxVersion).To(Equal(older), "outside its window")
-		Expect(status.Pending).NotTo(BeNil())
-		Expect(status.Pending.FluxVersion).To(Equal(newer))
+		status := expectPending(ctx, outside, older, newer)
 		Expect(status.Pending.Reason).To(ContainSubstring("the operator's default version selects now"))
 		Expect(status.Pending.NextMaintenance).NotTo(BeNil())
 		Expect(status.Pending.NextMaintenance.Time).To(BeTemporally("~", now.Add(6*time.Hour).Truncate(time.Second), time.Minute))
@@ -129,17 +122,9 @@ var _ = Describe("Rollout of releases nobody of the project asked for", func() {
 		expired := metav1.NewTime(now.Add(-24 * time.Hour).Truncate(time.Second))
 		cfg.Rollout.Releases.Flux = []config.ReleaseLifecycle{{Version: older, Classification: config.ReleaseDeprecated, ExpirationDate: &expired}}
 		restartExtension(ctx, sandbox.ExtensionSettings{Config: &cfg})
-		for _, h := range []*sandbox.ShootHandle{inWindow, outside} {
-			Expect(h.TriggerReconcile(ctx)).To(Succeed())
-			_, err := h.WaitSucceeded(ctx, reconcileTimeout)
-			Expect(err).NotTo(HaveOccurred())
-		}
+		reconcileShoots(ctx, inWindow, outside)
 
-		status, err := outside.ProviderStatus(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(status.FluxVersion).To(Equal(older), "outside its window")
-		Expect(status.Pending).NotTo(BeNil())
-		Expect(status.Pending.FluxVersion).To(Equal(newer))
+		status := expectPending(ctx, outside, older, newer)
 		pendingReason := status.Pending.Reason
 		Expect(status.Pending.Reason).To(HavePrefix(fmt.Sprintf("Flux %s expired on %s; it is replaced by %s", older, expired.UTC().Format(time.DateOnly), newer)))
 		Expect(status.ForcedMoves).To(BeEmpty())
@@ -180,4 +165,26 @@ func sourceControllerImage(ctx context.Context, h *sandbox.ShootHandle) string {
 	d := &appsv1.Deployment{}
 	Expect(get(ctx, h.Shoot.Client, d, fluxNamespace, "source-controller")).To(Succeed())
 	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+// reconcileShoots has gardenlet reconcile the shoots and waits until each succeeded.
+func reconcileShoots(ctx context.Context, shoots ...*sandbox.ShootHandle) {
+	GinkgoHelper()
+	for _, h := range shoots {
+		Expect(h.TriggerReconcile(ctx)).To(Succeed())
+		_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+// expectPending checks that the shoot still runs installed, with pending waiting for its window,
+// and returns its providerStatus.
+func expectPending(ctx context.Context, h *sandbox.ShootHandle, installed, pending string) *fluxv1alpha1.FluxStatus {
+	GinkgoHelper()
+	status, err := h.ProviderStatus(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(status.FluxVersion).To(Equal(installed), "outside its window")
+	Expect(status.Pending).NotTo(BeNil())
+	Expect(status.Pending.FluxVersion).To(Equal(pending))
+	return status
 }
