@@ -47,17 +47,7 @@ var _ = Describe("Rollout of releases nobody of the project asked for", func() {
 		delete(data, constants.ConfigMapKeyFluxVersion)
 		setProjectConfig(ctx, projectNamespace, data)
 		now := time.Now()
-		// gardener's effective window ends 15 minutes early: the shoot in its window has well
-		// over an hour left, the other's begins in six hours.
-		inWindow := createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "in", SharedControlPlane: true, MaintenanceWindow: maintenanceWindow(now.Add(-30*time.Minute), 3*time.Hour)})
-		outside := createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "out", SharedControlPlane: true, MaintenanceWindow: maintenanceWindow(now.Add(6*time.Hour), time.Hour)})
-		for _, h := range []*sandbox.ShootHandle{inWindow, outside} {
-			_, err := h.WaitSucceeded(ctx, reconcileTimeout)
-			Expect(err).NotTo(HaveOccurred())
-			status, err := h.ProviderStatus(ctx)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(status.FluxVersion).To(Equal(older))
-		}
+		inWindow, outside := windowShoots(ctx, project, now, true, older)
 		controllersBefore, err := outside.ManagedResource(ctx, constants.ManagedResourceControllers)
 		Expect(err).NotTo(HaveOccurred())
 
@@ -102,15 +92,12 @@ var _ = Describe("Rollout of releases nobody of the project asked for", func() {
 		// The project selects the older minor; only the controllers are installed.
 		setProjectConfig(ctx, projectNamespace, fluxVersionConfig(semver.MajorMinor(older)))
 		now := time.Now()
-		inWindow := createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "in", MaintenanceWindow: maintenanceWindow(now.Add(-30*time.Minute), 3*time.Hour)})
-		outside := createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "out", MaintenanceWindow: maintenanceWindow(now.Add(6*time.Hour), time.Hour)})
+		// Each with its own control plane: the source-controller image in the shoot is checked.
+		inWindow, outside := windowShoots(ctx, project, now, false, older)
 		images := map[*sandbox.ShootHandle]string{}
 		for _, h := range []*sandbox.ShootHandle{inWindow, outside} {
-			_, err := h.WaitSucceeded(ctx, reconcileTimeout)
-			Expect(err).NotTo(HaveOccurred())
 			status, err := h.ProviderStatus(ctx)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(status.FluxVersion).To(Equal(older))
 			images[h] = sourceControllerImage(ctx, h)
 			Expect(images[h]).To(Equal(status.Images["source-controller"]))
 		}
@@ -165,6 +152,24 @@ func sourceControllerImage(ctx context.Context, h *sandbox.ShootHandle) string {
 	d := &appsv1.Deployment{}
 	Expect(get(ctx, h.Shoot.Client, d, fluxNamespace, "source-controller")).To(Succeed())
 	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+// windowShoots creates two shoots of the project, one in its maintenance window at now and one
+// outside it, and waits until both succeeded with the Flux release installed. gardener's effective
+// window ends 15 minutes early: the shoot in its window has well over an hour left, the other's
+// begins in six hours.
+func windowShoots(ctx context.Context, project string, now time.Time, sharedControlPlane bool, installed string) (inWindow, outside *sandbox.ShootHandle) {
+	GinkgoHelper()
+	inWindow = createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "in", SharedControlPlane: sharedControlPlane, MaintenanceWindow: maintenanceWindow(now.Add(-30*time.Minute), 3*time.Hour)})
+	outside = createShoot(ctx, sandbox.ShootSpec{Project: project, Name: "out", SharedControlPlane: sharedControlPlane, MaintenanceWindow: maintenanceWindow(now.Add(6*time.Hour), time.Hour)})
+	for _, h := range []*sandbox.ShootHandle{inWindow, outside} {
+		_, err := h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred())
+		status, err := h.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.FluxVersion).To(Equal(installed))
+	}
+	return inWindow, outside
 }
 
 // reconcileShoots has gardenlet reconcile the shoots and waits until each succeeded.
