@@ -5,6 +5,9 @@ import (
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	gardenerhealthz "github.com/gardener/gardener/pkg/healthz"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -28,6 +31,12 @@ func SetUpManager(mgr manager.Manager, garden *rest.Config, limits config.Limits
 	}
 	if err := fluxinstall.AddToScheme(mgr.GetScheme()); err != nil {
 		return nil, fmt.Errorf("could not update manager scheme: %w", err)
+	}
+	// The shoots' monitoring objects (pkg/component/monitoring).
+	for _, add := range []func(*runtime.Scheme) error{monitoringv1.AddToScheme, monitoringv1alpha1.AddToScheme} {
+		if err := add(mgr.GetScheme()); err != nil {
+			return nil, fmt.Errorf("could not update manager scheme: %w", err)
+		}
 	}
 
 	gardenCluster, err := gardencluster.New(garden, mgr.GetLogger().WithName("garden"), int(limits.ProjectConfigMapMaxBytes))

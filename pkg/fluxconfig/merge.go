@@ -106,6 +106,16 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 		}
 	}
 
+	if s := src.Monitoring; s != nil && s.Shoot != nil {
+		if dst.Monitoring == nil {
+			dst.Monitoring = &v1alpha1.Monitoring{}
+		}
+		if dst.Monitoring.Shoot == nil {
+			dst.Monitoring.Shoot = &v1alpha1.ShootMonitoring{}
+		}
+		override(&dst.Monitoring.Shoot.Enabled, s.Shoot.Enabled)
+	}
+
 	if src.AdditionalSecretResources != nil {
 		dst.AdditionalSecretResources = src.AdditionalSecretResources
 	}

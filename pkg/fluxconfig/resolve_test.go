@@ -49,6 +49,7 @@ func controllersOnly() *flux.FluxConfig {
 			Flux:      flux.FluxBootstrap{Path: ".", Prune: true, Interval: metav1.Duration{Duration: 10 * time.Minute}},
 			ShootInfo: true,
 		},
+		Monitoring: flux.Monitoring{Shoot: flux.ShootMonitoring{Enabled: true}},
 	}
 }
 
@@ -247,11 +248,15 @@ additionalSecretResources:
 - name: app-secret
   targetName: app
   namespace: apps
+monitoring:
+  shoot:
+    enabled: false
 `}), nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(cfg).To(Equal(&flux.FluxConfig{
-				Flux:   flux.Flux{Version: "v2.8.0", Components: []string{"source-controller", "kustomize-controller", "helm-controller"}, Namespace: "gitops", Management: flux.ManagementHandover},
-				Kluctl: flux.Kluctl{Enabled: true, Version: "v2.27.0", Namespace: "kluctl"},
+				Monitoring: flux.Monitoring{Shoot: flux.ShootMonitoring{Enabled: false}},
+				Flux:       flux.Flux{Version: "v2.8.0", Components: []string{"source-controller", "kustomize-controller", "helm-controller"}, Namespace: "gitops", Management: flux.ManagementHandover},
+				Kluctl:     flux.Kluctl{Enabled: true, Version: "v2.27.0", Namespace: "kluctl"},
 				Source: &flux.Source{
 					URL:                "git@gitlab.example.com:group/repo.git",
 					Ref:                flux.GitRef{Commit: "0123456789abcdef0123456789abcdef01234567"},

@@ -72,6 +72,21 @@ type ControllerConfiguration struct {
 	// Rollout says when changes of a shoot's releases that nobody of its project asked for are
 	// installed.
 	Rollout Rollout
+	// Monitoring configures what the extension adds to Gardener's monitoring.
+	Monitoring Monitoring
+}
+
+// Monitoring configures what the extension adds to Gardener's monitoring.
+type Monitoring struct {
+	// Shoot configures the shoots' own monitoring.
+	Shoot ShootMonitoring
+}
+
+// ShootMonitoring configures the delivered controllers' part of each shoot's own monitoring.
+type ShootMonitoring struct {
+	// Enabled adds the scrape configuration, rules and dashboard to shoots whose project and owner
+	// do not turn them off.
+	Enabled bool
 }
 
 // RolloutWindow is when changes of a shoot's releases that neither its owner nor its project

@@ -89,6 +89,20 @@ type FluxConfig struct {
 	// component (KnownComponents or ComponentKluctlController). In the configuration
 	// fluxconfig.Resolve returns, the defaults are applied to the entry of every component.
 	Controllers map[string]ControllerSettings
+	// Monitoring configures the shoot's own monitoring of its GitOps.
+	Monitoring Monitoring
+}
+
+// Monitoring configures what the extension adds to Gardener's monitoring of the shoot.
+type Monitoring struct {
+	// Shoot configures the shoot's own monitoring.
+	Shoot ShootMonitoring
+}
+
+// ShootMonitoring configures the delivered controllers' part of the shoot's own monitoring.
+type ShootMonitoring struct {
+	// Enabled adds the scrape configuration, rules and dashboard of the delivered controllers.
+	Enabled bool
 }
 
 // ControllerSettings tune the Deployment of a controller; unset fields keep the rendered manifests.

@@ -80,6 +80,19 @@ func New(c client.Client, reader client.Reader, namespace string, values Values,
 	}
 }
 
+// Namespace returns the namespace of the bootstrap objects in the shoot, that of the controller
+// that applies them; false for a mode without bootstrap objects.
+func Namespace(cfg *fluxapi.FluxConfig) (string, bool) {
+	switch cfg.Bootstrap.Mode {
+	case fluxapi.BootstrapModeKluctl:
+		return cfg.Kluctl.Namespace, true
+	case fluxapi.BootstrapModeFlux:
+		return cfg.Flux.Namespace, true
+	default:
+		return "", false
+	}
+}
+
 // Data returns the brotli-compressed ManagedResource secret data for the given values.
 func Data(v Values) (map[string][]byte, error) {
 	cfg := v.Config
@@ -87,13 +100,8 @@ func Data(v Values) (map[string][]byte, error) {
 		return nil, fmt.Errorf("bootstrap needs a configured source")
 	}
 
-	var namespace string
-	switch cfg.Bootstrap.Mode {
-	case fluxapi.BootstrapModeKluctl:
-		namespace = cfg.Kluctl.Namespace
-	case fluxapi.BootstrapModeFlux:
-		namespace = cfg.Flux.Namespace
-	default:
+	namespace, ok := Namespace(cfg)
+	if !ok {
 		return nil, fmt.Errorf("bootstrap mode %q deploys no bootstrap objects", cfg.Bootstrap.Mode)
 	}
 

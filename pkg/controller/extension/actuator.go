@@ -32,6 +32,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/controllers"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/monitoring"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
@@ -42,9 +43,10 @@ import (
 )
 
 // NewActuator returns the actuator of shoot-flux Extensions. seedClient should be the manager's
-// (cached) client, gardenClient a client of the garden cluster whose cache holds the project
+// (cached) client, seedReader one that reads the seed's API server (for the few objects of kinds
+// the seed has many of, which the extension must not watch), gardenClient a client of the garden cluster whose cache holds the project
 // ConfigMaps and which fails at once while the garden is not reachable (gardencluster.Client).
-func NewActuator(seedClient client.Client, gardenClient client.Client, recorder events.EventRecorder, cfg config.ControllerConfiguration) extension.Actuator {
+func NewActuator(seedClient client.Client, seedReader client.Reader, gardenClient client.Client, recorder events.EventRecorder, cfg config.ControllerConfiguration) extension.Actuator {
 	knownHostsLimits := sshkey.KnownHostsLimits(cfg.Limits.KnownHosts())
 	if knownHostsLimits == (sshkey.KnownHostsLimits{}) {
 		// A configuration that was not defaulted (tools, tests) gets the default bounds, never none.
@@ -52,6 +54,7 @@ func NewActuator(seedClient client.Client, gardenClient client.Client, recorder 
 	}
 	return &actuator{
 		client:           seedClient,
+		reader:           seedReader,
 		garden:           gardenClient,
 		config:           cfg,
 		lifecycle:        releases.New(cfg.Rollout.Releases, manifests.SupportedVersions()),
@@ -73,6 +76,8 @@ func NewActuator(seedClient client.Client, gardenClient client.Client, recorder 
 
 type actuator struct {
 	client client.Client
+	// reader reads from the seed's API server.
+	reader client.Reader
 	garden client.Client
 	config config.ControllerConfiguration
 	// lifecycle is the operator's lifecycle of the embedded releases.
@@ -166,6 +171,10 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return fmt.Errorf("failed deploying the bootstrap objects: %w", err)
 	}
 
+	if err := a.reconcileMonitoring(ctx, ex.Namespace, cfg, in.values != nil); err != nil {
+		return err
+	}
+
 	if err := a.updateStatus(ctx, ex, status); err != nil {
 		return err
 	}
@@ -192,6 +201,11 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 	}
 	if cluster.Shoot == nil {
 		return fmt.Errorf("cluster %s has no shoot", ex.Namespace)
+	}
+
+	// The shoot owner gets no alerts about controllers that are going away.
+	if err := a.monitoring(ex.Namespace, monitoring.Values{}).Destroy(ctx); err != nil {
+		return fmt.Errorf("failed removing the shoot's monitoring: %w", err)
 	}
 
 	boot := a.bootstrap(ex.Namespace, bootstrap.Values{})
@@ -239,6 +253,9 @@ func (a *actuator) forgetShootKeys(ctx context.Context, log logr.Logger, cluster
 // ForceDelete removes the ManagedResources without waiting; gardenlet finalizes them later in the
 // force-deletion flow.
 func (a *actuator) ForceDelete(ctx context.Context, _ logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	if err := a.monitoring(ex.Namespace, monitoring.Values{}).Destroy(ctx); err != nil {
+		return err
+	}
 	if err := a.bootstrap(ex.Namespace, bootstrap.Values{}).Destroy(ctx); err != nil {
 		return err
 	}
@@ -246,8 +263,12 @@ func (a *actuator) ForceDelete(ctx context.Context, _ logr.Logger, ex *extension
 }
 
 // Migrate releases the ManagedResources without touching the shoot: the objects keep running
-// while the control plane moves to another seed.
+// while the control plane moves to another seed. The monitoring objects belong to the shoot's
+// Prometheus of this seed and go; the destination seed's reconcile creates them there.
 func (a *actuator) Migrate(ctx context.Context, _ logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	if err := a.monitoring(ex.Namespace, monitoring.Values{}).Destroy(ctx); err != nil {
+		return err
+	}
 	if err := a.bootstrap(ex.Namespace, bootstrap.Values{}).Migrate(ctx); err != nil {
 		return err
 	}

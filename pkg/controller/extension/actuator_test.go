@@ -222,7 +222,7 @@ var _ = Describe("Actuator", func() {
 	build := func(gardenObjs []client.Object, seedObjs ...client.Object) {
 		seed = newSeedClient(rec, append([]client.Object{clusterObject(theShoot), ex}, seedObjs...)...)
 		garden = fake.NewClientBuilder().WithObjects(gardenObjs...).Build()
-		act = NewActuator(seed, garden, eventRecorder, cfg).(*actuator)
+		act = NewActuator(seed, seed, garden, eventRecorder, cfg).(*actuator)
 		act.keys.Scanner = func(_ context.Context, hostPort string, _ time.Duration) ([]byte, error) {
 			scans++
 			if hostPort != "git.example.com:22" {
@@ -262,7 +262,7 @@ var _ = Describe("Actuator", func() {
 		// restart builds the actuator anew with cfg, as an extension restarted with another
 		// configuration, on the same seed and garden.
 		restart := func() {
-			act = NewActuator(seed, garden, eventRecorder, cfg).(*actuator)
+			act = NewActuator(seed, seed, garden, eventRecorder, cfg).(*actuator)
 			act.clock = now
 		}
 		controllersWrites := func() []string {
@@ -1234,7 +1234,7 @@ var _ = Describe("Actuator", func() {
 
 			By("waiting in vain while the resource manager does not apply")
 			cfg.Timeouts.ManagedResourceApplied = metav1.Duration{Duration: 50 * time.Millisecond}
-			act = NewActuator(seed, garden, eventRecorder, cfg).(*actuator)
+			act = NewActuator(seed, seed, garden, eventRecorder, cfg).(*actuator)
 			rec.noApply = true
 			setProviderConfig(`{"flux":{"management":"continuous"}}`)
 			Expect(reconcile()).To(MatchError(ContainSubstring("has not applied the ManagedResource since it was ignored")))
@@ -1269,7 +1269,7 @@ var _ = Describe("Actuator", func() {
 			mr.Finalizers = []string{"resources.gardener.cloud/gardener-resource-manager"}
 			Expect(seed.Update(ctx, mr)).To(Succeed())
 			cfg.Timeouts.Deletion = metav1.Duration{Duration: 50 * time.Millisecond}
-			act = NewActuator(seed, garden, eventRecorder, cfg).(*actuator)
+			act = NewActuator(seed, seed, garden, eventRecorder, cfg).(*actuator)
 
 			Expect(act.Delete(ctx, logr.Discard(), ex)).To(MatchError(ContainSubstring(constants.ManagedResourceControllers + " was not deleted")))
 			mr = controllersMR()

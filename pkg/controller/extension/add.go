@@ -85,7 +85,7 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		controllerOptions.NewQueue = newFairQueue(max(1, controllerOptions.MaxConcurrentReconciles), percent)
 	}
 	return extension.Add(mgr, extension.AddArgs{
-		Actuator:                  metrics.InstrumentActuator(NewActuator(mgr.GetClient(), garden.Client(), mgr.GetEventRecorder(ControllerName), opts.Config)),
+		Actuator:                  metrics.InstrumentActuator(NewActuator(mgr.GetClient(), mgr.GetAPIReader(), garden.Client(), mgr.GetEventRecorder(ControllerName), opts.Config)),
 		ControllerOptions:         controllerOptions,
 		Name:                      ControllerName,
 		FinalizerSuffix:           FinalizerSuffix,

@@ -68,7 +68,7 @@ var _ = Describe("Actuator limits", func() {
 		}
 		seed = newSeedClient(rec, clusterObject(theShoot), ex, secret("a"), secret("b"))
 		garden = fake.NewClientBuilder().WithObjects(legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})).Build()
-		act = NewActuator(seed, garden, events.NewFakeRecorder(100), cfg).(*actuator)
+		act = NewActuator(seed, seed, garden, events.NewFakeRecorder(100), cfg).(*actuator)
 	}
 
 	reconcile := func() error {

@@ -106,6 +106,37 @@ func Convert_config_Limits_To_Pointer_v1alpha1_Limits(in *config.Limits, out **L
 	return Convert_config_Limits_To_v1alpha1_Limits(in, *out, s)
 }
 
+// Convert_Pointer_v1alpha1_Monitoring_To_config_Monitoring converts an optional Monitoring.
+func Convert_Pointer_v1alpha1_Monitoring_To_config_Monitoring(in **Monitoring, out *config.Monitoring, s conversion.Scope) error {
+	if *in == nil {
+		*out = config.Monitoring{}
+		return nil
+	}
+	return Convert_v1alpha1_Monitoring_To_config_Monitoring(*in, out, s)
+}
+
+// Convert_config_Monitoring_To_Pointer_v1alpha1_Monitoring converts a Monitoring.
+func Convert_config_Monitoring_To_Pointer_v1alpha1_Monitoring(in *config.Monitoring, out **Monitoring, s conversion.Scope) error {
+	*out = &Monitoring{}
+	return Convert_config_Monitoring_To_v1alpha1_Monitoring(in, *out, s)
+}
+
+// Convert_Pointer_v1alpha1_ShootMonitoring_To_config_ShootMonitoring converts an optional
+// ShootMonitoring.
+func Convert_Pointer_v1alpha1_ShootMonitoring_To_config_ShootMonitoring(in **ShootMonitoring, out *config.ShootMonitoring, s conversion.Scope) error {
+	if *in == nil {
+		*out = config.ShootMonitoring{}
+		return nil
+	}
+	return Convert_v1alpha1_ShootMonitoring_To_config_ShootMonitoring(*in, out, s)
+}
+
+// Convert_config_ShootMonitoring_To_Pointer_v1alpha1_ShootMonitoring converts a ShootMonitoring.
+func Convert_config_ShootMonitoring_To_Pointer_v1alpha1_ShootMonitoring(in *config.ShootMonitoring, out **ShootMonitoring, s conversion.Scope) error {
+	*out = &ShootMonitoring{}
+	return Convert_config_ShootMonitoring_To_v1alpha1_ShootMonitoring(in, *out, s)
+}
+
 // Convert_Pointer_v1alpha1_Rollout_To_config_Rollout converts an optional Rollout.
 func Convert_Pointer_v1alpha1_Rollout_To_config_Rollout(in **Rollout, out *config.Rollout, s conversion.Scope) error {
 	if *in == nil {

@@ -41,6 +41,19 @@ func SetDefaults_ControllerConfiguration(obj *ControllerConfiguration) {
 	if obj.Rollout == nil {
 		obj.Rollout = &Rollout{}
 	}
+	if obj.Monitoring == nil {
+		obj.Monitoring = &Monitoring{}
+	}
+	if obj.Monitoring.Shoot == nil {
+		obj.Monitoring.Shoot = &ShootMonitoring{}
+	}
+}
+
+// SetDefaults_ShootMonitoring enables the shoots' monitoring.
+func SetDefaults_ShootMonitoring(obj *ShootMonitoring) {
+	if obj.Enabled == nil {
+		obj.Enabled = ptr.To(true)
+	}
 }
 
 // SetDefaults_Rollout sets the default rollout window.

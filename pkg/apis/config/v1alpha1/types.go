@@ -113,6 +113,26 @@ type ControllerConfiguration struct {
 	// docs/operations.md, "Limits".
 	// +optional
 	Limits *Limits `json:"limits,omitempty"`
+	// Monitoring configures what the extension adds to Gardener's monitoring.
+	// +optional
+	Monitoring *Monitoring `json:"monitoring,omitempty"`
+}
+
+// Monitoring configures what the extension adds to Gardener's monitoring.
+type Monitoring struct {
+	// Shoot configures the shoots' own monitoring (each shoot's Prometheus, Plutono and alerting).
+	// +optional
+	Shoot *ShootMonitoring `json:"shoot,omitempty"`
+}
+
+// ShootMonitoring configures the delivered controllers' part of each shoot's own monitoring.
+type ShootMonitoring struct {
+	// Enabled makes each shoot's Prometheus scrape the controllers the extension delivers into the
+	// shoot, and adds alerting and recording rules and a Plutono dashboard of the shoot's GitOps to
+	// the shoot's namespace in the seed. A project (monitoring.shoot.enabled of its ConfigMap) or a
+	// shoot owner can turn it off for their shoots. Defaults to true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // Limits bound what project admins and shoot owners can make the extension read, keep and write.

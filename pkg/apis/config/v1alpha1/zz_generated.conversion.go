@@ -55,6 +55,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*Monitoring)(nil), (*config.Monitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_Monitoring_To_config_Monitoring(a.(*Monitoring), b.(*config.Monitoring), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*config.Monitoring)(nil), (*Monitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_Monitoring_To_v1alpha1_Monitoring(a.(*config.Monitoring), b.(*Monitoring), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*ReleaseLifecycle)(nil), (*config.ReleaseLifecycle)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_ReleaseLifecycle_To_config_ReleaseLifecycle(a.(*ReleaseLifecycle), b.(*config.ReleaseLifecycle), scope)
 	}); err != nil {
@@ -95,6 +105,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*ShootMonitoring)(nil), (*config.ShootMonitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ShootMonitoring_To_config_ShootMonitoring(a.(*ShootMonitoring), b.(*config.ShootMonitoring), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*config.ShootMonitoring)(nil), (*ShootMonitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_ShootMonitoring_To_v1alpha1_ShootMonitoring(a.(*config.ShootMonitoring), b.(*ShootMonitoring), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*Timeouts)(nil), (*config.Timeouts)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_Timeouts_To_config_Timeouts(a.(*Timeouts), b.(*config.Timeouts), scope)
 	}); err != nil {
@@ -125,6 +145,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddConversionFunc((**Monitoring)(nil), (*config.Monitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_Pointer_v1alpha1_Monitoring_To_config_Monitoring(a.(**Monitoring), b.(*config.Monitoring), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((**ReleaseClassification)(nil), (*config.ReleaseClassification)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_Pointer_v1alpha1_ReleaseClassification_To_config_ReleaseClassification(a.(**ReleaseClassification), b.(*config.ReleaseClassification), scope)
 	}); err != nil {
@@ -147,6 +172,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddConversionFunc((**SSHKeyConfig)(nil), (*config.SSHKeyConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_Pointer_v1alpha1_SSHKeyConfig_To_config_SSHKeyConfig(a.(**SSHKeyConfig), b.(*config.SSHKeyConfig), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((**ShootMonitoring)(nil), (*config.ShootMonitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_Pointer_v1alpha1_ShootMonitoring_To_config_ShootMonitoring(a.(**ShootMonitoring), b.(*config.ShootMonitoring), scope)
 	}); err != nil {
 		return err
 	}
@@ -175,6 +205,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddConversionFunc((*config.Monitoring)(nil), (**Monitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_Monitoring_To_Pointer_v1alpha1_Monitoring(a.(*config.Monitoring), b.(**Monitoring), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((*config.ReleaseClassification)(nil), (**ReleaseClassification)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_config_ReleaseClassification_To_Pointer_v1alpha1_ReleaseClassification(a.(*config.ReleaseClassification), b.(**ReleaseClassification), scope)
 	}); err != nil {
@@ -197,6 +232,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddConversionFunc((*config.SSHKeyConfig)(nil), (**SSHKeyConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_config_SSHKeyConfig_To_Pointer_v1alpha1_SSHKeyConfig(a.(*config.SSHKeyConfig), b.(**SSHKeyConfig), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*config.ShootMonitoring)(nil), (**ShootMonitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_ShootMonitoring_To_Pointer_v1alpha1_ShootMonitoring(a.(*config.ShootMonitoring), b.(**ShootMonitoring), scope)
 	}); err != nil {
 		return err
 	}
@@ -244,6 +284,9 @@ func autoConvert_v1alpha1_ControllerConfiguration_To_config_ControllerConfigurat
 	if err := Convert_Pointer_v1alpha1_Limits_To_config_Limits(&in.Limits, &out.Limits, s); err != nil {
 		return err
 	}
+	if err := Convert_Pointer_v1alpha1_Monitoring_To_config_Monitoring(&in.Monitoring, &out.Monitoring, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -286,6 +329,9 @@ func autoConvert_config_ControllerConfiguration_To_v1alpha1_ControllerConfigurat
 		return err
 	}
 	if err := Convert_config_Rollout_To_Pointer_v1alpha1_Rollout(&in.Rollout, &out.Rollout, s); err != nil {
+		return err
+	}
+	if err := Convert_config_Monitoring_To_Pointer_v1alpha1_Monitoring(&in.Monitoring, &out.Monitoring, s); err != nil {
 		return err
 	}
 	return nil
@@ -412,6 +458,30 @@ func autoConvert_config_Limits_To_v1alpha1_Limits(in *config.Limits, out *Limits
 // Convert_config_Limits_To_v1alpha1_Limits is an autogenerated conversion function.
 func Convert_config_Limits_To_v1alpha1_Limits(in *config.Limits, out *Limits, s conversion.Scope) error {
 	return autoConvert_config_Limits_To_v1alpha1_Limits(in, out, s)
+}
+
+func autoConvert_v1alpha1_Monitoring_To_config_Monitoring(in *Monitoring, out *config.Monitoring, s conversion.Scope) error {
+	if err := Convert_Pointer_v1alpha1_ShootMonitoring_To_config_ShootMonitoring(&in.Shoot, &out.Shoot, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_Monitoring_To_config_Monitoring is an autogenerated conversion function.
+func Convert_v1alpha1_Monitoring_To_config_Monitoring(in *Monitoring, out *config.Monitoring, s conversion.Scope) error {
+	return autoConvert_v1alpha1_Monitoring_To_config_Monitoring(in, out, s)
+}
+
+func autoConvert_config_Monitoring_To_v1alpha1_Monitoring(in *config.Monitoring, out *Monitoring, s conversion.Scope) error {
+	if err := Convert_config_ShootMonitoring_To_Pointer_v1alpha1_ShootMonitoring(&in.Shoot, &out.Shoot, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_config_Monitoring_To_v1alpha1_Monitoring is an autogenerated conversion function.
+func Convert_config_Monitoring_To_v1alpha1_Monitoring(in *config.Monitoring, out *Monitoring, s conversion.Scope) error {
+	return autoConvert_config_Monitoring_To_v1alpha1_Monitoring(in, out, s)
 }
 
 func autoConvert_v1alpha1_ReleaseLifecycle_To_config_ReleaseLifecycle(in *ReleaseLifecycle, out *config.ReleaseLifecycle, s conversion.Scope) error {
@@ -562,6 +632,30 @@ func autoConvert_config_SSHKeyConfig_To_v1alpha1_SSHKeyConfig(in *config.SSHKeyC
 // Convert_config_SSHKeyConfig_To_v1alpha1_SSHKeyConfig is an autogenerated conversion function.
 func Convert_config_SSHKeyConfig_To_v1alpha1_SSHKeyConfig(in *config.SSHKeyConfig, out *SSHKeyConfig, s conversion.Scope) error {
 	return autoConvert_config_SSHKeyConfig_To_v1alpha1_SSHKeyConfig(in, out, s)
+}
+
+func autoConvert_v1alpha1_ShootMonitoring_To_config_ShootMonitoring(in *ShootMonitoring, out *config.ShootMonitoring, s conversion.Scope) error {
+	if err := v1.Convert_Pointer_bool_To_bool(&in.Enabled, &out.Enabled, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_ShootMonitoring_To_config_ShootMonitoring is an autogenerated conversion function.
+func Convert_v1alpha1_ShootMonitoring_To_config_ShootMonitoring(in *ShootMonitoring, out *config.ShootMonitoring, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ShootMonitoring_To_config_ShootMonitoring(in, out, s)
+}
+
+func autoConvert_config_ShootMonitoring_To_v1alpha1_ShootMonitoring(in *config.ShootMonitoring, out *ShootMonitoring, s conversion.Scope) error {
+	if err := v1.Convert_bool_To_Pointer_bool(&in.Enabled, &out.Enabled, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_config_ShootMonitoring_To_v1alpha1_ShootMonitoring is an autogenerated conversion function.
+func Convert_config_ShootMonitoring_To_v1alpha1_ShootMonitoring(in *config.ShootMonitoring, out *ShootMonitoring, s conversion.Scope) error {
+	return autoConvert_config_ShootMonitoring_To_v1alpha1_ShootMonitoring(in, out, s)
 }
 
 func autoConvert_v1alpha1_Timeouts_To_config_Timeouts(in *Timeouts, out *config.Timeouts, s conversion.Scope) error {

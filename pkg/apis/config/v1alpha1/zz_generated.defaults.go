@@ -43,4 +43,9 @@ func SetObjectDefaults_ControllerConfiguration(in *ControllerConfiguration) {
 	if in.Limits != nil {
 		SetDefaults_Limits(in.Limits)
 	}
+	if in.Monitoring != nil {
+		if in.Monitoring.Shoot != nil {
+			SetDefaults_ShootMonitoring(in.Monitoring.Shoot)
+		}
+	}
 }

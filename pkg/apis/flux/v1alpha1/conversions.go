@@ -40,6 +40,38 @@ func Convert_flux_Kluctl_To_Pointer_v1alpha1_Kluctl(in *flux.Kluctl, out **Kluct
 	return Convert_flux_Kluctl_To_v1alpha1_Kluctl(in, *out, s)
 }
 
+// Convert_Pointer_v1alpha1_Monitoring_To_flux_Monitoring converts an optional Monitoring section.
+func Convert_Pointer_v1alpha1_Monitoring_To_flux_Monitoring(in **Monitoring, out *flux.Monitoring, s conversion.Scope) error {
+	if *in == nil {
+		*out = flux.Monitoring{}
+		return nil
+	}
+	return Convert_v1alpha1_Monitoring_To_flux_Monitoring(*in, out, s)
+}
+
+// Convert_flux_Monitoring_To_Pointer_v1alpha1_Monitoring converts a Monitoring section.
+func Convert_flux_Monitoring_To_Pointer_v1alpha1_Monitoring(in *flux.Monitoring, out **Monitoring, s conversion.Scope) error {
+	*out = &Monitoring{}
+	return Convert_flux_Monitoring_To_v1alpha1_Monitoring(in, *out, s)
+}
+
+// Convert_Pointer_v1alpha1_ShootMonitoring_To_flux_ShootMonitoring converts an optional
+// ShootMonitoring section.
+func Convert_Pointer_v1alpha1_ShootMonitoring_To_flux_ShootMonitoring(in **ShootMonitoring, out *flux.ShootMonitoring, s conversion.Scope) error {
+	if *in == nil {
+		*out = flux.ShootMonitoring{}
+		return nil
+	}
+	return Convert_v1alpha1_ShootMonitoring_To_flux_ShootMonitoring(*in, out, s)
+}
+
+// Convert_flux_ShootMonitoring_To_Pointer_v1alpha1_ShootMonitoring converts a ShootMonitoring
+// section.
+func Convert_flux_ShootMonitoring_To_Pointer_v1alpha1_ShootMonitoring(in *flux.ShootMonitoring, out **ShootMonitoring, s conversion.Scope) error {
+	*out = &ShootMonitoring{}
+	return Convert_flux_ShootMonitoring_To_v1alpha1_ShootMonitoring(in, *out, s)
+}
+
 // Convert_Pointer_v1alpha1_GitRef_To_flux_GitRef converts an optional GitRef.
 func Convert_Pointer_v1alpha1_GitRef_To_flux_GitRef(in **GitRef, out *flux.GitRef, s conversion.Scope) error {
 	if *in == nil {

@@ -32,6 +32,12 @@ func SetDefaults_FluxConfig(obj *FluxConfig) {
 	if obj.Bootstrap.Flux == nil {
 		obj.Bootstrap.Flux = &FluxBootstrap{}
 	}
+	if obj.Monitoring == nil {
+		obj.Monitoring = &Monitoring{}
+	}
+	if obj.Monitoring.Shoot == nil {
+		obj.Monitoring.Shoot = &ShootMonitoring{}
+	}
 
 	// The nested defaulters run after this function, so the values they would set are looked up
 	// with the same fallbacks here.
@@ -162,5 +168,13 @@ func SetDefaults_FluxBootstrap(obj *FluxBootstrap) {
 	}
 	if obj.Interval == nil {
 		obj.Interval = &metav1.Duration{Duration: defaultFluxInterval}
+	}
+}
+
+// SetDefaults_ShootMonitoring enables the shoot's monitoring unless a configuration layer turns it
+// off.
+func SetDefaults_ShootMonitoring(obj *ShootMonitoring) {
+	if obj.Enabled == nil {
+		obj.Enabled = ptr.To(true)
 	}
 }

@@ -94,6 +94,9 @@ type FluxConfig struct {
 	// credentials the deployed applications need. A later configuration layer replaces the list.
 	// +optional
 	AdditionalSecretResources []AdditionalSecretResource `json:"additionalSecretResources,omitempty"`
+	// Monitoring configures the shoot's own monitoring of its GitOps.
+	// +optional
+	Monitoring *Monitoring `json:"monitoring,omitempty"`
 	// Controllers tune the Deployments of the controllers in the shoot. The key "defaults" applies
 	// to every controller; a component's key (source-controller, kustomize-controller,
 	// helm-controller, notification-controller, kluctl-controller) applies to that controller and
@@ -101,6 +104,23 @@ type FluxConfig struct {
 	// project ConfigMap, the providerConfig) are merged per key and field first.
 	// +optional
 	Controllers map[string]ControllerSettings `json:"controllers,omitempty"`
+}
+
+// Monitoring configures what the extension adds to Gardener's monitoring of the shoot.
+type Monitoring struct {
+	// Shoot configures the shoot's own monitoring (its Prometheus, Plutono and alerting).
+	// +optional
+	Shoot *ShootMonitoring `json:"shoot,omitempty"`
+}
+
+// ShootMonitoring configures the delivered controllers' part of the shoot's own monitoring.
+type ShootMonitoring struct {
+	// Enabled makes the shoot's Prometheus scrape the delivered controllers and adds alerting and
+	// recording rules and a Plutono dashboard of the shoot's GitOps. Defaults to true; it takes
+	// effect only if the operator's configuration enables it too (monitoring.shoot.enabled of the
+	// extension).
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // ControllerSettings tune the Deployment of a controller. Unset fields keep what the extension

@@ -139,6 +139,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*Monitoring)(nil), (*flux.Monitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_Monitoring_To_flux_Monitoring(a.(*Monitoring), b.(*flux.Monitoring), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*flux.Monitoring)(nil), (*Monitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_flux_Monitoring_To_v1alpha1_Monitoring(a.(*flux.Monitoring), b.(*Monitoring), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*OCIRef)(nil), (*flux.OCIRef)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_OCIRef_To_flux_OCIRef(a.(*OCIRef), b.(*flux.OCIRef), scope)
 	}); err != nil {
@@ -171,6 +181,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*flux.RequestedVersions)(nil), (*RequestedVersions)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_flux_RequestedVersions_To_v1alpha1_RequestedVersions(a.(*flux.RequestedVersions), b.(*RequestedVersions), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ShootMonitoring)(nil), (*flux.ShootMonitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ShootMonitoring_To_flux_ShootMonitoring(a.(*ShootMonitoring), b.(*flux.ShootMonitoring), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*flux.ShootMonitoring)(nil), (*ShootMonitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_flux_ShootMonitoring_To_v1alpha1_ShootMonitoring(a.(*flux.ShootMonitoring), b.(*ShootMonitoring), scope)
 	}); err != nil {
 		return err
 	}
@@ -224,6 +244,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddConversionFunc((**Monitoring)(nil), (*flux.Monitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_Pointer_v1alpha1_Monitoring_To_flux_Monitoring(a.(**Monitoring), b.(*flux.Monitoring), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((**OCIRef)(nil), (*flux.OCIRef)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_Pointer_v1alpha1_OCIRef_To_flux_OCIRef(a.(**OCIRef), b.(*flux.OCIRef), scope)
 	}); err != nil {
@@ -231,6 +256,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddConversionFunc((**RepositoryType)(nil), (*flux.RepositoryType)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_Pointer_v1alpha1_RepositoryType_To_flux_RepositoryType(a.(**RepositoryType), b.(*flux.RepositoryType), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((**ShootMonitoring)(nil), (*flux.ShootMonitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_Pointer_v1alpha1_ShootMonitoring_To_flux_ShootMonitoring(a.(**ShootMonitoring), b.(*flux.ShootMonitoring), scope)
 	}); err != nil {
 		return err
 	}
@@ -279,6 +309,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddConversionFunc((*flux.Monitoring)(nil), (**Monitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_flux_Monitoring_To_Pointer_v1alpha1_Monitoring(a.(*flux.Monitoring), b.(**Monitoring), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((*flux.OCIRef)(nil), (**OCIRef)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_flux_OCIRef_To_Pointer_v1alpha1_OCIRef(a.(*flux.OCIRef), b.(**OCIRef), scope)
 	}); err != nil {
@@ -291,6 +326,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddConversionFunc((*flux.RepositoryType)(nil), (**RepositoryType)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_flux_RepositoryType_To_Pointer_v1alpha1_RepositoryType(a.(*flux.RepositoryType), b.(**RepositoryType), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*flux.ShootMonitoring)(nil), (**ShootMonitoring)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_flux_ShootMonitoring_To_Pointer_v1alpha1_ShootMonitoring(a.(*flux.ShootMonitoring), b.(**ShootMonitoring), scope)
 	}); err != nil {
 		return err
 	}
@@ -533,6 +573,9 @@ func autoConvert_v1alpha1_FluxConfig_To_flux_FluxConfig(in *FluxConfig, out *flu
 	} else {
 		out.AdditionalSecretResources = nil
 	}
+	if err := Convert_Pointer_v1alpha1_Monitoring_To_flux_Monitoring(&in.Monitoring, &out.Monitoring, s); err != nil {
+		return err
+	}
 	if in.Controllers != nil {
 		in, out := &in.Controllers, &out.Controllers
 		*out = make(map[string]flux.ControllerSettings, len(*in))
@@ -596,6 +639,9 @@ func autoConvert_flux_FluxConfig_To_v1alpha1_FluxConfig(in *flux.FluxConfig, out
 		}
 	} else {
 		out.Controllers = nil
+	}
+	if err := Convert_flux_Monitoring_To_Pointer_v1alpha1_Monitoring(&in.Monitoring, &out.Monitoring, s); err != nil {
+		return err
 	}
 	return nil
 }
@@ -824,6 +870,30 @@ func Convert_flux_KluctlBootstrap_To_v1alpha1_KluctlBootstrap(in *flux.KluctlBoo
 	return autoConvert_flux_KluctlBootstrap_To_v1alpha1_KluctlBootstrap(in, out, s)
 }
 
+func autoConvert_v1alpha1_Monitoring_To_flux_Monitoring(in *Monitoring, out *flux.Monitoring, s conversion.Scope) error {
+	if err := Convert_Pointer_v1alpha1_ShootMonitoring_To_flux_ShootMonitoring(&in.Shoot, &out.Shoot, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_Monitoring_To_flux_Monitoring is an autogenerated conversion function.
+func Convert_v1alpha1_Monitoring_To_flux_Monitoring(in *Monitoring, out *flux.Monitoring, s conversion.Scope) error {
+	return autoConvert_v1alpha1_Monitoring_To_flux_Monitoring(in, out, s)
+}
+
+func autoConvert_flux_Monitoring_To_v1alpha1_Monitoring(in *flux.Monitoring, out *Monitoring, s conversion.Scope) error {
+	if err := Convert_flux_ShootMonitoring_To_Pointer_v1alpha1_ShootMonitoring(&in.Shoot, &out.Shoot, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_flux_Monitoring_To_v1alpha1_Monitoring is an autogenerated conversion function.
+func Convert_flux_Monitoring_To_v1alpha1_Monitoring(in *flux.Monitoring, out *Monitoring, s conversion.Scope) error {
+	return autoConvert_flux_Monitoring_To_v1alpha1_Monitoring(in, out, s)
+}
+
 func autoConvert_v1alpha1_OCIRef_To_flux_OCIRef(in *OCIRef, out *flux.OCIRef, s conversion.Scope) error {
 	if err := v1.Convert_Pointer_string_To_string(&in.Tag, &out.Tag, s); err != nil {
 		return err
@@ -937,6 +1007,30 @@ func autoConvert_flux_RequestedVersions_To_v1alpha1_RequestedVersions(in *flux.R
 // Convert_flux_RequestedVersions_To_v1alpha1_RequestedVersions is an autogenerated conversion function.
 func Convert_flux_RequestedVersions_To_v1alpha1_RequestedVersions(in *flux.RequestedVersions, out *RequestedVersions, s conversion.Scope) error {
 	return autoConvert_flux_RequestedVersions_To_v1alpha1_RequestedVersions(in, out, s)
+}
+
+func autoConvert_v1alpha1_ShootMonitoring_To_flux_ShootMonitoring(in *ShootMonitoring, out *flux.ShootMonitoring, s conversion.Scope) error {
+	if err := v1.Convert_Pointer_bool_To_bool(&in.Enabled, &out.Enabled, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_ShootMonitoring_To_flux_ShootMonitoring is an autogenerated conversion function.
+func Convert_v1alpha1_ShootMonitoring_To_flux_ShootMonitoring(in *ShootMonitoring, out *flux.ShootMonitoring, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ShootMonitoring_To_flux_ShootMonitoring(in, out, s)
+}
+
+func autoConvert_flux_ShootMonitoring_To_v1alpha1_ShootMonitoring(in *flux.ShootMonitoring, out *ShootMonitoring, s conversion.Scope) error {
+	if err := v1.Convert_bool_To_Pointer_bool(&in.Enabled, &out.Enabled, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_flux_ShootMonitoring_To_v1alpha1_ShootMonitoring is an autogenerated conversion function.
+func Convert_flux_ShootMonitoring_To_v1alpha1_ShootMonitoring(in *flux.ShootMonitoring, out *ShootMonitoring, s conversion.Scope) error {
+	return autoConvert_flux_ShootMonitoring_To_v1alpha1_ShootMonitoring(in, out, s)
 }
 
 func autoConvert_v1alpha1_Source_To_flux_Source(in *Source, out *flux.Source, s conversion.Scope) error {

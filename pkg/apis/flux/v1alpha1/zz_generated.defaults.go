@@ -42,4 +42,9 @@ func SetObjectDefaults_FluxConfig(in *FluxConfig) {
 			SetDefaults_FluxBootstrap(in.Bootstrap.Flux)
 		}
 	}
+	if in.Monitoring != nil {
+		if in.Monitoring.Shoot != nil {
+			SetDefaults_ShootMonitoring(in.Monitoring.Shoot)
+		}
+	}
 }
