@@ -92,6 +92,7 @@ func customValues() map[string]any {
 			"registry":             "registry.example.com/mirror",
 			"hostPolicy":           map[string]any{"allowedNetworks": []any{"10.20.0.0/16"}, "allowedPorts": []any{"22", "7999-8000"}},
 			"rollout":              map[string]any{"window": "immediate"},
+			"monitoring":           map[string]any{"shoot": map[string]any{"enabled": false}},
 			"timeouts": map[string]any{
 				"managedResourceApplied": "3m",
 				"deletion":               "10m",
@@ -364,6 +365,8 @@ var _ = Describe("extension chart", func() {
 				rbacv1.PolicyRule{APIGroups: []string{"resources.gardener.cloud"}, Resources: []string{"managedresources"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "patch", "delete"}},
 				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
+				rbacv1.PolicyRule{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"scrapeconfigs", "prometheusrules"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update", "delete"}},
 				rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list", "watch"}},
 				rbacv1.PolicyRule{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			))
@@ -504,6 +507,7 @@ var _ = Describe("extension chart", func() {
 				HealthCheckConfig:   &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},
 				HostPolicy:          config.HostPolicy{AllowedNetworks: []string{"10.20.0.0/16"}, AllowedPorts: []string{"22", "7999-8000"}},
 				Rollout:             config.Rollout{Window: config.RolloutWindowImmediate},
+				Monitoring:          config.Monitoring{Shoot: config.ShootMonitoring{Enabled: false}},
 				ImagePullSecretFile: "/etc/shoot-flux-image-pull/.dockerconfigjson",
 				Limits:              limits,
 				Controllers: map[string]fluxv1alpha1.ControllerSettings{

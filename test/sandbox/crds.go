@@ -16,11 +16,14 @@ import (
 
 const gardenerModule = "github.com/gardener/gardener"
 
-// seedCRDFiles are the gardener CRDs a seed needs for shoot extensions.
+// seedCRDFiles are the gardener CRDs a seed needs for shoot extensions, and the prometheus-operator
+// CRDs of the shoots' monitoring objects, which gardenlet installs in every seed.
 var seedCRDFiles = []string{
 	"10-crd-extensions.gardener.cloud_clusters.yaml",
 	"10-crd-extensions.gardener.cloud_extensions.yaml",
 	"10-crd-resources.gardener.cloud_managedresources.yaml",
+	"10-crd-monitoring.coreos.com_prometheusrules.yaml",
+	"10-crd-monitoring.coreos.com_scrapeconfigs.yaml",
 }
 
 // seedCRDPaths returns the gardener CRD files from the gardener module the binary was built with,
@@ -44,11 +47,10 @@ func seedCRDPaths() ([]string, error) {
 // landscapeSeedCRDPatterns are the further CRDs of a seed that the extension's chart and gardenlet
 // need when the extension is installed as in a landscape (Options.Deployed): gardenlet's
 // ControllerInstallation "required" controller watches every extension kind, and the chart
-// deploys a VerticalPodAutoscaler and a PrometheusRule, which a seed's VPA and monitoring serve.
+// deploys a VerticalPodAutoscaler, which a seed's VPA serves.
 var landscapeSeedCRDPatterns = []string{
 	"10-crd-extensions.gardener.cloud_*.yaml",
 	"10-crd-autoscaling.k8s.io_verticalpodautoscalers.yaml",
-	"10-crd-monitoring.coreos.com_prometheusrules.yaml",
 }
 
 // landscapeSeedCRDPaths returns seedCRDPaths and the CRDs of landscapeSeedCRDPatterns.

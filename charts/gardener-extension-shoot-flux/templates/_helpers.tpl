@@ -110,6 +110,11 @@ healthCheckConfig:
 limits:
 {{ toYaml . | indent 2 }}
 {{- end }}
+{{- if not (dig "monitoring" "shoot" "enabled" true $c) }}
+monitoring:
+  shoot:
+    enabled: false
+{{- end }}
 {{- end -}}
 
 {{- define "image-pull-secret.dir" -}}

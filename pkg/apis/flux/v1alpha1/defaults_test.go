@@ -44,6 +44,7 @@ var _ = Describe("Defaults", func() {
 				},
 				ShootInfo: ptr.To(true),
 			},
+			Monitoring: &Monitoring{Shoot: &ShootMonitoring{Enabled: ptr.To(true)}},
 		}))
 	})
 
@@ -122,6 +123,7 @@ var _ = Describe("Defaults", func() {
 				Flux:      &FluxBootstrap{Prune: ptr.To(false), Interval: &metav1.Duration{Duration: time.Hour}},
 				ShootInfo: ptr.To(false),
 			},
+			Monitoring: &Monitoring{Shoot: &ShootMonitoring{Enabled: ptr.To(false)}},
 		}
 		want := obj.DeepCopy()
 		want.Flux.Components = []string{ComponentSourceController}
