@@ -36,24 +36,47 @@ type codeBlock struct {
 // inlineCode matches a code span; docs never nest backticks.
 var inlineCode = regexp.MustCompile("`([^`]+)`")
 
-// documents returns the hand-written documentation: docs/*.md (not the generated API reference)
-// and the README.
+// documents returns the hand-written documentation: every markdown file below docs/ (not the
+// generated API reference in docs/api-reference) and the README.
 func documents() []document {
 	GinkgoHelper()
-	paths, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
-	Expect(err).NotTo(HaveOccurred())
-	paths = append(paths, filepath.Join(repoRoot, "README.md"))
+	paths := docPaths()
 	Expect(len(paths)).To(BeNumerically(">", 5))
 
 	var docs []document
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := os.ReadFile(filepath.Join(repoRoot, p))
 		Expect(err).NotTo(HaveOccurred())
-		rel, err := filepath.Rel(repoRoot, p)
-		Expect(err).NotTo(HaveOccurred())
-		docs = append(docs, parseDocument(rel, string(data)))
+		docs = append(docs, parseDocument(p, string(data)))
 	}
 	return docs
+}
+
+// generatedDocs is the directory of the generated API reference.
+const generatedDocs = "docs/api-reference"
+
+// docPaths returns the paths, relative to the repository root, of the hand-written docs and the
+// README.
+func docPaths() []string {
+	GinkgoHelper()
+	var paths []string
+	Expect(filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(repoRoot, path)
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && rel == generatedDocs {
+			return filepath.SkipDir
+		}
+		if !e.IsDir() && strings.HasSuffix(path, ".md") {
+			paths = append(paths, rel)
+		}
+		return nil
+	})).To(Succeed())
+	return append(paths, "README.md")
 }
 
 func parseDocument(path, text string) document {
