@@ -62,7 +62,7 @@ fi
 
 if [ ! -f "$garden_kubeconfig" ]; then
   echo "$garden_kubeconfig does not exist: set GARDEN_KUBECONFIG to a kubeconfig of the garden with the extension's garden identity" \
-    "(docs/development.md#debugging-against-a-real-seed), or run make sandbox-up for the sandbox." >&2
+    "(docs/development/debugging.md), or run make sandbox-up for the sandbox." >&2
   exit 1
 fi
 

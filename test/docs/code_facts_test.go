@@ -420,10 +420,10 @@ var _ = Describe("the checks against the code", func() {
 		Expect(unknownSecrets([]document{usage}, secretConstants())).To(ConsistOf("docs/usage.md:4: Secret shoot-flux-oci-credential"))
 
 		Expect(brokenSectionRefs(map[string]string{
-			"charts/x/values.yaml": "# see docs/usage.md#controller-settings and docs/usage.md,\n  # \"Controller settings\", docs/usage.md#controllers",
+			"charts/x/values.yaml": "# see docs/usage/configuration.md#controller-settings and docs/usage/configuration.md,\n  # \"Controller settings\", docs/usage/configuration.md#controllers",
 		})).To(ConsistOf(
-			"charts/x/values.yaml: docs/usage.md#controller-settings (no heading)",
-			`charts/x/values.yaml: docs/usage.md "Controller settings" (no heading)`,
+			"charts/x/values.yaml: docs/usage/configuration.md#controller-settings (no heading)",
+			`charts/x/values.yaml: docs/usage/configuration.md "Controller settings" (no heading)`,
 		))
 
 		quoted := []quotedDefault{
@@ -441,7 +441,7 @@ var _ = Describe("the checks against the code", func() {
 			"`shoot-flux-sops` and `shoot-flux-image-pull`, are reserved. The Secret `shoot-flux-deploy-keys`.\n")
 		Expect(reservedInDocs(usage)).To(ConsistOf(constants.ReservedSecretNames))
 		Expect(unknownSecrets([]document{usage}, secretConstants())).To(BeEmpty())
-		Expect(brokenSectionRefs(map[string]string{"example/x.yaml": "# see docs/usage.md#controllers and\n# docs/usage.md, \"Precedence\""})).To(BeEmpty())
+		Expect(brokenSectionRefs(map[string]string{"example/x.yaml": "# see docs/usage/configuration.md#controllers and\n# docs/usage/configuration.md, \"Precedence\""})).To(BeEmpty())
 		Expect(wrongDefaults(map[string]string{"docs/x.md": "the timeout (2 minutes by default), every 10s, `5m`"}, []quotedDefault{
 			{"docs/x.md", `timeout \((\d+ \w+) by default\), every (\w+), ` + "`(\\w+)`", []time.Duration{2 * time.Minute, 10 * time.Second, 5 * time.Minute}},
 		})).To(BeEmpty())
@@ -449,12 +449,12 @@ var _ = Describe("the checks against the code", func() {
 })
 
 var _ = Describe("memory figures in the docs", func() {
-	It("quote the bench's 500-shoot RSS that the hostile-tenant specs compare against", func() {
-		data, err := os.ReadFile(filepath.Join(repoRoot, "docs/operations.md"))
+	It("give the bench's 500-shoot RSS that the hostile-tenant specs compare against", func() {
+		data, err := os.ReadFile(filepath.Join(repoRoot, figuresDoc))
 		Expect(err).NotTo(HaveOccurred())
-		m := regexp.MustCompile(`(\d+)–(\d+) MiB RSS with 500\s+shoots`).FindStringSubmatch(string(data))
-		Expect(m).NotTo(BeNil(), "docs/operations.md no longer quotes the RSS with 500 shoots: update test/docs")
-		Expect(m[2]).To(Equal(strconv.Itoa(sandbox.BenchRSS500Shoots>>20)), "docs/operations.md and sandbox.BenchRSS500Shoots differ")
+		m := regexp.MustCompile("\\| extension RSS at 500 shoots, `-mark-applied` \\| (\\d+)–(\\d+) MiB \\|").FindStringSubmatch(string(data))
+		Expect(m).NotTo(BeNil(), "%s no longer gives the RSS with 500 shoots: update test/docs", figuresDoc)
+		Expect(m[2]).To(Equal(strconv.Itoa(sandbox.BenchRSS500Shoots>>20)), "%s and sandbox.BenchRSS500Shoots differ", figuresDoc)
 	})
 })
 

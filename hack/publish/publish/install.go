@@ -38,7 +38,7 @@ const (
 )
 
 // RegistrationFile is the ControllerDeployment and ControllerRegistration written into --output,
-// the file docs/installation.md applies to gardens without gardener-operator.
+// the file docs/operations/installation.md applies to gardens without gardener-operator.
 const RegistrationFile = "controller-registration.yaml"
 
 // writeInstall writes the ControllerDeployment and ControllerRegistration and the values of the
