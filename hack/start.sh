@@ -75,6 +75,10 @@ else
   # gardenlet reads is in the extension's namespace, and one in the seed's garden namespace would
   # be left behind.
   args=(--ignore-operation-annotation=false --disable-controllers=heartbeat)
+  # The health check reaches a shoot with the kubeconfig gardenlet keeps in the shoot's namespace:
+  # gardener's library prefers gardener-internal, whose API server address only resolves inside the
+  # seed. external makes it take the Secret gardener, with the address reachable from outside.
+  export GARDENER_SHOOT_CLIENT="${GARDENER_SHOOT_CLIENT:-external}"
 fi
 args+=(
   --leader-election=false
