@@ -317,6 +317,7 @@ func quotedDefaults() []quotedDefault {
 		{"docs/usage/configuration.md", "\\| `interval` \\| duration \\| `(\\w+)` \\| Interval of the `GitRepository`", []time.Duration{fluxInterval}},
 		{"docs/usage/quick-start.md", "fetches and applies every `(\\w+)` \\(`bootstrap.flux.interval`\\)", []time.Duration{fluxInterval}},
 		{"docs/usage/deploy-keys.md", "mode `kluctl`: `(\\w+)` by default, mode\\s+`flux`: `(\\w+)`", []time.Duration{kluctlInterval, fluxInterval}},
+		{"docs/development/architecture.md", "\\| default interval \\| `(\\w+)` \\(`bootstrap.kluctl.interval`\\) \\| `(\\w+)` \\(`bootstrap.flux.interval`", []time.Duration{kluctlInterval, fluxInterval}},
 	}
 }
 
