@@ -85,8 +85,8 @@ func eachText(docs []document, fn func(where, text string)) {
 }
 
 // eachCommand calls fn with every code span and every code block line of the docs that may be a
-// command, with where it is; a span after another program's possessive (`the controller's `make
-// manifests``) is that program's.
+// command, with where it is; a span after another program's possessive (the controller's make
+// manifests) is that program's.
 func eachCommand(docs []document, fn func(where, text string)) {
 	for _, d := range docs {
 		for _, s := range d.codeSpans() {
