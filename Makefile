@@ -7,7 +7,7 @@ ADMISSION_NAME := $(EXTENSION_NAME)-admission
 # VERSION is the only place the release is written: the image tags, the charts' version and
 # appVersion (hack/update-chart-versions.sh) and the OCI refs of the examples derive from it.
 # Images go to $(REGISTRY)/extensions, charts to $(REGISTRY)/charts/extensions (see
-# docs/development.md#publishing); the charts' default image repository is this default.
+# docs/development/getting-started.md#publishing); the charts' default image repository is this default.
 REGISTRY       ?= europe-docker.pkg.dev/gardener-project/public
 DEFAULT_REGISTRY := europe-docker.pkg.dev/gardener-project/public
 IMAGE_REPOSITORY := $(REGISTRY)/extensions
@@ -106,7 +106,7 @@ push: docker-push chart-push
 # go-containerregistry and helm's library): the binaries built for PLATFORM and added to
 # BASE_IMAGE (the Dockerfile's base; "scratch" for none), the charts pointed to the pushed images.
 # It then writes a ControllerRegistration/ControllerDeployment and an operator Extension that name
-# exactly what it pushed, by digest, into INSTALL_DIR (see docs/installation.md). Credentials come
+# exactly what it pushed, by digest, into INSTALL_DIR (see docs/operations/installation.md). Credentials come
 # from the Docker config ($$DOCKER_CONFIG/config.json). CHART_PULL_SECRET names the garden Secret
 # gardenlet and gardener-operator pull the charts with, for a private registry. INSECURE=true
 # reaches the registry over plain HTTP (always done for loopback addresses).
@@ -196,7 +196,7 @@ test-integration:
 # (published into an in-process registry, installed by gardener-controller-manager's and gardenlet's
 # ControllerInstallation controllers) and run as deployed: the binary with the chart's args and
 # volumes, a read-only root, the chart's seed roles and the garden ClusterRole and admission policy
-# of example/garden-rbac.yaml (see docs/development.md). Needs root (mount namespaces, chroot).
+# of example/garden-rbac.yaml (see docs/development/sandbox.md). Needs root (mount namespaces, chroot).
 .PHONY: test-deployed
 test-deployed:
 	$(CONTROLLERS_ENV) SHOOT_FLUX_DEPLOYED=true $(GO) test -timeout 30m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)
@@ -227,7 +227,7 @@ sandbox-up:
 	$(ENVTEST_ENV) $(GO) run ./hack/sandbox up
 
 # hack/start.sh passes --config only when CONFIG is set, or dev/config.yaml (make sandbox-up) exists
-# and the seed is the sandbox's: that file's host policy allows loopback (docs/development.md).
+# and the seed is the sandbox's: that file's host policy allows loopback (docs/development/sandbox.md).
 .PHONY: start
 start:
 	GO="$(GO)" LDFLAGS="$(call LD_FLAGS,$(EXTENSION_NAME))" hack/start.sh run $(ARGS)

@@ -68,6 +68,6 @@ cat >"${DEST}" <<EOM
 # europe-docker.pkg.dev/gardener-project/public/extensions/gardener-extension-shoot-flux:${VERSION},
 # where this project publishes no images. \`make publish REGISTRY=<your registry>\` pushes the images
 # and charts to your registry and writes bin/install/controller-registration.yaml, which names
-# them by digest (docs/installation.md).
+# them by digest (docs/operations/installation.md).
 ${generated}
 EOM

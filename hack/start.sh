@@ -62,7 +62,7 @@ fi
 
 if [ ! -f "$garden_kubeconfig" ]; then
   echo "$garden_kubeconfig does not exist: set GARDEN_KUBECONFIG to a kubeconfig of the garden with the extension's garden identity" \
-    "(docs/development.md#debugging-against-a-real-seed), or run make sandbox-up for the sandbox." >&2
+    "(docs/development/debugging.md), or run make sandbox-up for the sandbox." >&2
   exit 1
 fi
 
@@ -75,6 +75,10 @@ else
   # gardenlet reads is in the extension's namespace, and one in the seed's garden namespace would
   # be left behind.
   args=(--ignore-operation-annotation=false --disable-controllers=heartbeat)
+  # The health check reaches a shoot with the kubeconfig gardenlet keeps in the shoot's namespace:
+  # gardener's library prefers gardener-internal, whose API server address only resolves inside the
+  # seed. external makes it take the Secret gardener, with the address reachable from outside.
+  export GARDENER_SHOOT_CLIENT="${GARDENER_SHOOT_CLIENT:-external}"
 fi
 args+=(
   --leader-election=false

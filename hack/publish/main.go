@@ -1,6 +1,6 @@
 // Command publish builds the extension and admission images and the four charts of this
 // repository, pushes them to a registry and writes the objects that install exactly what it
-// pushed (see docs/installation.md and package publish). `make publish` runs it with the
+// pushed (see docs/operations/installation.md and package publish). `make publish` runs it with the
 // Makefile's VERSION, ldflags and base image.
 //
 //	go run ./hack/publish --registry=registry.example.com/gardener --version=v1.2.3 ...

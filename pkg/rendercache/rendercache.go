@@ -28,7 +28,7 @@ const (
 	// compressed blob 15-35 KiB, so 256 blobs take at most ~9 MiB and tenants' settings alone do not
 	// reach the bound; renders of many versions, component sets and namespaces do, and then evict,
 	// but do not grow the process. The bound is what the chart's memory limit accounts for
-	// (docs/operations.md, "Memory").
+	// (docs/operations/configuration.md, "Memory").
 	DefaultMaxBytes = 32 << 20
 )
 

@@ -89,7 +89,7 @@ var _ = Describe("examples", func() {
 		_, ext := operatorExtension()
 		version := strings.TrimSpace(string(readRepoFile("VERSION")))
 		admission := ext.Spec.Deployment.AdmissionDeployment
-		Expect(admission).NotTo(BeNil(), "example/extension deploys the admission (docs/admission.md)")
+		Expect(admission).NotTo(BeNil(), "example/extension deploys the admission (docs/operations/admission.md)")
 		Expect(*admission.RuntimeCluster.Helm.OCIRepository.Ref).To(HaveSuffix("/gardener-extension-shoot-flux-admission-runtime:"+version), "example/extension/base is stale: run `go generate ./example`")
 		Expect(*admission.VirtualCluster.Helm.OCIRepository.Ref).To(HaveSuffix("/gardener-extension-shoot-flux-admission-application:"+version), "example/extension/base is stale: run `go generate ./example`")
 

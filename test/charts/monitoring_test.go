@@ -2,6 +2,7 @@ package charts_test
 
 import (
 	"encoding/json"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -64,6 +65,9 @@ func checkExpression(expr string) []string {
 }
 
 // docAnchors returns the anchors GitHub gives the headings of a markdown file.
+// runbookDoc is the page of the runbooks that the alerts link, relative to the repository root.
+const runbookDoc = "docs/operations/monitoring.md"
+
 func docAnchors(path string) []string {
 	GinkgoHelper()
 	var anchors []string
@@ -90,7 +94,7 @@ var _ = Describe("monitoring", func() {
 		Expect(rule.Namespace).To(Equal(namespace))
 		Expect(rule.Labels).To(HaveKeyWithValue("prometheus", "seed"), "the seed Prometheus selects rules by this label")
 
-		anchors := docAnchors("docs/operations.md")
+		anchors := docAnchors(runbookDoc)
 		var alerts, named []string
 		for _, group := range rule.Spec.Groups {
 			for _, r := range group.Rules {
@@ -106,8 +110,11 @@ var _ = Describe("monitoring", func() {
 				Expect(r.Annotations).To(HaveKey("description"), r.Alert)
 				runbook, anchor, found := strings.Cut(r.Annotations["runbook_url"], "#")
 				Expect(found).To(BeTrue(), "%s links a section", r.Alert)
-				Expect(runbook).To(Equal("docs/operations.md"), r.Alert)
-				Expect(anchors).To(ContainElement(anchor), "%s links a section of docs/operations.md", r.Alert)
+				u, err := url.Parse(runbook)
+				Expect(err).NotTo(HaveOccurred(), r.Alert)
+				Expect(u.IsAbs() && u.Scheme == "https" && u.Host != "").To(BeTrue(), "%s: the default runbook URL %q is absolute, so that it can be opened from the alert", r.Alert, runbook)
+				Expect(u.Path).To(HaveSuffix("/"+runbookDoc), r.Alert)
+				Expect(anchors).To(ContainElement(anchor), "%s links a section of %s", r.Alert, runbookDoc)
 				Expect(anchor).To(HavePrefix("runbook-"), r.Alert)
 			}
 		}
@@ -137,7 +144,7 @@ var _ = Describe("monitoring", func() {
 	It("renders the thresholds and the runbook URL from the values", func() {
 		rule := prometheusRule(mustRender(namespace, merge(gardenletValues(), map[string]any{
 			"monitoring": map[string]any{
-				"runbookURL": "https://git.example.com/shoot-flux/blob/v1.2.3/docs/operations.md",
+				"runbookURL": "https://git.example.com/shoot-flux/blob/v1.2.3/" + runbookDoc,
 				"alerts":     map[string]any{"bootstrapFailingSeconds": 3600, "managedResourceWritesPerSecond": 5},
 			},
 			"controllers": map[string]any{"heartbeat": map[string]any{"renewIntervalSeconds": 60}},
@@ -145,7 +152,7 @@ var _ = Describe("monitoring", func() {
 		exprs := map[string]string{}
 		for _, r := range rule.Spec.Groups[0].Rules {
 			exprs[r.Alert] = r.Expr.String()
-			Expect(r.Annotations["runbook_url"]).To(HavePrefix("https://git.example.com/shoot-flux/blob/v1.2.3/docs/operations.md#runbook-"))
+			Expect(r.Annotations["runbook_url"]).To(HavePrefix("https://git.example.com/shoot-flux/blob/v1.2.3/" + runbookDoc + "#runbook-"))
 		}
 		Expect(exprs["ShootFluxBootstrapFailing"]).To(HaveSuffix("> 3600"))
 		Expect(exprs["ShootFluxManagedResourceWriteRateHigh"]).To(HaveSuffix("> 5"))

@@ -65,7 +65,7 @@ func secretConstants() map[string]string {
 }
 
 var (
-	// reservedSentence is where docs/usage.md lists the reserved Secret names.
+	// reservedSentence is where reservedDoc lists the reserved Secret names.
 	reservedSentence = regexp.MustCompile(`the Secrets the extension writes itself, (.+?), are reserved`)
 	// extensionName is a name the extension gives an object: shoot-flux-<words>.
 	extensionName = regexp.MustCompile(`^shoot-flux-[a-z0-9]+(-[a-z0-9]+)*$`)
@@ -122,11 +122,14 @@ func unknownSecrets(docs []document, owned map[string]string) []string {
 	return unknown
 }
 
+// reservedDoc is the page that lists the reserved Secret names, at additionalSecretResources.
+const reservedDoc = "docs/usage/configuration.md"
+
 var _ = Describe("Secret names in the docs", func() {
 	It("list exactly the reserved Secret names of the code", func() {
-		usage := documentNamed(documents(), "docs/usage.md")
+		usage := documentNamed(documents(), reservedDoc)
 		listed := reservedInDocs(usage)
-		Expect(listed).NotTo(BeEmpty(), "docs/usage.md no longer lists the reserved Secret names (%q)", reservedSentence)
+		Expect(listed).NotTo(BeEmpty(), "%s no longer lists the reserved Secret names (%q)", reservedDoc, reservedSentence)
 		Expect(listed).To(ConsistOf(constants.ReservedSecretNames))
 	})
 
@@ -278,42 +281,43 @@ func quotedDefaults() []quotedDefault {
 	progressing := healthcheck.BootstrapProgressingThreshold
 
 	return []quotedDefault{
-		// The operator's configuration: docs/operations.md's table, the chart's values, and prose.
-		{"docs/operations.md", "`timeouts.managedResourceApplied` \\| duration \\| `(\\w+)` \\|[^|]*at most `(\\w+)`", []time.Duration{t.ManagedResourceApplied.Duration, configvalidation.MaxManagedResourceAppliedTimeout}},
-		{"docs/operations.md", "`timeouts.deletion` \\| duration \\| `(\\w+)` \\|[^|]*at most `(\\w+)`", []time.Duration{t.Deletion.Duration, configvalidation.MaxDeletionTimeout}},
-		{"docs/operations.md", "`timeouts.hostKeyScan` \\| duration \\| `(\\w+)` \\|[^|]*at most `(\\w+)`", []time.Duration{t.HostKeyScan.Duration, configvalidation.MaxHostKeyScanTimeout}},
-		{"docs/operations.md", "`timeouts.bootstrapFinalizers` \\| duration \\| `(\\w+)` \\|[^|]*at most `(\\w+)`", []time.Duration{t.BootstrapFinalizers.Duration, configvalidation.MaxBootstrapFinalizersTimeout}},
+		// The operator's configuration: docs/operations/configuration.md's table, the chart's values, and prose.
+		{"docs/operations/configuration.md", "`timeouts.managedResourceApplied` \\| duration \\| `(\\w+)` \\|[^|]*at most `(\\w+)`", []time.Duration{t.ManagedResourceApplied.Duration, configvalidation.MaxManagedResourceAppliedTimeout}},
+		{"docs/operations/configuration.md", "`timeouts.deletion` \\| duration \\| `(\\w+)` \\|[^|]*at most `(\\w+)`", []time.Duration{t.Deletion.Duration, configvalidation.MaxDeletionTimeout}},
+		{"docs/operations/configuration.md", "`timeouts.hostKeyScan` \\| duration \\| `(\\w+)` \\|[^|]*at most `(\\w+)`", []time.Duration{t.HostKeyScan.Duration, configvalidation.MaxHostKeyScanTimeout}},
+		{"docs/operations/configuration.md", "`timeouts.bootstrapFinalizers` \\| duration \\| `(\\w+)` \\|[^|]*at most `(\\w+)`", []time.Duration{t.BootstrapFinalizers.Duration, configvalidation.MaxBootstrapFinalizersTimeout}},
 		{"charts/gardener-extension-shoot-flux/values.yaml", `managedResourceApplied bounds [^(]*\(default (\w+), at most (\w+)\)`, []time.Duration{t.ManagedResourceApplied.Duration, configvalidation.MaxManagedResourceAppliedTimeout}},
 		{"charts/gardener-extension-shoot-flux/values.yaml", `deletion bounds [^(]*\(default (\w+), at most (\w+)\)`, []time.Duration{t.Deletion.Duration, configvalidation.MaxDeletionTimeout}},
 		{"charts/gardener-extension-shoot-flux/values.yaml", `hostKeyScan bounds [^(]*\(default (\w+), at most (\w+)\)`, []time.Duration{t.HostKeyScan.Duration, configvalidation.MaxHostKeyScanTimeout}},
 		{"charts/gardener-extension-shoot-flux/values.yaml", `bootstrapFinalizers is how long [^(]*\(default (\w+), at most (\w+)\)`, []time.Duration{t.BootstrapFinalizers.Duration, configvalidation.MaxBootstrapFinalizersTimeout}},
-		{"docs/usage.md", `within the operator's timeout \((\d+ \w+) by default\)`, []time.Duration{t.ManagedResourceApplied.Duration}},
-		{"docs/usage.md", "\\(up to (\\d+ \\w+), the operator's `timeouts.bootstrapFinalizers`\\)", []time.Duration{t.BootstrapFinalizers.Duration}},
-		{"docs/project-configmap.md", "`timeouts.hostKeyScan` \\((\\w+) by default\\)", []time.Duration{t.HostKeyScan.Duration}},
-		{"docs/architecture.md", "`timeouts.deletion` \\((\\w+)\\)", []time.Duration{t.Deletion.Duration}},
+		{"docs/usage/status.md", `within the operator's timeout \((\d+ \w+) by default\)`, []time.Duration{t.ManagedResourceApplied.Duration}},
+		{"docs/usage/deletion.md", "\\(up to (\\d+ \\w+), the operator's `timeouts.bootstrapFinalizers`\\)", []time.Duration{t.BootstrapFinalizers.Duration}},
+		{"docs/usage/credentials.md", "`timeouts.hostKeyScan` \\((\\w+) by default\\)", []time.Duration{t.HostKeyScan.Duration}},
+		{"docs/development/architecture.md", "`timeouts.deletion` \\((\\w+)\\)", []time.Duration{t.Deletion.Duration}},
 		// The periodic resync of every Extension.
-		{"docs/project-configmap.md", `periodic resync \(every (\d+ \w+)\)`, []time.Duration{resync}},
-		{"docs/usage.md", `the periodic resync \((\d+ \w+) by default\)`, []time.Duration{resync}},
-		{"docs/architecture.md", `and every (\d+ \w+) after the last`, []time.Duration{resync}},
-		{"docs/operations.md", `at least every (\d+ \w+) \(the resync\)`, []time.Duration{resync}},
-		{"docs/deploy-keys.md", `periodic resync, every (\d+ \w+)\)`, []time.Duration{resync}},
+		{"docs/usage/project-configmap.md", `periodic resync \(every (\d+ \w+)\)`, []time.Duration{resync}},
+		{"docs/usage/versions.md", `the periodic resync \((\d+ \w+) by default\)`, []time.Duration{resync}},
+		{"docs/development/architecture.md", `and every (\d+ \w+) after the last`, []time.Duration{resync}},
+		{"docs/operations/upgrades.md", `at least every (\d+ \w+) \(the resync\)`, []time.Duration{resync}},
+		{"docs/usage/deploy-keys.md", `periodic resync, every (\d+ \w+)\)`, []time.Duration{resync}},
 		// The BootstrapReady health check.
-		{"docs/usage.md", `every (minute) unless the operator changed the period`, []time.Duration{syncPeriod}},
-		{"docs/architecture.md", `It runs every (minute) by default`, []time.Duration{syncPeriod}},
-		{"docs/usage.md", "turns `False` after (\\d+ \\w+)", []time.Duration{progressing}},
-		{"docs/architecture.md", "`Progressing` for up to (\\d+ \\w+), then `False`", []time.Duration{progressing}},
+		{"docs/usage/status.md", `every (minute) unless the operator changed the period`, []time.Duration{syncPeriod}},
+		{"docs/development/architecture.md", `It runs every (minute) by default`, []time.Duration{syncPeriod}},
+		{"docs/usage/status.md", "turns `False` after (\\d+ \\w+)", []time.Duration{progressing}},
+		{"docs/development/architecture.md", "`Progressing` for up to (\\d+ \\w+), then `False`", []time.Duration{progressing}},
 		// The periods of gardener-resource-manager's controllers in the sandbox.
-		{"docs/development.md", "`sandbox.ResourceManagerSyncPeriod` \\((\\w+);", []time.Duration{sandbox.ResourceManagerSyncPeriod}},
-		{"docs/development.md", "`sandbox.SharedResourceManagerSyncPeriod`, (\\w+)\\)", []time.Duration{sandbox.SharedResourceManagerSyncPeriod}},
-		{"docs/development.md", "`sandbox.ResourceManagerHealthSyncPeriod` \\((\\w+),", []time.Duration{sandbox.ResourceManagerHealthSyncPeriod}},
-		{"docs/development.md", "`sandbox.SharedResourceManagerHealthSyncPeriod`, (\\w+)\\)", []time.Duration{sandbox.SharedResourceManagerHealthSyncPeriod}},
-		{"docs/development.md", "`sandbox.ResourceManagerGarbageCollectionPeriod` \\((\\w+);", []time.Duration{sandbox.ResourceManagerGarbageCollectionPeriod}},
-		{"docs/development.md", "`sandbox.ResourceManagerGarbageCollectionMinimumAge` \\((\\w+);", []time.Duration{sandbox.ResourceManagerGarbageCollectionMinimumAge}},
+		{"docs/development/sandbox.md", "`sandbox.ResourceManagerSyncPeriod` \\((\\w+);", []time.Duration{sandbox.ResourceManagerSyncPeriod}},
+		{"docs/development/sandbox.md", "`sandbox.SharedResourceManagerSyncPeriod`, (\\w+)\\)", []time.Duration{sandbox.SharedResourceManagerSyncPeriod}},
+		{"docs/development/sandbox.md", "`sandbox.ResourceManagerHealthSyncPeriod` \\((\\w+),", []time.Duration{sandbox.ResourceManagerHealthSyncPeriod}},
+		{"docs/development/sandbox.md", "`sandbox.SharedResourceManagerHealthSyncPeriod`, (\\w+)\\)", []time.Duration{sandbox.SharedResourceManagerHealthSyncPeriod}},
+		{"docs/development/sandbox.md", "`sandbox.ResourceManagerGarbageCollectionPeriod` \\((\\w+);", []time.Duration{sandbox.ResourceManagerGarbageCollectionPeriod}},
+		{"docs/development/sandbox.md", "`sandbox.ResourceManagerGarbageCollectionMinimumAge` \\((\\w+);", []time.Duration{sandbox.ResourceManagerGarbageCollectionMinimumAge}},
 		// The intervals of the bootstrap objects.
-		{"docs/usage.md", "\\| `interval` \\| duration \\| `(\\w+)` \\| Reconciliation interval\\.", []time.Duration{kluctlInterval}},
-		{"docs/usage.md", "\\| `interval` \\| duration \\| `(\\w+)` \\| Interval of the `GitRepository`", []time.Duration{fluxInterval}},
-		{"docs/usage.md", "fetches and applies every `(\\w+)` \\(`bootstrap.flux.interval`\\)", []time.Duration{fluxInterval}},
-		{"docs/deploy-keys.md", "mode `kluctl`: `(\\w+)` by default, mode\\s+`flux`: `(\\w+)`", []time.Duration{kluctlInterval, fluxInterval}},
+		{"docs/usage/configuration.md", "\\| `interval` \\| duration \\| `(\\w+)` \\| Reconciliation interval\\.", []time.Duration{kluctlInterval}},
+		{"docs/usage/configuration.md", "\\| `interval` \\| duration \\| `(\\w+)` \\| Interval of the `GitRepository`", []time.Duration{fluxInterval}},
+		{"docs/usage/quick-start.md", "fetches and applies every `(\\w+)` \\(`bootstrap.flux.interval`\\)", []time.Duration{fluxInterval}},
+		{"docs/usage/deploy-keys.md", "mode `kluctl`: `(\\w+)` by default, mode\\s+`flux`: `(\\w+)`", []time.Duration{kluctlInterval, fluxInterval}},
+		{"docs/development/architecture.md", "\\| default interval \\| `(\\w+)` \\(`bootstrap.kluctl.interval`\\) \\| `(\\w+)` \\(`bootstrap.flux.interval`", []time.Duration{kluctlInterval, fluxInterval}},
 	}
 }
 
@@ -417,10 +421,10 @@ var _ = Describe("the checks against the code", func() {
 		Expect(unknownSecrets([]document{usage}, secretConstants())).To(ConsistOf("docs/usage.md:4: Secret shoot-flux-oci-credential"))
 
 		Expect(brokenSectionRefs(map[string]string{
-			"charts/x/values.yaml": "# see docs/usage.md#controller-settings and docs/usage.md,\n  # \"Controller settings\", docs/usage.md#controllers",
+			"charts/x/values.yaml": "# see docs/usage/configuration.md#controller-settings and docs/usage/configuration.md,\n  # \"Controller settings\", docs/usage/configuration.md#controllers",
 		})).To(ConsistOf(
-			"charts/x/values.yaml: docs/usage.md#controller-settings (no heading)",
-			`charts/x/values.yaml: docs/usage.md "Controller settings" (no heading)`,
+			"charts/x/values.yaml: docs/usage/configuration.md#controller-settings (no heading)",
+			`charts/x/values.yaml: docs/usage/configuration.md "Controller settings" (no heading)`,
 		))
 
 		quoted := []quotedDefault{
@@ -438,7 +442,7 @@ var _ = Describe("the checks against the code", func() {
 			"`shoot-flux-sops` and `shoot-flux-image-pull`, are reserved. The Secret `shoot-flux-deploy-keys`.\n")
 		Expect(reservedInDocs(usage)).To(ConsistOf(constants.ReservedSecretNames))
 		Expect(unknownSecrets([]document{usage}, secretConstants())).To(BeEmpty())
-		Expect(brokenSectionRefs(map[string]string{"example/x.yaml": "# see docs/usage.md#controllers and\n# docs/usage.md, \"Precedence\""})).To(BeEmpty())
+		Expect(brokenSectionRefs(map[string]string{"example/x.yaml": "# see docs/usage/configuration.md#controllers and\n# docs/usage/configuration.md, \"Precedence\""})).To(BeEmpty())
 		Expect(wrongDefaults(map[string]string{"docs/x.md": "the timeout (2 minutes by default), every 10s, `5m`"}, []quotedDefault{
 			{"docs/x.md", `timeout \((\d+ \w+) by default\), every (\w+), ` + "`(\\w+)`", []time.Duration{2 * time.Minute, 10 * time.Second, 5 * time.Minute}},
 		})).To(BeEmpty())
@@ -446,20 +450,23 @@ var _ = Describe("the checks against the code", func() {
 })
 
 var _ = Describe("memory figures in the docs", func() {
-	It("quote the bench's 500-shoot RSS that the hostile-tenant specs compare against", func() {
-		data, err := os.ReadFile(filepath.Join(repoRoot, "docs/operations.md"))
+	It("give the bench's 500-shoot RSS that the hostile-tenant specs compare against", func() {
+		data, err := os.ReadFile(filepath.Join(repoRoot, figuresDoc))
 		Expect(err).NotTo(HaveOccurred())
-		m := regexp.MustCompile(`(\d+)–(\d+) MiB RSS with 500\s+shoots`).FindStringSubmatch(string(data))
-		Expect(m).NotTo(BeNil(), "docs/operations.md no longer quotes the RSS with 500 shoots: update test/docs")
-		Expect(m[2]).To(Equal(strconv.Itoa(sandbox.BenchRSS500Shoots>>20)), "docs/operations.md and sandbox.BenchRSS500Shoots differ")
+		m := regexp.MustCompile("\\| extension RSS at 500 shoots, `-mark-applied` \\| (\\d+)–(\\d+) MiB \\|").FindStringSubmatch(string(data))
+		Expect(m).NotTo(BeNil(), "%s no longer gives the RSS with 500 shoots: update test/docs", figuresDoc)
+		Expect(m[2]).To(Equal(strconv.Itoa(sandbox.BenchRSS500Shoots>>20)), "%s and sandbox.BenchRSS500Shoots differ", figuresDoc)
 	})
 })
 
 // ---- gardener-apiserver's disabled admission plugins ----
 
-// disabledPluginsSection is the section of docs/development.md whose table lists the admission
+// disabledPluginsDoc is the page whose section disabledPluginsSection has a table of the admission
 // plugins of gardener-apiserver that the sandbox's garden disables.
-const disabledPluginsSection = "gardener-apiserver in the garden"
+const (
+	disabledPluginsDoc     = "docs/development/sandbox.md"
+	disabledPluginsSection = "gardener-apiserver in the garden"
+)
 
 // disabledPluginRow is a row of that table: the plugin as code, and the reason.
 var disabledPluginRow = regexp.MustCompile("^\\| `([A-Za-z]+)` \\| (.*) \\|$")
@@ -498,9 +505,9 @@ func disabledPluginsMismatch(listed, disabled map[string]string) []string {
 
 var _ = Describe("gardener-apiserver's disabled admission plugins in the docs", func() {
 	It("are exactly sandbox.DisabledAdmissionPlugins, each with its reason", func() {
-		listed := disabledPluginsInDocs(documentNamed(documents(), "docs/development.md"))
+		listed := disabledPluginsInDocs(documentNamed(documents(), disabledPluginsDoc))
 		Expect(disabledPluginsMismatch(listed, sandbox.DisabledAdmissionPlugins)).To(BeEmpty(),
-			"the table of docs/development.md, %q, and sandbox.DisabledAdmissionPlugins (test/sandbox/garden.go) differ", disabledPluginsSection)
+			"the table of %s, %q, and sandbox.DisabledAdmissionPlugins (test/sandbox/garden.go) differ", disabledPluginsDoc, disabledPluginsSection)
 	})
 
 	It("find a plugin missing from the table, one too many and one without a reason", func() {

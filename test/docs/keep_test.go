@@ -19,7 +19,14 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
-// keepRow is a row of the table in docs/usage.md: the objects it names (`Kind` or `Kind name`, a
+// deletionDoc is the page with the table of what stays in the shoot after disabling, in its section
+// deletionSection.
+const (
+	deletionDoc     = "docs/usage/deletion.md"
+	deletionSection = "What disabling does"
+)
+
+// keepRow is a row of the table in deletionDoc: the objects it names (`Kind` or `Kind name`, a
 // name in angle brackets standing for any name) and whether they stay.
 type keepRow struct {
 	objects []string
@@ -27,15 +34,15 @@ type keepRow struct {
 	line    int
 }
 
-// keepTable parses the "What stays in the shoot after disabling" table of docs/usage.md.
+// keepTable parses the "What stays in the shoot after disabling" table of deletionDoc.
 func keepTable() []keepRow {
 	GinkgoHelper()
-	usage := documentNamed(documents(), "docs/usage.md")
+	usage := documentNamed(documents(), deletionDoc)
 	var (
 		rows    []keepRow
 		inTable bool
 	)
-	for _, l := range usage.section("Deletion") {
+	for _, l := range usage.section(deletionSection) {
 		if strings.HasPrefix(l.text, "| What | Objects the extension delivers | After disabling |") {
 			inTable = true
 			continue
@@ -47,16 +54,16 @@ func keepTable() []keepRow {
 			break
 		}
 		cells := strings.Split(strings.Trim(l.text, "|"), " | ")
-		Expect(cells).To(HaveLen(3), "docs/usage.md:%d", l.number)
+		Expect(cells).To(HaveLen(3), deletionDoc+":%d", l.number)
 		after := strings.TrimSpace(cells[2])
-		Expect(after).To(Or(HavePrefix("stay"), HavePrefix("deleted")), "docs/usage.md:%d: the last column starts with stay or deleted", l.number)
+		Expect(after).To(Or(HavePrefix("stay"), HavePrefix("deleted")), deletionDoc+":%d: the last column starts with stay or deleted", l.number)
 		row := keepRow{stays: strings.HasPrefix(after, "stay"), line: l.number}
 		for _, m := range inlineCode.FindAllStringSubmatch(cells[1], -1) {
 			row.objects = append(row.objects, m[1])
 		}
 		rows = append(rows, row)
 	}
-	Expect(rows).NotTo(BeEmpty(), "docs/usage.md has no table of what stays after disabling")
+	Expect(rows).NotTo(BeEmpty(), deletionDoc+" has no table of what stays after disabling")
 	return rows
 }
 
@@ -139,7 +146,7 @@ func rowOf(rows []keepRow, o deliveredObject) int {
 	return -1
 }
 
-var _ = Describe("docs/usage.md: what stays in the shoot after disabling", func() {
+var _ = Describe(deletionDoc+": what stays in the shoot after disabling", func() {
 	It("names every delivered object in the row that says whether it stays, as the keep-object annotation does", func() {
 		rows := keepTable()
 		used := map[string]bool{}
@@ -150,7 +157,7 @@ var _ = Describe("docs/usage.md: what stays in the shoot after disabling", func(
 				missing = append(missing, o.kind+" "+o.name)
 				continue
 			}
-			Expect(rows[i].stays).To(Equal(o.kept), "docs/usage.md:%d: %s %s: keep-object annotation %t", rows[i].line, o.kind, o.name, o.kept)
+			Expect(rows[i].stays).To(Equal(o.kept), deletionDoc+":%d: %s %s: keep-object annotation %t", rows[i].line, o.kind, o.name, o.kept)
 			for _, obj := range rows[i].objects {
 				kind, name, _ := strings.Cut(obj, " ")
 				if kind == o.kind && (name == o.name || name == "" || placeholder.MatchString(name)) {
@@ -161,7 +168,7 @@ var _ = Describe("docs/usage.md: what stays in the shoot after disabling", func(
 		Expect(missing).To(BeEmpty(), "delivered, but not in the table")
 		for _, r := range rows {
 			for _, obj := range r.objects {
-				Expect(used).To(HaveKey(obj), "docs/usage.md:%d names %s, which the extension does not deliver", r.line, obj)
+				Expect(used).To(HaveKey(obj), deletionDoc+":%d names %s, which the extension does not deliver", r.line, obj)
 			}
 		}
 	})

@@ -12,10 +12,13 @@ import (
 
 const repoRoot = "../.."
 
-// layoutPaths returns the paths in the first column of the layout table of docs/development.md.
+// layoutDoc is the page whose "Layout" table lists the repository's directories.
+const layoutDoc = "docs/development/getting-started.md"
+
+// layoutPaths returns the paths in the first column of the layout table of layoutDoc.
 func layoutPaths() []string {
 	GinkgoHelper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "docs", "development.md"))
+	data, err := os.ReadFile(filepath.Join(repoRoot, layoutDoc))
 	Expect(err).NotTo(HaveOccurred())
 	section := string(data)
 	start := strings.Index(section, "## Layout")
@@ -39,7 +42,7 @@ func layoutPaths() []string {
 	return paths
 }
 
-var _ = Describe("docs/development.md layout table", func() {
+var _ = Describe("the layout table of "+layoutDoc, func() {
 	It("names only paths that exist", func() {
 		paths := layoutPaths()
 		Expect(paths).NotTo(BeEmpty())

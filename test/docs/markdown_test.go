@@ -9,6 +9,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/spf13/pflag"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
 // document is a markdown file split into what the checks look at.
@@ -36,24 +39,47 @@ type codeBlock struct {
 // inlineCode matches a code span; docs never nest backticks.
 var inlineCode = regexp.MustCompile("`([^`]+)`")
 
-// documents returns the hand-written documentation: docs/*.md (not the generated API reference)
-// and the README.
+// documents returns the hand-written documentation: every markdown file below docs/ (not the
+// generated API reference in docs/api-reference) and the README.
 func documents() []document {
 	GinkgoHelper()
-	paths, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
-	Expect(err).NotTo(HaveOccurred())
-	paths = append(paths, filepath.Join(repoRoot, "README.md"))
+	paths := docPaths()
 	Expect(len(paths)).To(BeNumerically(">", 5))
 
 	var docs []document
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := os.ReadFile(filepath.Join(repoRoot, p))
 		Expect(err).NotTo(HaveOccurred())
-		rel, err := filepath.Rel(repoRoot, p)
-		Expect(err).NotTo(HaveOccurred())
-		docs = append(docs, parseDocument(rel, string(data)))
+		docs = append(docs, parseDocument(p, string(data)))
 	}
 	return docs
+}
+
+// generatedDocs is the directory of the generated API reference.
+const generatedDocs = "docs/api-reference"
+
+// docPaths returns the paths, relative to the repository root, of the hand-written docs and the
+// README.
+func docPaths() []string {
+	GinkgoHelper()
+	var paths []string
+	Expect(filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(repoRoot, path)
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && rel == generatedDocs {
+			return filepath.SkipDir
+		}
+		if !e.IsDir() && strings.HasSuffix(path, ".md") {
+			paths = append(paths, rel)
+		}
+		return nil
+	})).To(Succeed())
+	return append(paths, "README.md")
 }
 
 func parseDocument(path, text string) document {
@@ -129,3 +155,239 @@ func documentNamed(docs []document, path string) document {
 	Fail("no document " + path)
 	return document{}
 }
+
+// maxPageLines is the length a hand-written page may have: a page over it covers more than one
+// topic and is split.
+const maxPageLines = 400
+
+// frontMatter is the front matter the Gardener documentation site reads: a title and a description.
+var frontMatter = regexp.MustCompile(`\A---\ntitle: \S[^\n]*\ndescription: \S[^\n]*\n---\n`)
+
+// pageProblems returns the pages of docs/ (the generated API reference included) without the
+// front matter, and the hand-written ones longer than maxPageLines.
+func pageProblems(pages map[string]string) []string {
+	var problems []string
+	for path, text := range pages {
+		if !frontMatter.MatchString(text) {
+			problems = append(problems, path+": no front matter (title, description)")
+		}
+		if n := strings.Count(text, "\n"); n > maxPageLines && !strings.HasPrefix(path, generatedDocs+"/") {
+			problems = append(problems, path+": "+strconv.Itoa(n)+" lines")
+		}
+	}
+	return problems
+}
+
+// docsPages reads every markdown file below docs/.
+func docsPages() map[string]string {
+	GinkgoHelper()
+	pages := map[string]string{}
+	Expect(filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(path, ".md") {
+			return err
+		}
+		rel, err := filepath.Rel(repoRoot, path)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		pages[rel] = string(data)
+		return err
+	})).To(Succeed())
+	return pages
+}
+
+// binaryBlockFlags returns the flags the code block that starts with the binary's name lists.
+func binaryBlockFlags(docs []document, binary string) map[string]bool {
+	listed := map[string]bool{}
+	for _, d := range docs {
+		for _, b := range d.blocks {
+			if len(b.lines) == 0 || !strings.HasPrefix(strings.TrimSpace(b.lines[0]), binary+" ") {
+				continue
+			}
+			for _, l := range b.lines[1:] {
+				for _, m := range longFlag.FindAllStringSubmatch(l, -1) {
+					listed[m[1]] = true
+				}
+			}
+		}
+	}
+	return listed
+}
+
+// unlistedFlags returns the flags of a flag set that the listing lacks.
+func unlistedFlags(fs *pflag.FlagSet, listed map[string]bool) []string {
+	var missing []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && !listed[f.Name] {
+			missing = append(missing, "--"+f.Name)
+		}
+	})
+	return missing
+}
+
+var _ = Describe("the pages of docs/", func() {
+	It("carry the Gardener front matter, and the hand-written ones are at most 400 lines", func() {
+		Expect(pageProblems(docsPages())).To(BeEmpty())
+	})
+
+	It("list every flag of the admission binary", func() {
+		admission := constants.ExtensionName + "-admission"
+		listed := binaryBlockFlags(documents(), admission)
+		Expect(listed).NotTo(BeEmpty(), "no code block starts with %s", admission)
+		Expect(unlistedFlags(binaryFlags()[admission], listed)).To(BeEmpty())
+	})
+
+	It("fail on a page without front matter, a long page, and a flag the listing lacks", func() {
+		long := "---\ntitle: T\ndescription: D\n---\n" + strings.Repeat("x\n", maxPageLines)
+		Expect(pageProblems(map[string]string{
+			"docs/a.md":                  "# A\n",
+			"docs/b.md":                  long,
+			"docs/api-reference/flux.md": long,
+			"docs/c.md":                  "---\ntitle: C\ndescription: the page C\n---\n\n# C\n",
+		})).To(ConsistOf("docs/a.md: no front matter (title, description)", "docs/b.md: 404 lines"))
+
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		fs.Int("limits-known-hosts-max-bytes", 1, "")
+		fs.Int("webhook-config-server-port", 1, "")
+		docs := []document{parseDocument("docs/x.md", "```text\nx [flags]\n  --webhook-config-server-port   port\n```\n")}
+		Expect(unlistedFlags(fs, binaryBlockFlags(docs, "x"))).To(ConsistOf("--limits-known-hosts-max-bytes"))
+	})
+})
+
+// figuresDoc is the one page that gives measured figures: every other page links to it, so that a
+// figure is never given twice with different values.
+const figuresDoc = "docs/performance.md"
+
+// measurements are what a measured figure looks like: memory of the extension (RSS, heap) and the
+// time a build, a test run or a demo took. Limits and defaults of the code (`32 MiB` of the render
+// cache, a `10s` timeout) are no measurements; test/docs compares those with the code.
+var measurements = []*regexp.Regexp{
+	regexp.MustCompile(`\d+(?:[.,]\d+)?(?:\s*[–-]\s*\d+(?:[.,]\d+)?)?\s*MiB\s+(?:RSS|of RSS|anonymous|live heap|heap)\b`),
+	regexp.MustCompile(`(?i)\b(?:RSS|live heap|heap in use)\b[^.|()]{0,40}?\b\d+(?:[.,]\d+)?\s*MiB\b`),
+	regexp.MustCompile(`(?i)\b(?:cold|warm|first)\b[^.|]{0,80}?\b(?:takes?|took|taking)\b[^.|]{0,20}?\b\d+(?:[.,]\d+)?\s*(?:minutes?|min|seconds?|s)\b`),
+	regexp.MustCompile(`(?i)\b(?:takes?|took)\s+(?:about\s+|~\s*)?\d+(?:[.,]\d+)?(?:\s*(?:to|–|-)\s*\d+(?:[.,]\d+)?)?\s*(?:minutes?|min)\b`),
+}
+
+// figureFiles returns the text, by path, of the files outside figuresDoc that could quote a figure:
+// the docs, the README, DEVELOPERS.md and the charts' values.
+func figureFiles() map[string]string {
+	GinkgoHelper()
+	files := map[string]string{}
+	paths := append(docPaths(), "DEVELOPERS.md")
+	charts, err := filepath.Glob(filepath.Join(repoRoot, "charts", "*", "values.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	subcharts, err := filepath.Glob(filepath.Join(repoRoot, "charts", "*", "charts", "*", "values.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, p := range append(charts, subcharts...) {
+		rel, err := filepath.Rel(repoRoot, p)
+		Expect(err).NotTo(HaveOccurred())
+		paths = append(paths, rel)
+	}
+	for _, p := range paths {
+		if p == figuresDoc {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(repoRoot, p))
+		Expect(err).NotTo(HaveOccurred())
+		files[p] = string(data)
+	}
+	return files
+}
+
+// quotedFigures returns the measurements in the files, with where they are.
+func quotedFigures(files map[string]string) []string {
+	var quoted []string
+	for path, text := range files {
+		// A sentence may wrap; comment leads of YAML are dropped.
+		for i, l := range strings.Split(text, "\n") {
+			// Patterns may find the same figure; the first that finds it names it.
+			var taken [][]int
+			for _, re := range measurements {
+				for _, m := range re.FindAllStringIndex(l, -1) {
+					if !overlaps(taken, m) {
+						taken = append(taken, m)
+						quoted = append(quoted, path+":"+strconv.Itoa(i+1)+": "+l[m[0]:m[1]])
+					}
+				}
+			}
+		}
+		joined := commentLead.ReplaceAllString(text, " ")
+		for _, re := range measurements {
+			for _, m := range re.FindAllString(joined, -1) {
+				if !strings.Contains(text, m) {
+					quoted = append(quoted, path+": "+m)
+				}
+			}
+		}
+	}
+	return quoted
+}
+
+// overlaps tells whether the range m ([start, end)) overlaps one of the ranges taken.
+func overlaps(taken [][]int, m []int) bool {
+	for _, t := range taken {
+		if m[0] < t[1] && t[0] < m[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// duplicateFigures returns the figures figuresDoc gives in more than one row of the tables of one
+// section.
+func duplicateFigures(d document) []string {
+	var (
+		rows   = map[string]int{}
+		dups   []string
+		header string
+		inRows bool
+	)
+	for _, l := range d.lines {
+		if !strings.HasPrefix(l.text, "|") {
+			header, inRows = "", false
+			continue
+		}
+		cells := cellsOf(l.text)
+		switch {
+		case header == "":
+			header = cells[0]
+		case strings.HasPrefix(l.text, "|---"):
+			inRows = true
+		case inRows:
+			k := l.section + "|" + header + "|" + cells[0]
+			if first, ok := rows[k]; ok {
+				dups = append(dups, d.where(l.number)+": "+cells[0]+" (also line "+strconv.Itoa(first)+")")
+			} else {
+				rows[k] = l.number
+			}
+		}
+	}
+	return dups
+}
+
+var _ = Describe("measured figures", func() {
+	It("are given on "+figuresDoc+" only", func() {
+		Expect(quotedFigures(figureFiles())).To(BeEmpty(), "give the figure on %s and link it", figuresDoc)
+	})
+
+	It("are given once each on "+figuresDoc, func() {
+		Expect(duplicateFigures(documentNamed(documents(), figuresDoc))).To(BeEmpty())
+	})
+
+	It("fail on a figure quoted elsewhere or given twice, and accept limits and defaults", func() {
+		Expect(quotedFigures(map[string]string{
+			"README.md":            "A warm `make demo` takes about 35 seconds; the first one took 14 minutes.\n",
+			"charts/x/values.yaml": "# `make bench` measures 104-111 MiB RSS\n# with 500 shoots; the live heap is\n# 16 MiB.\n",
+			"docs/x.md":            "The render cache holds at most 32 MiB; the scan times out after `10s`; a key takes 0.8 s of CPU.\n",
+		})).To(ConsistOf(
+			"README.md:1: warm `make demo` takes about 35 seconds",
+			"README.md:1: first one took 14 minutes",
+			"charts/x/values.yaml:1: 104-111 MiB RSS",
+			"charts/x/values.yaml: RSS with 500 shoots; the live heap is 16 MiB",
+		))
+		d := parseDocument(figuresDoc, "## Scale\n\n| Figure | Value |\n|---|---|\n| RSS at 500 shoots | 116 MiB |\n| RSS at 500 shoots | 120 MiB |\n\n"+
+			"## Other\n\n| Figure | Value |\n|---|---|\n| RSS at 500 shoots | 90 MiB |\n")
+		Expect(duplicateFigures(d)).To(ConsistOf(figuresDoc + ":6: RSS at 500 shoots (also line 5)"))
+	})
+})

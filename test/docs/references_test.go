@@ -152,9 +152,9 @@ var (
 )
 
 // foreignPaths are fields of other APIs that share a first segment with this repository's, by the
-// section allowed to name them: the migration notes quote the later 23technologies FluxConfig.
+// page allowed to name them: the migration notes quote the later 23technologies FluxConfig.
 var foreignPaths = map[string]map[string]bool{
-	"Migrating from the 23technologies extension": {
+	"docs/usage/migration.md": {
 		"source.template": true, "source.template.spec.url": true, "flux.registry": true,
 	},
 }
@@ -169,7 +169,7 @@ func unresolvedPaths(docs []document) []string {
 		for _, s := range d.codeSpans() {
 			// `a.b, c.d` lists several.
 			for _, ref := range strings.Split(s.text, ", ") {
-				if !dottedPath.MatchString(ref) || !strings.Contains(ref, ".") || hasAnySuffix(ref, fileSuffixes) || foreignPaths[s.line.section][ref] {
+				if !dottedPath.MatchString(ref) || !strings.Contains(ref, ".") || hasAnySuffix(ref, fileSuffixes) || foreignPaths[d.path][ref] {
 					continue
 				}
 				path := strings.Split(ref, ".")
@@ -268,7 +268,7 @@ var (
 	// foreignLink is a code span that is the text of a link to another site.
 	foreignLink = regexp.MustCompile(`^\]\(https?://`)
 	// foreignOwner precedes a path of another repository: gardener's `hack/...`.
-	foreignOwner = regexp.MustCompile(`(?:gardener's|flux2's|kluctl's|upstream) $`)
+	foreignOwner = regexp.MustCompile(`(?:gardener's|flux2's|kluctl's|controller's|upstream) $`)
 	// goIdentifier ends a package path with one of its identifiers: `pkg/fluxconfig.Resolve`.
 	goIdentifier = regexp.MustCompile(`\.[A-Z][A-Za-z0-9]*$`)
 )
@@ -416,7 +416,7 @@ var _ = Describe("the reference checks", func() {
 
 	It("find a chart value, an API field, a flag, a path and a link that do not exist", func() {
 		docs := doc("Set `image.tga` and `config.sshKey.scop`, `source.urll`, run with `--max-concurent-reconciles`,\n" +
-			"see `example/garden-rbca.yaml` and [usage](usage.md#no-such-heading).\n" +
+			"see `example/garden-rbca.yaml` and [usage](usage/configuration.md#no-such-heading).\n" +
 			"```text\ngardener-extension-shoot-flux-admission [flags]\n  --webhook-config-server-prot   port\n```\n")
 		Expect(unresolvedPaths(docs)).To(ConsistOf(
 			"docs/x.md:1: `image.tga`", "docs/x.md:1: `config.sshKey.scop`", "docs/x.md:1: `source.urll`"))
@@ -424,13 +424,13 @@ var _ = Describe("the reference checks", func() {
 			"docs/x.md:1: --max-concurent-reconciles",
 			"docs/x.md:5: --webhook-config-server-prot of gardener-extension-shoot-flux-admission"))
 		Expect(missingPaths(docs)).To(ConsistOf("docs/x.md:2: example/garden-rbca.yaml"))
-		Expect(brokenLinks(docs)).To(ConsistOf("docs/x.md:2: ](usage.md#no-such-heading) (no heading)"))
+		Expect(brokenLinks(docs)).To(ConsistOf("docs/x.md:2: ](usage/configuration.md#no-such-heading) (no heading)"))
 	})
 
 	It("accept what exists", func() {
 		docs := doc("Set `image.tag`, `config.sshKey.scope`, `source.url`, `bootstrap.kluctl.args.shoot`, `config.*`,\n" +
 			"`--max-concurrent-reconciles`, see `example/garden-rbac.yaml`, `pkg/manifests/flux/<version>/` and\n" +
-			"[usage](usage.md#precedence).\n")
+			"[usage](usage/configuration.md#precedence).\n")
 		Expect(unresolvedPaths(docs)).To(BeEmpty())
 		Expect(unknownFlags(docs)).To(BeEmpty())
 		Expect(missingPaths(docs)).To(BeEmpty())

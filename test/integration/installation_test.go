@@ -244,7 +244,7 @@ var _ = Describe("Installation", Label(labelDeployed, labelLandscape), func() {
 		Expect(sb.Seed.Client.List(ctx, pods, client.InNamespace(oldNamespace))).To(Succeed())
 		Expect(pods.Items).To(BeEmpty())
 		Expect(sb.Garden.Client.Get(ctx, client.ObjectKey{Namespace: sandbox.GardenAccessNamespace, Name: "shoot-flux"}, &corev1.ServiceAccount{})).To(Succeed(),
-			"gardenlet leaves the dedicated garden ServiceAccount behind (docs/operations.md); the next installation uses it again")
+			"gardenlet leaves the dedicated garden ServiceAccount behind (docs/operations/garden-access.md); the next installation uses it again")
 		// gardener-resource-manager deletes the chart's objects in no particular order: the removed
 		// extension may lose its roles before its pod ends, and then its requests are refused.
 		// Those are the removal's, not a permission the chart lacks.

@@ -33,7 +33,7 @@ import (
 )
 
 // quickStartDoc is the page whose quick start the spec follows.
-const quickStartDoc = "docs/usage.md"
+const quickStartDoc = "docs/usage/quick-start.md"
 
 // quickStart is what the quick start of quickStartDoc tells a shoot owner to write and to run.
 type quickStart struct {
@@ -45,16 +45,20 @@ type quickStart struct {
 	commands []string
 }
 
-// readQuickStart reads the first YAML block (a Shoot spec fragment) and the first shell block of
-// the section "Quick start" of quickStartDoc.
+// quickStartSection is the section of quickStartDoc whose blocks the spec follows.
+const quickStartSection = "Deploy a public repository"
+
+// readQuickStart reads the first YAML block (a Shoot spec fragment) and the first sh block (the
+// commands in the shoot; the page fetches the kubeconfig from the garden in a bash block, which
+// the sandbox hands the spec instead) of the section quickStartSection of quickStartDoc.
 func readQuickStart() quickStart {
 	GinkgoHelper()
 	root, err := sandbox.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
 	data, err := os.ReadFile(filepath.Join(root, quickStartDoc))
 	Expect(err).NotTo(HaveOccurred())
-	_, section, found := strings.Cut(string(data), "\n## Quick start\n")
-	Expect(found).To(BeTrue(), "%s has no section Quick start", quickStartDoc)
+	_, section, found := strings.Cut(string(data), "\n## "+quickStartSection+"\n")
+	Expect(found).To(BeTrue(), "%s has no section %s", quickStartDoc, quickStartSection)
 	section, _, _ = strings.Cut(section, "\n## ")
 
 	var shoot struct {
@@ -253,7 +257,7 @@ var _ = Describe("Quick start", func() {
 	// The shoot owner's page, followed to the letter: the providerConfig as written, its public
 	// repository served in the name of its host (the controllers reach it through an HTTPS proxy,
 	// the only stand-in for the internet), and its kubectl commands run against the shoot.
-	It("deploys the public repository and answers the kubectl commands as docs/usage.md says", func(ctx SpecContext) {
+	It("deploys the public repository and answers the kubectl commands as docs/usage/quick-start.md says", func(ctx SpecContext) {
 		qs := readQuickStart()
 		Expect(qs.source.URL).NotTo(BeNil())
 		Expect(qs.source.Ref).NotTo(BeNil())

@@ -205,7 +205,7 @@ var _ = Describe("Upgrading Flux with the delivered controllers running", func()
 		setProjectConfig(ctx, sandbox.ProjectNamespace(project), fluxVersionConfig(semver.MajorMinor(older)))
 		lastErr, err := h.WaitError(ctx, errorTimeout)
 		Expect(err).NotTo(HaveOccurred())
-		// The message docs/usage.md and docs/operations.md quote.
+		// The message docs/usage/versions.md and docs/operations/upgrades.md quote.
 		Expect(lastErr.Description).To(ContainSubstring(fmt.Sprintf(
 			"flux.version: selects Flux %s, but the shoot runs %s (providerStatus.fluxVersion); downgrading Flux to an older minor is not supported", older, newer)))
 		Expect(lastErr.Codes).To(ContainElement(gardencorev1beta1.ErrorConfigurationProblem))

@@ -32,7 +32,7 @@ import (
 // turns off, each with the reason: they need components or objects of a landscape that the sandbox
 // does not run. Every other plugin of gardener-apiserver's default set admits the sandbox's
 // Projects, Seeds, CloudProfiles, Shoots and ControllerRegistrations as in a landscape.
-// docs/development.md lists them (a test compares).
+// docs/development/sandbox.md lists them (a test compares).
 var DisabledAdmissionPlugins = map[string]string{
 	// The sandbox's shoots have no DNS provider and the garden no default domain Secret; the
 	// plugin would reject every shoot without spec.dns.providers.

@@ -31,7 +31,7 @@ import (
 
 const (
 	// InstallationDoc is the operator's page whose install steps the deployed sandbox follows.
-	InstallationDoc = "docs/installation.md"
+	InstallationDoc = "docs/operations/installation.md"
 	// installationSection is the section of InstallationDoc with the steps.
 	installationSection = "## From zero to a pinned install"
 	// withoutOperator introduces the apply of the registration in step 4; the sandbox has no

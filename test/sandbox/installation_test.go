@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
-var _ = Describe("The install steps of docs/installation.md", func() {
+var _ = Describe("The install steps of docs/operations/installation.md", func() {
 	const (
 		host     = "127.0.0.1:5000"
 		user     = "operator"
@@ -96,7 +96,7 @@ var _ = Describe("The install steps of docs/installation.md", func() {
 		Entry("a file outside the install directory", stepsDoc(loginBlock+"make publish REGISTRY=registry.example.com/g\nkubectl apply -f /etc/x.yaml"), "applies a file outside bin/install"),
 		Entry("a registry without credentials", stepsDoc(loginBlock+"make publish REGISTRY=registry.other.example/g"), "the Docker config has no credentials for "+host),
 		Entry("nothing applied", stepsDoc(loginBlock+"make publish REGISTRY=registry.example.com/g"), "no step applies what make publish wrote"),
-		Entry("a failing step", stepsDoc("false\nmake publish REGISTRY=registry.example.com/g"), "the steps of docs/installation.md failed"),
+		Entry("a failing step", stepsDoc("false\nmake publish REGISTRY=registry.example.com/g"), "the steps of docs/operations/installation.md failed"),
 	)
 })
 

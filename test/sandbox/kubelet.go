@@ -151,7 +151,7 @@ func RunnableFluxControllers() []string {
 // controllers) against the shoot's API server, authenticated as the Deployment's ServiceAccount,
 // with the container's args and env. It writes the Deployment's status as the
 // Deployment controller would. Other Deployments are left alone. What it adjusts for a machine
-// without cluster networking is listed in docs/development.md.
+// without cluster networking is listed in docs/development/sandbox.md.
 type kubelet struct {
 	log      logr.Logger
 	shoot    *Cluster

@@ -50,7 +50,7 @@ import (
 )
 
 // With Options.Deployed the extension is installed the way a landscape installs it, by Gardener's
-// own code (docs/development.md lists what runs and what stands in):
+// own code (docs/development/sandbox.md lists what runs and what stands in):
 //
 //   - the operator publishes it with hack/publish (package publish) into an OCI registry in this
 //     process and registers the ControllerDeployment and ControllerRegistration that publishing

@@ -12,7 +12,7 @@ import (
 )
 
 // BenchRSS500Shoots is the highest RSS `make bench` measured for the extension serving 500 shoots
-// in 10 projects, before a resync (docs/operations.md, "Memory", quotes it). Specs that attack the
+// in 10 projects, before a resync (docs/performance.md, "Scale: 500 shoots", quotes it). Specs that attack the
 // extension's memory compare against it.
 const BenchRSS500Shoots = 116 << 20
 

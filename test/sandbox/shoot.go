@@ -88,7 +88,7 @@ type ShootSpec struct {
 	// every Deployment of the shoot whose image is one of Options.FluxControllers or
 	// Options.KluctlControllers as a process of that binary against the shoot's API server,
 	// authenticated as the Deployment's ServiceAccount, and maintains the Deployment's status as
-	// the Deployment controller would (see docs/development.md for what it adjusts). Other
+	// the Deployment controller would (see docs/development/sandbox.md for what it adjusts). Other
 	// Deployments, e.g. notification-controller's, do not run. It runs as long as the shoot's API server, hibernated or not, and needs a
 	// control plane of the shoot's own (not SharedControlPlane).
 	RunControllers bool

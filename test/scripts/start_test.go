@@ -58,6 +58,22 @@ var _ = Describe("hack/start.sh (make start, make debug)", func() {
 		Expect(os.WriteFile(filepath.Join(dir, "dev", "config.yaml"), []byte(sandboxConfig), 0o600)).To(Succeed())
 	}
 
+	It("makes the health check reach a real seed's shoots by their external address, and leaves the sandbox and a set value alone", func() {
+		// The fake prints the variable after the arguments.
+		writeExecutable(fake, `for a in "$@"; do echo "$a"; done; echo "GARDENER_SHOOT_CLIENT=${GARDENER_SHOOT_CLIENT:-}"`+"\n")
+		args, stderr, err := start("run", "KUBECONFIG=seed.kubeconfig", "GARDEN_KUBECONFIG=real-garden.kubeconfig")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(args).To(ContainElement("GARDENER_SHOOT_CLIENT=external"))
+
+		args, stderr, err = start("run", "KUBECONFIG=seed.kubeconfig", "GARDEN_KUBECONFIG=real-garden.kubeconfig", "GARDENER_SHOOT_CLIENT=internal")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(args).To(ContainElement("GARDENER_SHOOT_CLIENT=internal"))
+
+		args, stderr, err = start("run")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(args).To(ContainElement("GARDENER_SHOOT_CLIENT="))
+	})
+
 	It("runs against the sandbox without --config when make sandbox-up wrote no configuration", func() {
 		args, stderr, err := start("run")
 		Expect(err).NotTo(HaveOccurred(), stderr)

@@ -32,15 +32,19 @@ const (
 
 	// extensionFile is the operator Extension written into --output.
 	extensionFile = "extension.yaml"
+	// admissionValuesFile is the values file of the admission umbrella chart written into --output,
+	// for gardens without gardener-operator.
+	admissionValuesFile = "admission-values.yaml"
 )
 
 // RegistrationFile is the ControllerDeployment and ControllerRegistration written into --output,
-// the file docs/installation.md applies to gardens without gardener-operator.
+// the file docs/operations/installation.md applies to gardens without gardener-operator.
 const RegistrationFile = "controller-registration.yaml"
 
-// writeInstall writes the ControllerDeployment and ControllerRegistration for gardens without
-// gardener-operator and the operator Extension (with the admission), both naming the pushed
-// charts and images by digest, and returns the paths written.
+// writeInstall writes the ControllerDeployment and ControllerRegistration and the values of the
+// admission umbrella chart for gardens without gardener-operator, and the operator Extension (with
+// the admission), all naming the pushed charts and images by digest, and returns the paths
+// written.
 func writeInstall(ctx context.Context, o Options, root, work string, images, charts map[string]Pushed) ([]string, error) {
 	registration, err := controllerRegistration(root, o, images, charts)
 	if err != nil {
@@ -50,11 +54,15 @@ func writeInstall(ctx context.Context, o Options, root, work string, images, cha
 	if err != nil {
 		return nil, err
 	}
+	admission, err := admissionValues(images[admissionName], charts[admissionName])
+	if err != nil {
+		return nil, err
+	}
 	var written []string
 	for _, f := range []struct {
 		name    string
 		content []byte
-	}{{RegistrationFile, registration}, {extensionFile, extension}} {
+	}{{RegistrationFile, registration}, {extensionFile, extension}, {admissionValuesFile, admission}} {
 		path, err := writeOutput(o, f.name, f.content)
 		if err != nil {
 			return nil, err
@@ -95,6 +103,21 @@ func ociRepository(o Options, p Pushed) map[string]any {
 		repo["pullSecretRef"] = map[string]any{"name": o.ChartPullSecret}
 	}
 	return repo
+}
+
+// admissionValues are the values of the admission umbrella chart that run the pushed admission
+// image by digest; `helm install` reads them with -f. Helm pulls the chart by its version, so the
+// comment names the chart's digest to compare with what `helm pull` prints.
+func admissionValues(image, chart Pushed) ([]byte, error) {
+	if image.Digest == "" || chart.Digest == "" {
+		return nil, errors.New("the admission image and umbrella chart must be pushed before their values are written")
+	}
+	values, err := yaml.Marshal(map[string]any{"runtime": imageValues(image)})
+	if err != nil {
+		return nil, err
+	}
+	return []byte(fmt.Sprintf("# Values of the admission umbrella chart oci://%s, version %s (digest %s).\n%s",
+		chart.Repository, chart.Tag, chart.Digest, values)), nil
 }
 
 func controllerRegistration(root string, o Options, images, charts map[string]Pushed) ([]byte, error) {

@@ -1,6 +1,6 @@
 // Package publish builds the extension and admission images and the four charts of this
 // repository, pushes them to a registry and writes the objects that install exactly what it
-// pushed (see docs/installation.md). It needs no Docker engine and no helm binary: images are
+// pushed (see docs/operations/installation.md). It needs no Docker engine and no helm binary: images are
 // assembled with go-containerregistry, charts packaged with helm's library. `make publish` runs it
 // through hack/publish; the sandbox (test/sandbox) publishes the extension with Extension into its
 // in-process registry, as an operator's landscape gets it.

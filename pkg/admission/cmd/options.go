@@ -116,7 +116,7 @@ func kebab(name string) string {
 // AddFlags implements controllercmd.Flagger.
 func (o *LimitsOptions) AddFlags(fs *pflag.FlagSet) {
 	for _, f := range o.flags() {
-		fs.Int32Var(f.value, f.flag, *f.value, "The controller's limits."+f.field+" (see docs/operations.md, \"Limits\").")
+		fs.Int32Var(f.value, f.flag, *f.value, "The controller's limits."+f.field+" (see docs/operations/configuration.md, \"Limits\").")
 	}
 }
 
@@ -154,7 +154,7 @@ func NewReleasesOptions() *ReleasesOptions {
 // AddFlags implements controllercmd.Flagger.
 func (o *ReleasesOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.raw, "rollout-releases", o.raw,
-		"The controller's rollout.releases as JSON: the classification and expirationDate of embedded releases (see docs/operations.md).")
+		"The controller's rollout.releases as JSON: the classification and expirationDate of embedded releases (see docs/operations/upgrades.md).")
 }
 
 // Complete implements controllercmd.Completer.

@@ -273,7 +273,7 @@ func (m *ManagedResource) deploy(ctx context.Context, annotations map[string]str
 // ManagedResource references, and it deletes the objects that the new content lacks by the
 // ManagedResource's status, not by the old Secret. The garbage collector of the seed's gardener-resource-manager would remove them only
 // after up to 12 h, so every content change would stay in the seed's etcd for that long (see
-// docs/architecture.md, "ManagedResource Secrets").
+// docs/development/architecture.md, "ManagedResource Secrets").
 func (m *ManagedResource) DeleteSuperseded(ctx context.Context) error {
 	for _, name := range m.superseded {
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: name}}

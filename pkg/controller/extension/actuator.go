@@ -189,7 +189,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 const ReasonReleaseExpired = "ReleaseExpired"
 
 // Delete disables the extension for the shoot without taking anything from the user's workloads
-// (see docs/usage.md#deletion). The bootstrap objects go first, while the controllers still run
+// (see docs/usage/deletion.md#what-disabling-does). The bootstrap objects go first, while the controllers still run
 // and remove their finalizers without pruning (deletionPolicy Orphan, kluctl's delete: false unless
 // the user asked otherwise). Then the controllers go; their CRDs and namespaces carry the resource
 // manager's keep-object annotation, so the users' own Flux and kluctl objects stay, unprocessed,

@@ -29,7 +29,7 @@ var _ = Describe("Loader", func() {
 				HostKeyScan:            metav1.Duration{Duration: 10 * time.Second},
 				BootstrapFinalizers:    metav1.Duration{Duration: time.Minute},
 			},
-			// Literal numbers, so that a changed default shows here and in docs/operations.md.
+			// Literal numbers, so that a changed default shows here and in docs/operations/configuration.md.
 			Limits: config.Limits{
 				ProjectConfigMapMaxBytes:          48 * 1024,
 				ProjectConfigMaxBytes:             32 * 1024,

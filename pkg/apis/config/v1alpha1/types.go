@@ -110,7 +110,7 @@ type ControllerConfiguration struct {
 	// seed's etcd space. Each limit is enforced by the admission (which takes the same limits as
 	// flags) and checked again on every reconcile; an input over a limit fails with a
 	// configuration error naming the field and keeps the last good deployment. See
-	// docs/operations.md, "Limits".
+	// docs/operations/configuration.md, "Limits".
 	// +optional
 	Limits *Limits `json:"limits,omitempty"`
 	// Monitoring configures what the extension adds to Gardener's monitoring.

@@ -143,7 +143,8 @@ type ControllerSettings struct {
 	// +optional
 	PriorityClassName *string `json:"priorityClassName,omitempty"`
 	// Concurrent is how many objects the controller reconciles at the same time, 1 to 100: Flux's
-	// --concurrent, kluctl's --concurrency. Defaults to the controllers' own default, 4.
+	// --concurrent, kluctl's --concurrency. Defaults to the controller's own default: 2 for
+	// source-controller (per kind of source), 4 for the other Flux controllers and kluctl's.
 	// +optional
 	Concurrent *int32 `json:"concurrent,omitempty"`
 }
