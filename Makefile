@@ -45,8 +45,10 @@ LD_FLAGS = -s -w -X k8s.io/component-base/version.gitVersion=$(VERSION) -X k8s.i
 KLUCTL_SOURCE ?= $(wildcard $(REPO_ROOT)/../shared/kluctl/kluctl-*-src.tar.gz)
 export KLUCTL_SOURCE
 ENVTEST_ENV = assets=$$(hack/build-envtest.sh) && export KUBEBUILDER_ASSETS="$$assets" &&
+# PROMTOOL: Prometheus' promtool, which the rule tests (test/promrules) run.
+PROMTOOL_ENV = promtool=$$(hack/build-promtool.sh) && export PROMTOOL="$$promtool" &&
 # CONTROLLERS_ENV takes the arguments of hack/build-flux-controllers.sh (default: all).
-CONTROLLERS_ENV = $(ENVTEST_ENV) flux=$$(hack/build-flux-controllers.sh $(1)) && kluctl=$$(hack/build-kluctl-controller.sh) && \
+CONTROLLERS_ENV = $(ENVTEST_ENV) $(PROMTOOL_ENV) flux=$$(hack/build-flux-controllers.sh $(1)) && kluctl=$$(hack/build-kluctl-controller.sh) && \
 	export FLUX_CONTROLLERS="$$flux" KLUCTL_CONTROLLERS="$$kluctl" &&
 
 # A count of executions, not a duration: go1.26's fuzz coordinator can fail a target with a bare

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds everything the integration tests, the demo and the bench run besides the extension, into
 # the cache outside the repository: kube-apiserver and etcd (hack/build-envtest.sh), the Flux
-# controllers (hack/build-flux-controllers.sh) and the kluctl controller
-# (hack/build-kluctl-controller.sh). The three builds run side by side: each has stretches in which
+# controllers (hack/build-flux-controllers.sh), the kluctl controller
+# (hack/build-kluctl-controller.sh) and promtool for the rule tests (hack/build-promtool.sh). The
+# builds run side by side: each has stretches in which
 # it downloads modules or links on one core, which the others fill. On a warm cache it only checks
 # the binaries (a few seconds).
 #
@@ -17,14 +18,14 @@ logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
 declare -A pids started
-for script in build-envtest.sh build-flux-controllers.sh build-kluctl-controller.sh; do
+for script in build-envtest.sh build-flux-controllers.sh build-kluctl-controller.sh build-promtool.sh; do
   started[$script]=$(date +%s)
   "$REPO_ROOT/hack/$script" >"$logs/$script.out" 2>"$logs/$script.log" &
   pids[$script]=$!
 done
 
 failed=()
-for script in build-envtest.sh build-flux-controllers.sh build-kluctl-controller.sh; do
+for script in build-envtest.sh build-flux-controllers.sh build-kluctl-controller.sh build-promtool.sh; do
   if wait "${pids[$script]}"; then
     log "$script done after $(($(date +%s) - started[$script]))s"
     # The per-binary figures ("built ... in Ns") of the breakdown.

@@ -108,6 +108,10 @@ func ScrapeConfigs(namespace string, values Values) ([]*monitoringv1alpha1.Scrap
 		for i := range spec.KubernetesSDConfigs {
 			spec.KubernetesSDConfigs[i].Namespaces = &monitoringv1alpha1.NamespaceDiscovery{Names: []string{c.Namespace}}
 		}
+		// Gardener's target label "type" would collide with the label "type" of
+		// gotk_reconcile_condition (the condition type), which Prometheus would then rename to
+		// exported_type; the job names tell the series apart from the shoot's other ones.
+		spec.RelabelConfigs = slices.DeleteFunc(spec.RelabelConfigs, func(r monitoringv1.RelabelConfig) bool { return r.TargetLabel == "type" })
 		for i := range spec.RelabelConfigs {
 			if spec.RelabelConfigs[i].TargetLabel == "__metrics_path__" {
 				spec.RelabelConfigs[i].Replacement = new("/api/v1/namespaces/" + c.Namespace + "/pods/${1}:${2}/proxy/metrics")

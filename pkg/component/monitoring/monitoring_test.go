@@ -101,6 +101,9 @@ var _ = Describe("Monitoring", func() {
 			Expect(relabel).To(HaveKeyWithValue("__metrics_path__|(.+);(.+)", HaveField("Replacement", HaveValue(Equal("/api/v1/namespaces/gitops/pods/${1}:${2}/proxy/metrics")))))
 			Expect(relabel).To(HaveKeyWithValue("|kluctl-controller-.*", HaveField("Action", Equal("keep"))))
 			Expect(relabel).To(HaveKeyWithValue("|controller;metrics", HaveField("Action", Equal("keep"))))
+			for _, r := range sc.Spec.RelabelConfigs {
+				Expect(r.TargetLabel).NotTo(Equal("type"), "gotk_reconcile_condition has a label type of its own")
+			}
 		})
 
 		It("keeps the controller totals and the series of the bootstrap objects only", func() {
