@@ -34,6 +34,9 @@ const (
 	serviceLabel = "shoot-flux"
 )
 
+// Records are the recording rules every shoot gets.
+var Records = []string{RecordErrors, RecordSuccesses}
+
 // PrometheusRule returns the recording and alerting rules of the shoot's GitOps: a delivered
 // controller that is down, and, with bootstrap objects, a repository source or a deployment that
 // keeps failing. The alerts are for the shoot owner (visibility owner), who owns the repository.
@@ -44,9 +47,11 @@ func PrometheusRule(namespace string, values Values) *monitoringv1.PrometheusRul
 			Record: RecordErrors,
 			Expr:   intstr.FromString(fmt.Sprintf(`sum by (job, controller) (rate(controller_runtime_reconcile_errors_total{job=~%q}[10m]))`, jobs)),
 		},
+		// Flux's controllers requeue a successful reconcile after its interval (result
+		// requeue_after) and return failures as errors.
 		{
 			Record: RecordSuccesses,
-			Expr:   intstr.FromString(fmt.Sprintf(`sum by (job, controller) (rate(controller_runtime_reconcile_total{job=~%q,result="success"}[10m]))`, jobs)),
+			Expr:   intstr.FromString(fmt.Sprintf(`sum by (job, controller) (rate(controller_runtime_reconcile_total{job=~%q,result=~"success|requeue_after"}[10m]))`, jobs)),
 		},
 	}
 	for _, c := range values.Controllers {
@@ -73,10 +78,12 @@ func PrometheusRule(namespace string, values Values) *monitoringv1.PrometheusRul
 	}
 }
 
-// bootstrapRules alert on the bootstrap objects. In flux mode the Flux controllers export their
-// reconcile results per controller only (Flux 2.1 dropped gotk_reconcile_condition from its
-// controllers), so the alerts fire when no object of the kind succeeds while some fail; kluctl's
-// controller exports the Ready condition of each KluctlDeployment.
+// bootstrapRules alert on the bootstrap objects. kluctl's controller exports the Ready condition of
+// each KluctlDeployment. Flux's controllers export no object conditions since Flux 2.1, only their
+// reconcile results per controller: source-controller returns a failed fetch as an error, so its
+// alert fires when no source of the kind succeeds while some fail; kustomize-controller requeues a
+// failed Kustomization without an error (test/promrules/samples), so nothing in its metrics tells a
+// failing Kustomization, which the health check's BootstrapReady reports instead.
 func bootstrapRules(b *Bootstrap) []monitoringv1.Rule {
 	keyHint := ""
 	if b.DeployKey {
@@ -105,33 +112,18 @@ func bootstrapRules(b *Bootstrap) []monitoringv1.Rule {
 	if b.OCI {
 		sourceKind, sourceController = "OCIRepository", "ocirepository"
 	}
-	return []monitoringv1.Rule{
-		{
-			Alert:  AlertSourceFailing,
-			Expr:   intstr.FromString(failingExpr(fluxapi.ComponentSourceController, sourceController)),
-			For:    new(monitoringv1.Duration(FailingFor)),
-			Labels: alertLabels("warning", map[string]string{"kind": sourceKind}),
-			Annotations: map[string]string{
-				"summary": fmt.Sprintf("%s %s/%s of the shoot cannot be fetched.", sourceKind, b.Namespace, constants.BootstrapName),
-				"description": fmt.Sprintf("source-controller has fetched no %s of the shoot for %s while its attempts fail, so the shoot "+
-					"keeps the revision fetched last. `kubectl -n %s describe %s %s` in the shoot names the cause: the "+
-					"URL, the ref, the credentials or the host.", sourceKind, FailingFor, b.Namespace, sourceController, constants.BootstrapName) + keyHint,
-			},
+	return []monitoringv1.Rule{{
+		Alert:  AlertSourceFailing,
+		Expr:   intstr.FromString(failingExpr(fluxapi.ComponentSourceController, sourceController)),
+		For:    new(monitoringv1.Duration(FailingFor)),
+		Labels: alertLabels("warning", map[string]string{"kind": sourceKind}),
+		Annotations: map[string]string{
+			"summary": fmt.Sprintf("%s %s/%s of the shoot cannot be fetched.", sourceKind, b.Namespace, constants.BootstrapName),
+			"description": fmt.Sprintf("source-controller has fetched no %s of the shoot for %s while its attempts fail, so the shoot "+
+				"keeps the revision fetched last. `kubectl -n %s describe %s %s` in the shoot names the cause: the "+
+				"URL, the ref, the credentials or the host.", sourceKind, FailingFor, b.Namespace, sourceController, constants.BootstrapName) + keyHint,
 		},
-		{
-			Alert:  AlertDeploymentFailing,
-			Expr:   intstr.FromString(failingExpr(fluxapi.ComponentKustomizeController, "kustomization")),
-			For:    new(monitoringv1.Duration(FailingFor)),
-			Labels: alertLabels("warning", map[string]string{"kind": "Kustomization"}),
-			Annotations: map[string]string{
-				"summary": fmt.Sprintf("Kustomization %s/%s of the shoot fails to apply.", b.Namespace, constants.BootstrapName),
-				"description": fmt.Sprintf("kustomize-controller has applied no Kustomization of the shoot for %s while its attempts "+
-					"fail, so the shoot keeps what was applied last. `kubectl -n %s describe kustomization %s` in the shoot "+
-					"names the cause, e.g. an invalid manifest, a missing namespace or CRD, or a failing health check.",
-					FailingFor, b.Namespace, constants.BootstrapName),
-			},
-		},
-	}
+	}}
 }
 
 // failingExpr is true while the controller's reconciles of the kind fail and none succeeds.
