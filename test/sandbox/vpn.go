@@ -119,8 +119,12 @@ func (v *vpn) writeCertificates() (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed loading the VPN serving certificate: %w", err)
 	}
+	// From the PEM: the Certificate of gardener's CA is the template it was made from, without the
+	// raw subject a CertificateRequest names the acceptable CAs with.
 	clients := x509.NewCertPool()
-	clients.AddCert(ca.Certificate)
+	if !clients.AppendCertsFromPEM(ca.CertificatePEM) {
+		return nil, errors.New("failed loading the VPN CA")
+	}
 	return &tls.Config{
 		Certificates: []tls.Certificate{serving},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
@@ -132,10 +136,11 @@ func (v *vpn) writeCertificates() (*tls.Config, error) {
 // writeEgressSelectorConfig writes what gardener configures for a shoot's kube-apiserver
 // (pkg/component/kubernetes/apiserver configmaps.go): "cluster" over HTTP CONNECT to the VPN with
 // mutual TLS, "controlplane" and "etcd" direct. kube-apiserver dials the "cluster" egress for the
-// proxy subresources of pods, services and nodes (cmd/kube-apiserver/app/server.go). An http://
-// URL without tlsConfig passes the file's validation but cannot be used: kube-apiserver v1.36
-// reads the TLS settings of every tcp transport (egressselector.getTLSConfig) and always dials the
-// proxy with TLS.
+// proxy subresources of pods, services and nodes (cmd/kube-apiserver/app/server.go). A tcp
+// transport with an http:// URL and no tlsConfig passes the file's validation but cannot be used:
+// k8s.io/apiserver v0.36.4 reads the TLS settings of every tcp transport (egressselector
+// getTLSConfig dereferences the nil tlsConfig, a panic at start) and always dials the proxy with
+// TLS (tcpHTTPConnectConnector), so mutual TLS as in gardener is the only working tcp setup.
 func (v *vpn) writeEgressSelectorConfig() error {
 	cfg := apiserverv1beta1.EgressSelectorConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: apiserverv1beta1.SchemeGroupVersion.String(), Kind: "EgressSelectorConfiguration"},
