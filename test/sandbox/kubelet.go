@@ -159,10 +159,10 @@ type kubelet struct {
 	// nodeEnv comes before the image's and the container's env of every process (ShootSpec.NodeEnv).
 	nodeEnv []string
 	// vpn routes the pod IPs of the published Pods to the processes (kubeletpodobject.go).
-	vpn *vpn
-	dir     string
-	client  client.Client
-	events  chan event.GenericEvent
+	vpn    *vpn
+	dir    string
+	client client.Client
+	events chan event.GenericEvent
 	// ctx ends when the kubelet stops; the pods' watchers probe and report with it.
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -32,16 +32,17 @@ import (
 func main() {
 	out := flag.String("out", "test/promrules/samples", "directory the samples are written to")
 	timeout := flag.Duration("timeout", 12*time.Minute, "bound of the whole recording")
+	deployed := flag.Bool("deployed", true, "run the extension as deployed (sandbox Options.Deployed): its /metrics is the binary's alone, with the heartbeat of the leader, as the seed's Prometheus scrapes it; false runs it in this process, whose registry it shares with the sandbox's controllers")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := run(ctx, *out); err != nil {
+	if err := run(ctx, *out, *deployed); err != nil {
 		fmt.Fprintln(os.Stderr, "record-metrics:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, out string) (err error) {
+func run(ctx context.Context, out string, deployed bool) (err error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return errors.New("KUBEBUILDER_ASSETS is not set (hack/build-envtest.sh)")
 	}
@@ -94,13 +95,13 @@ func run(ctx context.Context, out string) (err error) {
 	defer func() { err = errors.Join(err, git.Close()) }()
 
 	progress("starting the sandbox (log: " + logPath + ")")
-	sb, err := sandbox.Start(ctx, sandbox.Options{FluxControllers: flux, KluctlControllers: kluctl, HealthCheck: true, Log: log})
+	sb, err := sandbox.Start(ctx, sandbox.Options{FluxControllers: flux, KluctlControllers: kluctl, HealthCheck: true, Deployed: deployed, Log: log})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, sb.Stop()) }()
 
-	r := &recorder{sb: sb, git: git, repos: repos, out: out, log: log, progress: progress, labels: map[string]map[string]bool{}}
+	r := &recorder{sb: sb, git: git, repos: repos, out: out, log: log, progress: progress, labels: map[string]map[string]bool{}, reconciles: map[string]float64{}}
 	if err := r.record(ctx); err != nil {
 		return err
 	}
@@ -117,4 +118,7 @@ type recorder struct {
 	progress func(string)
 	// labels are the label names of every family written, over all files.
 	labels map[string]map[string]bool
+	// reconciles are the reconciles of the bootstrap object in the last sample of each Flux
+	// controller (see settled).
+	reconciles map[string]float64
 }

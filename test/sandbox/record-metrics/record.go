@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -223,7 +224,15 @@ func (r *recorder) waitReady(ctx context.Context, s *shoot, gvk schema.GroupVers
 	if err != nil {
 		return fmt.Errorf("%s %s/%s of %s not Ready=%s (%q) within %s, last: %s: %w\n%s", gvk.Kind, namespace, constants.BootstrapName, s.h.Name, status, message, stateTimeout, last, err, s.h.ControllerLogs())
 	}
+	r.progress(fmt.Sprintf("%s of shoot %s: Ready=%s", gvk.Kind, s.h.Name, truncate(last, 200)))
 	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // requestReconcile asks a Flux controller to reconcile the bootstrap object now instead of at its
@@ -291,7 +300,9 @@ func (r *recorder) scrapeAll(ctx context.Context, fluxShoot, kluctlShoot *shoot,
 }
 
 // scrape reads the metrics of the Deployment's pod through the shoot's kube-apiserver with the
-// token of the shoot's Prometheus and writes the sample <deployment>.<state>.prom.
+// token of the shoot's Prometheus and writes the sample <deployment>.<state>.prom. The controllers
+// record their metrics at the end of a reconcile, after they wrote the status the state was read
+// from: it scrapes until the reconcile that reached the state is in the metrics (settled).
 func (r *recorder) scrape(ctx context.Context, s *shoot, namespace, deployment, state string) error {
 	var pod string
 	for _, c := range s.h.Controllers() {
@@ -302,11 +313,46 @@ func (r *recorder) scrape(ctx context.Context, s *shoot, namespace, deployment, 
 	if pod == "" {
 		return fmt.Errorf("shoot %s runs no pod of %s/%s", s.h.Name, namespace, deployment)
 	}
-	text, err := s.h.ScrapePod(ctx, s.token, sandbox.PodMetricsPath(namespace, pod, metricsPort))
+	var text []byte
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, stateTimeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if text, err = s.h.ScrapePod(ctx, s.token, sandbox.PodMetricsPath(namespace, pod, metricsPort)); err != nil {
+			return false, err
+		}
+		return r.settled(deployment, state, string(text)), nil
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("the metrics of %s did not show state %s within %s: %w", deployment, state, stateTimeout, err)
 	}
 	return r.write(deployment, state, text, controllerSelection)
+}
+
+// settled tells whether the metrics show the state: the kluctl controller's Ready condition, or
+// for the Flux controllers, which export no condition, a reconcile of the bootstrap object more
+// than in the last sample of the component.
+func (r *recorder) settled(component, state, text string) bool {
+	if component == "kluctl-controller" {
+		status := "True"
+		if state != "healthy" {
+			status = "False"
+		}
+		return strings.Contains(text, `namespace="kluctl-system",status="`+status+`",type="Ready"} 1`)
+	}
+	count := -1.0
+	for line := range strings.Lines(text) {
+		if rest, ok := strings.CutPrefix(line, "gotk_reconcile_duration_seconds_count{"); ok && strings.Contains(rest, `name="`+constants.BootstrapName+`"`) {
+			_, value, _ := strings.Cut(strings.TrimSpace(rest), "} ")
+			if v, err := strconv.ParseFloat(value, 64); err == nil {
+				count = v
+			}
+		}
+	}
+	last, seen := r.reconciles[component]
+	if count <= 0 || (seen && count <= last) {
+		return false
+	}
+	r.reconciles[component] = count
+	return true
 }
 
 // scrapeExtension reads the extension's /metrics and writes the sample extension.<state>.prom.

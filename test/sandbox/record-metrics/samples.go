@@ -22,6 +22,8 @@ type selection struct {
 	// prefixes are the families kept: what the rules and the dashboard can use. The Go runtime
 	// and process families would only bloat the samples.
 	prefixes []string
+	// excluded are families of prefixes that are left out.
+	excluded []string
 	// controller tells whether the series of a controller are kept (label controller, or name
 	// for workqueue families); nil keeps all.
 	controller func(name string, active map[string]bool) bool
@@ -31,7 +33,11 @@ type selection struct {
 // queue families of the controllers that reconciled anything: source-controller runs five
 // controllers of which the bootstrap uses one.
 var controllerSelection = selection{
-	prefixes:   []string{"gotk_", "kluctl_", "controller_runtime_reconcile_", "workqueue_depth"},
+	// kluctl's own families are kluctldeployments_* (subsystem, no namespace).
+	prefixes: []string{"gotk_", "kluctl_", "kluctldeployments_", "controller_runtime_reconcile_", "workqueue_depth"},
+	// They name the repository URL, a label no rule may use, and with it the git server's port of
+	// the recording.
+	excluded:   []string{"kluctldeployments_source_spec", "kluctldeployments_git_source_spec", "kluctldeployments_oci_source_spec"},
 	controller: func(name string, active map[string]bool) bool { return active[name] },
 }
 
@@ -41,7 +47,8 @@ var controllerSelection = selection{
 var extensionSelection = selection{
 	prefixes: []string{"shoot_flux_", "controller_runtime_reconcile_", "workqueue_depth"},
 	controller: func(name string, _ map[string]bool) bool {
-		return strings.HasPrefix(name, "shoot-flux") || name == "heartbeat"
+		// gardener's health check library names its controller after the checked kind.
+		return strings.HasPrefix(name, "shoot-flux") || strings.HasPrefix(name, "healthcheck-Extension-") || name == "heartbeat"
 	},
 }
 
@@ -72,7 +79,7 @@ func (r *recorder) write(component, state string, text []byte, sel selection) er
 	active := activeControllers(families)
 	names := make([]string, 0, len(families))
 	for name := range families {
-		if slices.ContainsFunc(sel.prefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
+		if slices.ContainsFunc(sel.prefixes, func(p string) bool { return strings.HasPrefix(name, p) }) && !slices.Contains(sel.excluded, name) {
 			names = append(names, name)
 		}
 	}
@@ -84,7 +91,7 @@ func (r *recorder) write(component, state string, text []byte, sel selection) er
 	for _, name := range names {
 		mf := families[name]
 		mf.Metric = slices.DeleteFunc(mf.Metric, func(m *dto.Metric) bool {
-			controller, ok := controllerOf(m)
+			controller, ok := controllerOf(name, m)
 			if !ok || sel.controller == nil || sel.controller(controller, active) {
 				return false
 			}
@@ -115,26 +122,29 @@ func activeControllers(families map[string]*dto.MetricFamily) map[string]bool {
 		return active
 	}
 	for _, m := range mf.Metric {
-		if name, ok := controllerOf(m); ok && m.GetCounter().GetValue() > 0 {
+		if name, ok := controllerOf(mf.GetName(), m); ok && m.GetCounter().GetValue() > 0 {
 			active[name] = true
 		}
 	}
 	return active
 }
 
-// controllerOf returns the controller a series is about: label controller, or name for the
-// workqueue families.
-func controllerOf(m *dto.Metric) (string, bool) {
-	var name string
+// controllerOf returns the controller a series of controller-runtime is about: label controller,
+// or name for the workqueue families. The label name of the Flux families names objects.
+func controllerOf(family string, m *dto.Metric) (string, bool) {
+	label := "controller"
+	switch {
+	case strings.HasPrefix(family, "workqueue_"):
+		label = "name"
+	case !strings.HasPrefix(family, "controller_runtime_"):
+		return "", false
+	}
 	for _, l := range m.Label {
-		switch l.GetName() {
-		case "controller":
+		if l.GetName() == label {
 			return l.GetValue(), true
-		case "name":
-			name = l.GetValue()
 		}
 	}
-	return name, name != ""
+	return "", false
 }
 
 // addLabels records the label names of a family as its series carry them in the text format:
