@@ -29,9 +29,7 @@ var scrapeTimeout = 5 * time.Minute
 // the kubelet stand-in's Pods, the API server's egress through the VPN stand-in to the processes.
 var _ = Describe("Scraping the delivered controllers through the shoot's API server", Label("sandbox"), func() {
 	It("lists their pods and reads their metrics with the token of the shoot's Prometheus", func(spec SpecContext) {
-		flux, err := ParseControllers(FluxControllersEnv, os.Getenv(FluxControllersEnv))
-		Expect(err).NotTo(HaveOccurred())
-		kluctl, err := ParseControllers(KluctlControllersEnv, os.Getenv(KluctlControllersEnv))
+		flux, kluctl, err := ControllersFromEnv()
 		Expect(err).NotTo(HaveOccurred())
 		if os.Getenv("KUBEBUILDER_ASSETS") == "" || len(flux) == 0 || len(kluctl) == 0 {
 			Skip("needs KUBEBUILDER_ASSETS, " + FluxControllersEnv + " and " + KluctlControllersEnv + " (make test-integration sets them)")

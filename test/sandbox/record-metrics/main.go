@@ -46,11 +46,7 @@ func run(ctx context.Context, out string, deployed bool) (err error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return errors.New("KUBEBUILDER_ASSETS is not set (hack/build-envtest.sh)")
 	}
-	flux, err := sandbox.ParseControllers(sandbox.FluxControllersEnv, os.Getenv(sandbox.FluxControllersEnv))
-	if err != nil {
-		return err
-	}
-	kluctl, err := sandbox.ParseControllers(sandbox.KluctlControllersEnv, os.Getenv(sandbox.KluctlControllersEnv))
+	flux, kluctl, err := sandbox.ControllersFromEnv()
 	if err != nil {
 		return err
 	}

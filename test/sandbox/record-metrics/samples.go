@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -110,7 +111,7 @@ func (r *recorder) write(component, state string, text []byte, sel selection) er
 	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("failed writing %s: %w", file, err)
 	}
-	r.progress(fmt.Sprintf("wrote %s (%d lines; series of controllers left out: %s)", file, bytes.Count(out.Bytes(), []byte("\n")), strings.Join(sortedKeys(dropped), " ")))
+	r.progress(fmt.Sprintf("wrote %s (%d lines; series of controllers left out: %s)", file, bytes.Count(out.Bytes(), []byte("\n")), strings.Join(slices.Sorted(maps.Keys(dropped)), " ")))
 	return nil
 }
 
@@ -172,7 +173,7 @@ func (r *recorder) addLabels(mf *dto.MetricFamily) {
 func (r *recorder) writeLabels() error {
 	labels := map[string][]string{}
 	for family, names := range r.labels {
-		labels[family] = sortedKeys(names)
+		labels[family] = slices.Sorted(maps.Keys(names))
 	}
 	data, err := yaml.Marshal(labels)
 	if err != nil {
@@ -184,13 +185,4 @@ func (r *recorder) writeLabels() error {
 		return fmt.Errorf("failed writing %s: %w", file, err)
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
