@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -204,9 +205,13 @@ func (r *recorder) waitReady(ctx context.Context, s *shoot, gvk schema.GroupVers
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, stateTimeout, true, func(ctx context.Context) (bool, error) {
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
-		if err := s.h.Shoot.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.BootstrapName}, obj); err != nil {
-			last = err.Error()
+		err := s.h.Shoot.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.BootstrapName}, obj)
+		if apierrors.IsNotFound(err) {
+			last = "not found"
 			return false, nil
+		}
+		if err != nil {
+			return false, err
 		}
 		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 		for _, c := range conditions {
