@@ -173,7 +173,8 @@ func (r *recorder) addLabels(mf *dto.MetricFamily) {
 func (r *recorder) writeLabels() error {
 	labels := map[string][]string{}
 	for family, names := range r.labels {
-		labels[family] = slices.Sorted(maps.Keys(names))
+		// A family without labels is an empty list, not null.
+		labels[family] = append([]string{}, slices.Sorted(maps.Keys(names))...)
 	}
 	data, err := yaml.Marshal(labels)
 	if err != nil {
