@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"strconv"
 
@@ -52,5 +53,27 @@ var _ = Describe("The VPN stand-in", func() {
 		v.removePod(ip)
 		_, err = dial(context.Background(), "tcp", net.JoinHostPort(ip.String(), strconv.Itoa(8080)))
 		Expect(err).To(MatchError(ContainSubstring("403")))
+	})
+})
+
+var _ = Describe("Pod IPs of the VPN stand-in", func() {
+	It("are global unicast, not reused at once, and wrap around the network", func() {
+		v := &vpn{targets: map[string]string{}, pods: map[netip.Addr]string{}, next: PodNetwork.Addr().Next()}
+		first, err := v.addPod("ns/a", map[int32]string{8080: "127.0.0.1:1"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(first.String()).To(Equal("10.200.0.1"))
+		Expect(first.IsGlobalUnicast()).To(BeTrue(), "kube-apiserver's pod proxy refuses other addresses")
+		v.removePod(first)
+		second, err := v.addPod("ns/b", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(second).NotTo(Equal(first), "a scrape of the removed pod must not reach the new one")
+
+		v.next = netip.MustParseAddr("10.200.255.254")
+		last, err := v.addPod("ns/c", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(last.String()).To(Equal("10.200.255.254"))
+		wrapped, err := v.addPod("ns/d", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wrapped.String()).To(Equal("10.200.0.1"), "the broadcast address is skipped, the freed first address taken")
 	})
 })
