@@ -203,6 +203,14 @@ test-integration:
 test-deployed:
 	$(CONTROLLERS_ENV) SHOOT_FLUX_DEPLOYED=true $(GO) test -timeout 30m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)
 
+# Records the metrics of the delivered controllers (scraped through the shoot API server's pod proxy
+# as the shoot's Prometheus does) and of the extension as deployed, in healthy and failing states,
+# into the samples the alert rules' tests read (test/sandbox/record-metrics). Needs root, as
+# test-deployed. Commit the result.
+.PHONY: record-metrics
+record-metrics:
+	$(CONTROLLERS_ENV) $(GO) run ./test/sandbox/record-metrics -out test/promrules/samples
+
 .PHONY: test-fuzz
 test-fuzz:
 	@for pkg_target in $$(hack/fuzz-targets.sh); do \

@@ -63,6 +63,9 @@ type clusterOptions struct {
 	auditDir string
 	// gardener also starts gardener-apiserver behind kube-apiserver (StartGarden).
 	gardener bool
+	// apiServerFlags are further kube-apiserver flags. They are part of envtest's configuration of
+	// the process, so StartAPIServer keeps them.
+	apiServerFlags map[string]string
 }
 
 // auditPolicy records every request at metadata level, and Extension requests with their bodies,
@@ -104,6 +107,9 @@ func startCluster(name string, scheme *runtime.Scheme, crdPaths []string, opts c
 			Set("audit-policy-file", policy).
 			Set("audit-log-path", c.AuditLogPath).
 			Set("audit-log-format", "json")
+	}
+	for name, value := range opts.apiServerFlags {
+		apiServer.Configure().Set(name, value)
 	}
 	env.ControlPlane.APIServer = apiServer
 	c.Env = env

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -15,9 +16,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// shootAPIAudiences are the audiences of a shoot's kube-apiserver in a landscape.
+var shootAPIAudiences = []string{"kubernetes", v1beta1constants.GardenerAudience}
+
 func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager, runControllers bool, nodeEnv []string) error {
 	h.log.Info("Starting shoot API server")
-	shoot, err := startCluster(h.SeedNamespace, kubernetes.ShootScheme, nil, clusterOptions{})
+	opts := clusterOptions{apiServerFlags: map[string]string{
+		// As gardener's shoot kube-apiservers (pkg/component/shared kubeapiserver.go): tokens that
+		// gardener-resource-manager's token requestor requests for shoot access Secrets have the
+		// audience gardener.
+		"api-audiences": strings.Join(shootAPIAudiences, ","),
+	}}
+	if runControllers {
+		// The pods of the kubelet stand-in are reached through the VPN stand-in, as a shoot's pods
+		// through Gardener's VPN: kube-apiserver's pod proxy, and with it the shoot's Prometheus.
+		v, err := startVPN(h.log.WithName("vpn"), h.SeedNamespace)
+		if err != nil {
+			return err
+		}
+		h.mu.Lock()
+		h.vpn = v
+		h.mu.Unlock()
+		opts.apiServerFlags["egress-selector-config-file"] = v.egressSelectorConfigFile()
+	}
+	shoot, err := startCluster(h.SeedNamespace, kubernetes.ShootScheme, nil, opts)
 	if err != nil {
 		return err
 	}
@@ -30,7 +52,7 @@ func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager
 	h.controllerManager = cm
 	h.mu.Unlock()
 	if runControllers {
-		k, err := startKubelet(ctx, h.log.WithName("kubelet"), shoot, h.sandbox.controllerBinaries(), nodeEnv)
+		k, err := startKubelet(ctx, h.log.WithName("kubelet"), shoot, h.sandbox.controllerBinaries(), nodeEnv, h.vpn)
 		if err != nil {
 			return err
 		}
@@ -167,6 +189,11 @@ func (h *ShootHandle) stopControlPlane() error {
 	if h.Shoot != nil {
 		errs = append(errs, h.Shoot.stop())
 	}
+	h.mu.Lock()
+	v := h.vpn
+	h.vpn = nil
+	h.mu.Unlock()
+	errs = append(errs, v.close())
 	return errors.Join(errs...)
 }
 

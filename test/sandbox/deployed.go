@@ -376,24 +376,16 @@ const GardenAccessNamespace = "seed-" + SeedName
 // each of the extension ClusterRoles (labelled for custom extension permissions, like
 // example/garden-rbac.yaml) to it. It returns the token and the ServiceAccount's user name.
 func GrantGardenAccess(ctx context.Context, seed, garden client.Client, accessSecret client.ObjectKey, clusterRoles []string) ([]byte, string, error) {
-	requestor := &tokenrequestor.Reconciler{
+	secret, token, err := requestToken(ctx, &tokenrequestor.Reconciler{
 		SourceClient:    seed,
 		TargetClient:    garden,
 		Clock:           clock.RealClock{},
 		JitterFunc:      wait.Jitter,
 		Class:           ptr.To(resourcesv1alpha1.ResourceManagerClassGarden),
 		TargetNamespace: GardenAccessNamespace,
-	}
-	if _, err := requestor.Reconcile(ctx, reconcile.Request{NamespacedName: accessSecret}); err != nil {
-		return nil, "", fmt.Errorf("failed requesting the garden token: %w", err)
-	}
-	secret := &corev1.Secret{}
-	if err := seed.Get(ctx, accessSecret, secret); err != nil {
-		return nil, "", fmt.Errorf("failed reading the garden access Secret: %w", err)
-	}
-	token := secret.Data[resourcesv1alpha1.DataKeyToken]
-	if len(token) == 0 {
-		return nil, "", errors.New("the token requestor wrote no garden token")
+	}, accessSecret)
+	if err != nil {
+		return nil, "", fmt.Errorf("garden access: %w", err)
 	}
 	for _, name := range clusterRoles {
 		if _, err := (&extensionclusterrole.Reconciler{Client: garden}).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
@@ -401,4 +393,22 @@ func GrantGardenAccess(ctx context.Context, seed, garden client.Client, accessSe
 		}
 	}
 	return token, "system:serviceaccount:" + GardenAccessNamespace + ":" + secret.Annotations[resourcesv1alpha1.ServiceAccountName], nil
+}
+
+// requestToken runs gardener's token requestor once for an access Secret, as gardenlet does for
+// garden access and gardener-resource-manager for shoot access, and returns the Secret with the
+// token it wrote.
+func requestToken(ctx context.Context, requestor *tokenrequestor.Reconciler, accessSecret client.ObjectKey) (*corev1.Secret, []byte, error) {
+	if _, err := requestor.Reconcile(ctx, reconcile.Request{NamespacedName: accessSecret}); err != nil {
+		return nil, nil, fmt.Errorf("failed requesting the token of %s: %w", accessSecret, err)
+	}
+	secret := &corev1.Secret{}
+	if err := requestor.SourceClient.Get(ctx, accessSecret, secret); err != nil {
+		return nil, nil, fmt.Errorf("failed reading the access Secret %s: %w", accessSecret, err)
+	}
+	token := secret.Data[resourcesv1alpha1.DataKeyToken]
+	if len(token) == 0 {
+		return nil, nil, fmt.Errorf("the token requestor wrote no token into %s", accessSecret)
+	}
+	return secret, token, nil
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"maps"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -38,6 +39,19 @@ func ParseControllers(env, value string) (map[string]string, error) {
 		out[image] = binary
 	}
 	return out, nil
+}
+
+// ControllersFromEnv reads FluxControllersEnv and KluctlControllersEnv, for programs and specs
+// that run the delivered controllers (ShootSpec.RunControllers); either is empty if its variable
+// is unset.
+func ControllersFromEnv() (flux, kluctl map[string]string, err error) {
+	if flux, err = ParseControllers(FluxControllersEnv, os.Getenv(FluxControllersEnv)); err != nil {
+		return nil, nil, err
+	}
+	if kluctl, err = ParseControllers(KluctlControllersEnv, os.Getenv(KluctlControllersEnv)); err != nil {
+		return nil, nil, err
+	}
+	return flux, kluctl, nil
 }
 
 // FluxControllerImages returns the images of Options.FluxControllers the kubelet stand-in needs to

@@ -158,9 +158,11 @@ type kubelet struct {
 	binaries map[string]string
 	// nodeEnv comes before the image's and the container's env of every process (ShootSpec.NodeEnv).
 	nodeEnv []string
-	dir     string
-	client  client.Client
-	events  chan event.GenericEvent
+	// vpn routes the pod IPs of the published Pods to the processes (kubeletpodobject.go).
+	vpn    *vpn
+	dir    string
+	client client.Client
+	events chan event.GenericEvent
 	// ctx ends when the kubelet stops; the pods' watchers probe and report with it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -175,7 +177,7 @@ type kubelet struct {
 	started []*controllerPod
 }
 
-func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries map[string]string, nodeEnv []string) (*kubelet, error) {
+func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries map[string]string, nodeEnv []string, v *vpn) (*kubelet, error) {
 	mgr, err := newShootManager(log, shoot)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet: %w", err)
@@ -189,6 +191,7 @@ func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries
 		shoot:      shoot,
 		binaries:   binaries,
 		nodeEnv:    nodeEnv,
+		vpn:        v,
 		dir:        dir,
 		client:     mgr.GetClient(),
 		events:     make(chan event.GenericEvent, 64),
@@ -202,6 +205,8 @@ func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries
 		For(&appsv1.Deployment{}).
 		// Process exits and readiness changes, reported by the pods' watchers.
 		WatchesRawSource(source.Channel(k.events, &handler.EnqueueRequestForObject{})).
+		// Pods deleted by others end their process (kubeletpodobject.go).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1.Deployment{}, handler.OnlyControllerOwner()), builder.WithPredicates(podDeletions)).
 		// Stopping a process takes up to its grace period; others must not wait for it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(k); err != nil {
@@ -293,6 +298,7 @@ func (k *kubelet) stopPod(key types.NamespacedName, reason string) {
 	}
 	k.log.Info("Stopping controller", "deployment", key, "pod", p.name, "reason", reason, "gracePeriod", p.grace)
 	p.stop(k.ctx.Done())
+	k.deletePodObject(p)
 }
 
 // Reconcile runs, restarts or stops the Deployment's process and writes the Deployment's status.
@@ -344,6 +350,15 @@ func (k *kubelet) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 	}
 
+	deleted, err := k.syncPodObject(ctx, d, p)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if deleted {
+		// The next reconcile starts a new pod, after the status told that none runs.
+		p, requeue = nil, time.Millisecond
+	}
+
 	status, availableIn := deploymentStatus(d, hash, p.state(), time.Now())
 	if availableIn > 0 && (requeue == 0 || availableIn < requeue) {
 		requeue = availableIn
@@ -377,6 +392,8 @@ type podState struct {
 	// running: a process runs; ready: its readiness probe succeeds; readySince: since when.
 	running, ready bool
 	readySince     time.Time
+	// runStarted is when the current run of the process started.
+	runStarted time.Time
 }
 
 // deploymentStatus computes the status the Deployment controller would write for a Deployment
@@ -461,6 +478,9 @@ type ControllerProcess struct {
 	ReadySince time.Time
 	// Restarts counts how often the process ended and was started again.
 	Restarts int
+	// PodIP is the IP of the pod the stand-in publishes for the process, which the shoot's
+	// kube-apiserver reaches through the VPN stand-in (pod proxy); empty without one.
+	PodIP string
 }
 
 // processes lists the current pods in start order.
@@ -487,6 +507,7 @@ func (k *kubelet) processes() []ControllerProcess {
 			Ready:      state.ready,
 			ReadySince: readySince(state),
 			Restarts:   p.restartCount(),
+			PodIP:      podIPString(p),
 		})
 	}
 	return out
@@ -548,6 +569,13 @@ func (h *ShootHandle) ControllerLogs() string {
 		return "(the shoot runs no controllers)"
 	}
 	return k.logs()
+}
+
+func podIPString(p *controllerPod) string {
+	if !p.ip.IsValid() {
+		return ""
+	}
+	return p.ip.String()
 }
 
 // readySince is the pod's ready time while it is ready: readySince is kept across a restart.

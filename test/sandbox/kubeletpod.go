@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -45,6 +46,10 @@ type controllerPod struct {
 	args, env []string
 	// probe tells whether the process is ready; nil means ready while it runs.
 	probe func(context.Context) bool
+	// ip is the pod IP (see kubeletpodobject.go); invalid without a VPN stand-in.
+	ip netip.Addr
+	// created is when the pod was started first.
+	created time.Time
 
 	mu         sync.Mutex
 	process    *Process
@@ -53,8 +58,11 @@ type controllerPod struct {
 	ready      bool
 	readySince time.Time
 	exitedAt   time.Time
+	runStarted time.Time
 	restarts   int
 	stopped    bool
+	// published tells whether the Pod object was created.
+	published bool
 }
 
 // startPod prepares the Deployment's pod (files, env, args, credentials, probe) and starts its
@@ -69,6 +77,7 @@ func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.C
 		hash:      hash,
 		grace:     time.Duration(ptr.Deref(spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second,
 		binary:    binary,
+		created:   time.Now(),
 	}
 	p.dir = k.podDir(d.Namespace, p.name)
 	p.logPath = filepath.Join(p.dir, "container.log")
@@ -114,14 +123,20 @@ func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.C
 	p.env = append(p.env, "KUBECONFIG="+kubeconfig)
 	p.args = args
 
+	if err := k.allocatePodIP(p, pc.addresses); err != nil {
+		return nil, cleanup(err)
+	}
 	if err := p.run(k); err != nil {
+		if p.ip.IsValid() {
+			k.vpn.removePod(p.ip)
+		}
 		return nil, cleanup(err)
 	}
 	k.mu.Lock()
 	k.pods[p.key] = p
 	k.started = append(k.started, p)
 	k.mu.Unlock()
-	k.log.Info("Started controller", "deployment", p.key, "pod", p.name, "component", component, "args", args)
+	k.log.Info("Started controller", "deployment", p.key, "pod", p.name, "podIP", p.ip, "component", component, "args", args)
 	return p, nil
 }
 
@@ -194,7 +209,7 @@ func (p *controllerPod) run(k *kubelet) error {
 	stopWatch := make(chan struct{})
 	p.mu.Lock()
 	p.process, p.log, p.stopWatch = process, logFile, stopWatch
-	p.ready, p.exitedAt = false, time.Time{}
+	p.ready, p.exitedAt, p.runStarted = false, time.Time{}, time.Now()
 	p.mu.Unlock()
 	go p.watch(k, process, stopWatch)
 	return nil
@@ -295,7 +310,7 @@ func (p *controllerPod) state() podState {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return podState{running: p.exitedAt.IsZero(), ready: p.ready, readySince: p.readySince}
+	return podState{running: p.exitedAt.IsZero(), ready: p.ready, readySince: p.readySince, runStarted: p.runStarted}
 }
 
 func (p *controllerPod) restartCount() int {

@@ -136,6 +136,7 @@ type ShootHandle struct {
 	resourceManager   *runner
 	controllerManager *runner
 	kubelet           *kubelet
+	vpn               *vpn
 	sourceControllers []*SourceController
 	since             string
 	sinceTime         time.Time

@@ -1,0 +1,336 @@
+package sandbox
+
+import (
+	"bufio"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gardener/gardener/pkg/utils/secrets"
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiserverv1beta1 "k8s.io/apiserver/pkg/apis/apiserver/v1beta1"
+	"sigs.k8s.io/yaml"
+)
+
+// PodNetwork is the range the kubelet stand-in takes pod IPs from. kube-apiserver's pod proxy
+// refuses addresses that are not global unicast (k8s.io/kubernetes pkg/registry/core/pod
+// ResourceLocation), so the processes' loopback listeners cannot be pod IPs; these addresses are
+// reached only through the VPN stand-in, never routed on the machine.
+var PodNetwork = netip.MustParsePrefix("10.200.0.0/16")
+
+// vpn stands in for Gardener's VPN between a shoot's control plane and its nodes: kube-apiserver
+// reaches pod IPs through it (the "cluster" egress selection, see egressSelectorConfig), as
+// through vpn-seed-server's HTTP CONNECT proxy in a landscape. It maps <podIP>:<containerPort> of
+// the pods the kubelet stand-in publishes to the local listeners of their processes and refuses
+// every other address, so the shoot's API server cannot be used to reach anything else on the
+// machine. Like vpn-seed-server's proxy it serves TLS and accepts only the client certificate it
+// issued to kube-apiserver.
+type vpn struct {
+	log      logr.Logger
+	dir      string
+	listener net.Listener
+
+	mu      sync.Mutex
+	targets map[string]string
+	pods    map[netip.Addr]string
+	next    netip.Addr
+	conns   map[net.Conn]struct{}
+	closed  bool
+
+	wg sync.WaitGroup
+}
+
+// vpnHandshakeTimeout bounds a client's TLS handshake and CONNECT request.
+var vpnHandshakeTimeout = 10 * time.Second
+
+// startVPN generates the CA, the proxy's serving and kube-apiserver's client certificate with
+// gardener's secrets utilities, writes the egress selector configuration into a directory of its
+// own and listens on a free loopback port.
+func startVPN(log logr.Logger, name string) (*vpn, error) {
+	dir, err := os.MkdirTemp("", "shoot-flux-vpn-"+fileName(name)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("failed creating VPN directory of %s: %w", name, err)
+	}
+	v := &vpn{log: log, dir: dir, targets: map[string]string{}, pods: map[netip.Addr]string{}, next: PodNetwork.Addr().Next(), conns: map[net.Conn]struct{}{}}
+	tlsConfig, err := v.writeCertificates()
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	if v.listener, err = tls.Listen("tcp", "127.0.0.1:0", tlsConfig); err != nil {
+		return nil, errors.Join(fmt.Errorf("failed listening for the VPN of %s: %w", name, err), os.RemoveAll(dir))
+	}
+	if err := v.writeEgressSelectorConfig(); err != nil {
+		return nil, errors.Join(err, v.close())
+	}
+	v.wg.Go(v.serve)
+	return v, nil
+}
+
+// Files in the VPN's directory, named as in gardener's kube-apiserver volumes.
+const (
+	vpnCAFile              = "ca.crt"
+	vpnClientCertFile      = "tls.crt"
+	vpnClientKeyFile       = "tls.key"
+	egressSelectorFile     = "egress-selector-configuration.yaml"
+	egressSelectionCluster = "cluster"
+	egressSelectionControl = "controlplane"
+	egressSelectionEtcd    = "etcd"
+	vpnClientCommonName    = "kube-apiserver-http-proxy"
+	vpnCACommonName        = "ca-vpn"
+	vpnServerCommonName    = "vpn-seed-server"
+)
+
+func (v *vpn) writeCertificates() (*tls.Config, error) {
+	ca, err := (&secrets.CertificateSecretConfig{Name: vpnCACommonName, CommonName: vpnCACommonName, CertType: secrets.CACert}).GenerateCertificate()
+	if err != nil {
+		return nil, fmt.Errorf("failed generating the VPN CA: %w", err)
+	}
+	server, err := (&secrets.CertificateSecretConfig{
+		Name: vpnServerCommonName, CommonName: vpnServerCommonName, CertType: secrets.ServerCert, SigningCA: ca,
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}).GenerateCertificate()
+	if err != nil {
+		return nil, fmt.Errorf("failed generating the VPN serving certificate: %w", err)
+	}
+	clientCert, err := (&secrets.CertificateSecretConfig{Name: vpnClientCommonName, CommonName: vpnClientCommonName, CertType: secrets.ClientCert, SigningCA: ca}).GenerateCertificate()
+	if err != nil {
+		return nil, fmt.Errorf("failed generating kube-apiserver's VPN client certificate: %w", err)
+	}
+	for file, data := range map[string][]byte{
+		vpnCAFile:         ca.CertificatePEM,
+		vpnClientCertFile: clientCert.CertificatePEM,
+		vpnClientKeyFile:  clientCert.PrivateKeyPEM,
+	} {
+		if err := os.WriteFile(filepath.Join(v.dir, file), data, 0o600); err != nil {
+			return nil, fmt.Errorf("failed writing %s: %w", file, err)
+		}
+	}
+	serving, err := tls.X509KeyPair(server.CertificatePEM, server.PrivateKeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("failed loading the VPN serving certificate: %w", err)
+	}
+	// From the PEM: the Certificate of gardener's CA is the template it was made from, without the
+	// raw subject a CertificateRequest names the acceptable CAs with.
+	clients := x509.NewCertPool()
+	if !clients.AppendCertsFromPEM(ca.CertificatePEM) {
+		return nil, errors.New("failed loading the VPN CA")
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{serving},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    clients,
+		MinVersion:   tls.VersionTLS12,
+	}, nil
+}
+
+// writeEgressSelectorConfig writes what gardener configures for a shoot's kube-apiserver
+// (pkg/component/kubernetes/apiserver configmaps.go): "cluster" over HTTP CONNECT to the VPN with
+// mutual TLS, "controlplane" and "etcd" direct. kube-apiserver dials the "cluster" egress for the
+// proxy subresources of pods, services and nodes (cmd/kube-apiserver/app/server.go). A tcp
+// transport with an http:// URL and no tlsConfig passes the file's validation but cannot be used:
+// k8s.io/apiserver v0.36.4 reads the TLS settings of every tcp transport (egressselector
+// getTLSConfig dereferences the nil tlsConfig, a panic at start) and always dials the proxy with
+// TLS (tcpHTTPConnectConnector), so mutual TLS as in gardener is the only working tcp setup.
+func (v *vpn) writeEgressSelectorConfig() error {
+	cfg := apiserverv1beta1.EgressSelectorConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: apiserverv1beta1.SchemeGroupVersion.String(), Kind: "EgressSelectorConfiguration"},
+		EgressSelections: []apiserverv1beta1.EgressSelection{
+			{
+				Name: egressSelectionCluster,
+				Connection: apiserverv1beta1.Connection{
+					ProxyProtocol: apiserverv1beta1.ProtocolHTTPConnect,
+					Transport: &apiserverv1beta1.Transport{TCP: &apiserverv1beta1.TCPTransport{
+						URL: "https://" + v.listener.Addr().String(),
+						TLSConfig: &apiserverv1beta1.TLSConfig{
+							CABundle:   filepath.Join(v.dir, vpnCAFile),
+							ClientCert: filepath.Join(v.dir, vpnClientCertFile),
+							ClientKey:  filepath.Join(v.dir, vpnClientKeyFile),
+						},
+					}},
+				},
+			},
+			{Name: egressSelectionControl, Connection: apiserverv1beta1.Connection{ProxyProtocol: apiserverv1beta1.ProtocolDirect}},
+			{Name: egressSelectionEtcd, Connection: apiserverv1beta1.Connection{ProxyProtocol: apiserverv1beta1.ProtocolDirect}},
+		},
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("failed encoding the egress selector configuration: %w", err)
+	}
+	if err := os.WriteFile(v.egressSelectorConfigFile(), data, 0o600); err != nil {
+		return fmt.Errorf("failed writing the egress selector configuration: %w", err)
+	}
+	return nil
+}
+
+// egressSelectorConfigFile is the value of kube-apiserver's --egress-selector-config-file.
+func (v *vpn) egressSelectorConfigFile() string {
+	return filepath.Join(v.dir, egressSelectorFile)
+}
+
+// addPod allocates a pod IP and routes <podIP>:<port> to the local address of each port.
+func (v *vpn) addPod(pod string, ports map[int32]string) (netip.Addr, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	ip, err := v.allocate()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("pod %s: %w", pod, err)
+	}
+	v.pods[ip] = pod
+	for port, local := range ports {
+		v.targets[netip.AddrPortFrom(ip, uint16(port)).String()] = local
+	}
+	return ip, nil
+}
+
+// allocate returns the next free address of PodNetwork after the last one given out, so that a
+// recently removed pod's address is not reused at once (a scrape of the old pod must not reach the
+// new one).
+func (v *vpn) allocate() (netip.Addr, error) {
+	for range 1 << (32 - PodNetwork.Bits()) {
+		ip := v.next
+		v.next = ip.Next()
+		if !PodNetwork.Contains(v.next) || v.next == lastAddr(PodNetwork) {
+			v.next = PodNetwork.Addr().Next()
+		}
+		if _, used := v.pods[ip]; !used && PodNetwork.Contains(ip) {
+			return ip, nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("no free address in %s", PodNetwork)
+}
+
+// lastAddr is the broadcast address of an IPv4 prefix.
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr().As4()
+	for i := p.Bits(); i < 32; i++ {
+		a[i/8] |= 1 << (7 - i%8)
+	}
+	return netip.AddrFrom4(a)
+}
+
+// removePod releases the pod's IP and routes.
+func (v *vpn) removePod(ip netip.Addr) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.pods, ip)
+	for target := range v.targets {
+		if ap, err := netip.ParseAddrPort(target); err == nil && ap.Addr() == ip {
+			delete(v.targets, target)
+		}
+	}
+}
+
+func (v *vpn) target(address string) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	local, ok := v.targets[address]
+	return local, ok
+}
+
+func (v *vpn) serve() {
+	for {
+		conn, err := v.listener.Accept()
+		if err != nil {
+			return
+		}
+		if !v.track(conn) {
+			_ = conn.Close()
+			return
+		}
+		v.wg.Go(func() {
+			defer v.untrack(conn)
+			v.handle(conn)
+		})
+	}
+}
+
+// handle answers one CONNECT request and then copies bytes both ways until either side closes.
+func (v *vpn) handle(conn net.Conn) {
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(vpnHandshakeTimeout))
+	br := bufio.NewReader(conn)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	if req.Method != http.MethodConnect {
+		_, _ = io.WriteString(conn, "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+		return
+	}
+	local, ok := v.target(req.URL.Host)
+	if !ok {
+		v.log.V(1).Info("Refusing a connection to an address that is no pod port", "address", req.URL.Host)
+		_, _ = io.WriteString(conn, "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+		return
+	}
+	backend, err := net.DialTimeout("tcp", local, vpnHandshakeTimeout)
+	if err != nil {
+		_, _ = io.WriteString(conn, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+		return
+	}
+	defer func() { _ = backend.Close() }()
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	_ = conn.SetDeadline(time.Time{})
+	done := make(chan struct{}, 2)
+	go func() {
+		// What the client sent after the request and the reader buffered goes first.
+		_, _ = io.Copy(backend, br)
+		if tcp, ok := backend.(*net.TCPConn); ok {
+			_ = tcp.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(conn, backend)
+		done <- struct{}{}
+	}()
+	<-done
+}
+
+func (v *vpn) track(conn net.Conn) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return false
+	}
+	v.conns[conn] = struct{}{}
+	return true
+}
+
+func (v *vpn) untrack(conn net.Conn) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.conns, conn)
+}
+
+// close stops listening, ends every tunnel and removes the certificates and the configuration.
+func (v *vpn) close() error {
+	if v == nil {
+		return nil
+	}
+	v.mu.Lock()
+	v.closed = true
+	for c := range v.conns {
+		_ = c.Close()
+	}
+	v.mu.Unlock()
+	err := v.listener.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	v.wg.Wait()
+	return errors.Join(err, os.RemoveAll(v.dir))
+}
