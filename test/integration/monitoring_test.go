@@ -33,8 +33,8 @@ import (
 // metric relabelling keeps. The metrics come from the real controllers the kubelet stand-in runs,
 // reached through the VPN stand-in as kube-apiserver reaches the pods of a shoot.
 var _ = Describe("The shoot's monitoring", func() {
-	It("lets the shoot's Prometheus scrape a kluctl shoot's controllers as the ScrapeConfigs say, and follows hibernation and disable", func(ctx SpecContext) {
-		h, _, logs := kluctlShoot(ctx, "monitorkluctl", kluctlShootSpec{})
+	It("lets the shoot's Prometheus scrape a kluctl shoot's controllers as the ScrapeConfigs say, and follows hibernation and disable", Label(labelDeployed), func(ctx SpecContext) {
+		h, _, logs := kluctlShoot(ctx, "monkluctl", kluctlShootSpec{kluctl: map[string]any{"target": gitserver.TargetBlue}})
 		token, err := h.PrometheusShootAccess(ctx)
 		Expect(err).NotTo(HaveOccurred())
 
@@ -85,7 +85,7 @@ var _ = Describe("The shoot's monitoring", func() {
 	})
 
 	It("lets the shoot's Prometheus scrape a flux shoot's controllers and see the bootstrap's source fail", func(ctx SpecContext) {
-		project := "monitorflux"
+		project := "monflux"
 		newProject(ctx, project)
 		h := createShootSucceeded(ctx, sandbox.ShootSpec{Project: project, Name: "one", RunControllers: true, ProviderConfig: mustJSON(map[string]any{
 			"source": map[string]any{
@@ -100,7 +100,8 @@ var _ = Describe("The shoot's monitoring", func() {
 		Expect(git.AddAuthorizedKey(authorizedKey(ctx, h))).To(Succeed())
 		token, err := h.PrometheusShootAccess(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		expectMonitoringObjects(ctx, h, "shoot-flux-source-controller", "shoot-flux-kustomize-controller")
+		// kluctl.enabled defaults to true in mode flux too.
+		expectMonitoringObjects(ctx, h, "shoot-flux-source-controller", "shoot-flux-kustomize-controller", "shoot-flux-kluctl-controller")
 
 		rule := &monitoringv1.PrometheusRule{}
 		Expect(get(ctx, sb.Seed.Client, rule, h.SeedNamespace, "shoot-flux")).To(Succeed())
@@ -113,7 +114,7 @@ var _ = Describe("The shoot's monitoring", func() {
 		By("seeing the GitRepository's failed fetches in the series the alert reads")
 		Eventually(func(g Gomega) {
 			series := scrapeAsShootPrometheus(g, ctx, h, token)
-			g.Expect(jobs(series["up"])).To(ConsistOf("shoot-flux-source-controller", "shoot-flux-kustomize-controller"))
+			g.Expect(jobs(series["up"])).To(ConsistOf("shoot-flux-source-controller", "shoot-flux-kustomize-controller", "shoot-flux-kluctl-controller"))
 			var errors float64
 			for _, ls := range series["controller_runtime_reconcile_errors_total"] {
 				if ls["controller"] == "gitrepository" && ls["job"] == "shoot-flux-source-controller" {
@@ -266,7 +267,7 @@ func relabel(labels map[string]string, configs []monitoringv1.RelabelConfig) (ma
 		for _, l := range r.SourceLabels {
 			values = append(values, out[string(l)])
 		}
-		joined := strings.Join(values, cmp.Or(r.Separator, ";"))
+		joined := strings.Join(values, cmp.Or(ptrValue(r.Separator), ";"))
 		switch cmp.Or(r.Action, "replace") {
 		case "keep":
 			if !regex.MatchString(joined) {
