@@ -83,6 +83,7 @@ func (b *bench) run(ctx context.Context) error {
 		b.restart,
 		b.configChange,
 		b.defaultMoved,
+		b.healthChecks,
 		b.dataSizes,
 	} {
 		if err := phase(ctx); err != nil {

@@ -49,6 +49,7 @@ type options struct {
 	extensionEnv      string
 	clientQPS         float64
 	firstDeploy       int
+	healthWindow      time.Duration
 }
 
 func main() {
@@ -70,6 +71,7 @@ func main() {
 	fs.StringVar(&o.extensionEnv, "extension-env", "", "comma-separated KEY=VALUE environment of the extension process, e.g. GOMEMLIMIT=100MiB")
 	fs.Float64Var(&o.clientQPS, "client-qps", float64(fluxcmd.DefaultClientQPS), "the extension's --client-qps (its --client-burst is 1.3 times as much)")
 	fs.IntVar(&o.firstDeploy, "first-deploy", 0, "instead of the scale benchmark, measure the time to first deploy of this many shoots in kluctl mode with the real controllers (e.g. 10); needs FLUX_CONTROLLERS and KLUCTL_CONTROLLERS")
+	fs.DurationVar(&o.healthWindow, "health-window", 0, "how long the health checks are followed after their first round; at least 2.5 sync periods")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory with the API servers' audit logs and kubeconfigs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
