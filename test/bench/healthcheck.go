@@ -2,14 +2,28 @@ package main
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"time"
 
+	healthcheckconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/gardener/gardener/pkg/utils/secrets"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -27,29 +41,85 @@ func isHealthCheckController(l map[string]string) bool {
 	return strings.HasPrefix(l["controller"], healthCheckControllerPrefix)
 }
 
+// extensionConfig is the sandbox's configuration of the extension with the benchmark's health
+// check sync period.
+func (b *bench) extensionConfig() config.ControllerConfiguration {
+	cfg := b.sb.ExtensionConfig()
+	if b.opts.healthSyncPeriod > 0 {
+		cfg.HealthCheckConfig = &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: b.opts.healthSyncPeriod}}
+	}
+	return cfg
+}
+
 // healthCheckSyncPeriod is the period the benchmark's extension checks every shoot with.
 func (b *bench) healthCheckSyncPeriod() time.Duration {
-	if cfg := b.sb.ExtensionConfig(); cfg.HealthCheckConfig != nil && cfg.HealthCheckConfig.SyncPeriod.Duration > 0 {
+	if cfg := b.extensionConfig(); cfg.HealthCheckConfig != nil && cfg.HealthCheckConfig.SyncPeriod.Duration > 0 {
 		return cfg.HealthCheckConfig.SyncPeriod.Duration
 	}
 	return healthcheck.DefaultAddOptions.HealthCheckConfig.SyncPeriod.Duration
 }
 
-// healthChecks measures whether the health check keeps up with all shoots. What tells that a
-// shoot was checked is the status update that ends every check (gardener's health check library
-// replaces the Extension's status after each check, changed or not), taken from the seed API
-// server's audit log: the conditions' lastUpdateTime moves only when a condition's reason,
-// message or codes change, so it cannot show a check of a shoot whose health stays the same.
+// healthChecks measures whether the health check keeps up with all shoots, first with every
+// shoot's API server answering, then with -hung-shoots of them hung.
 //
-// The phase restarts the extension, which enqueues every Extension's check at once as after any
-// restart or change of leader, and times the first round until every shoot was checked. Then it
-// follows the checks for -health-window, at least two sync periods, and reports the longest time
-// any shoot went unchecked, the work of one round and the extension's CPU.
+// What tells that a shoot was checked is the status update that ends every check (gardener's
+// health check library replaces the Extension's status after each check, changed or not), taken
+// from the seed API server's audit log: the conditions' lastUpdateTime moves only when a
+// condition's reason, message or codes change, so it cannot show a check of a shoot whose health
+// stays the same.
 func (b *bench) healthChecks(ctx context.Context) error {
+	if err := b.followHealthChecks(ctx, nil); err != nil {
+		return err
+	}
+	if b.opts.hungShoots == 0 {
+		return nil
+	}
+	hung, err := b.hangShoots(ctx, b.opts.hungShoots)
+	if err != nil {
+		return err
+	}
+	return b.followHealthChecks(ctx, hung)
+}
+
+// hangShoots points the shoot access Secrets of n shoots, spread over the projects, at an API
+// server that accepts every request and never answers, and returns their seed namespaces.
+func (b *bench) hangShoots(ctx context.Context, n int) ([]string, error) {
+	var err error
+	if b.hung, err = startHungAPIServer(); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := b.hung.kubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	var namespaces []string
+	for i := range n {
+		ns := b.namespaces[(i*len(b.namespaces))/n]
+		for _, name := range []string{v1beta1constants.SecretNameGardener, v1beta1constants.SecretNameGardenerInternal} {
+			secret := &corev1.Secret{}
+			if err := b.sb.Seed.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
+				return nil, fmt.Errorf("failed reading shoot access Secret %s/%s: %w", ns, name, err)
+			}
+			secret.Data[secrets.DataKeyKubeconfig] = kubeconfig
+			if err := b.sb.Seed.Client.Update(ctx, secret); err != nil {
+				return nil, fmt.Errorf("failed updating shoot access Secret %s/%s: %w", ns, name, err)
+			}
+		}
+		namespaces = append(namespaces, ns)
+	}
+	return namespaces, nil
+}
+
+// followHealthChecks restarts the extension, which enqueues every Extension's check at once as
+// after any restart or change of leader, and times the first round until every shoot was checked.
+// Then it follows the checks for -health-window, at least 2.5 sync periods, and reports the
+// longest time any shoot went unchecked, the work of one round and the extension's CPU. The
+// shoots in hung have an API server that never answers; the goal holds for the others.
+func (b *bench) followHealthChecks(ctx context.Context, hung []string) error {
 	n := len(b.shoots)
 	period := b.healthCheckSyncPeriod()
 	window := max(b.opts.healthWindow, 2*period+period/2)
-	step("restarting the extension and following the health checks of %d shoots for %s after the first round", n, window)
+	step("restarting the extension and following the health checks of %d shoots (%d hung) for %s after the first round", n, len(hung), window)
 	var (
 		started, steady, end time.Time
 		before, after        metrics
@@ -102,33 +172,44 @@ func (b *bench) healthChecks(ctx context.Context) error {
 		return err
 	}
 
-	checks := analyzeChecks(healthCheckTimes(stats.seedEvents), b.namespaces, started, steady, end)
+	answering := slices.DeleteFunc(slices.Clone(b.namespaces), func(ns string) bool { return slices.Contains(hung, ns) })
+	times := healthCheckTimes(stats.seedEvents)
+	checks := analyzeChecks(times, answering, started, steady, end)
 	checksInWindow := after.value("controller_runtime_reconcile_total", isHealthCheckController) -
 		before.value("controller_runtime_reconcile_total", isHealthCheckController)
 	meanCheck := meanSeconds(before, after, "controller_runtime_reconcile_time_seconds", isHealthCheckController)
 	workers := after.value("controller_runtime_max_concurrent_reconciles", isHealthCheckController)
-	extensionCPU := cpu.groups[roleExtension] * end.Sub(steady).Seconds()
 
 	r := b.report
-	r.section("Health checks of %d shoots (sync period %s, %.0f worker(s))", n, period, workers)
-	r.add("first round after a restart: start → every shoot checked once", dur(checks.firstRound), "≤ "+period.String(),
+	if len(hung) == 0 {
+		r.section("Health checks of %d shoots (sync period %s, %.0f worker(s))", n, period, workers)
+	} else {
+		r.section("Health checks of %d shoots, %d of them with an API server that never answers (sync period %s, %.0f worker(s))", n, len(hung), period, workers)
+	}
+	r.add(fmt.Sprintf("first round after a restart: start → all %d answering shoots checked", len(answering)), dur(checks.firstRound), "≤ "+period.String(),
 		verdict(checks.unchecked == 0 && checks.firstRound <= period))
 	if checks.unchecked > 0 {
-		r.add("  shoots not checked at all", fmt.Sprint(checks.unchecked), "0", verdict(false))
+		r.add("  answering shoots not checked at all", fmt.Sprint(checks.unchecked), "0", verdict(false))
 	}
 	busy := time.Duration(float64(n) * float64(meanCheck) / max(workers, 1))
-	r.add(fmt.Sprintf("work of one round over all shoots (%d × mean check / workers)", n), dur(busy), "≤ "+period.String(), verdict(busy <= period))
+	r.add(fmt.Sprintf("work of one round (%d × mean check / workers)", n), dur(busy), "≤ "+period.String(), verdict(busy <= period))
 	r.add("  mean check (reconcile) duration", dur(meanCheck), "", "")
+	// A shoot is checked again a sync period after its check ended, so even an idle worker
+	// checks every period plus the check's own duration.
 	slack := period / 10
-	r.add(fmt.Sprintf("steady state (%s): oldest check, i.e. longest a shoot went unchecked", dur(end.Sub(steady))), dur(checks.oldest),
+	r.add(fmt.Sprintf("steady state (%s): oldest check of an answering shoot", dur(end.Sub(steady))), dur(checks.oldest),
 		"≤ "+(period+slack).String(), verdict(checks.unchecked == 0 && checks.oldest <= period+slack))
 	r.add("  interval between two checks of a shoot: p50 / p99 / max", fmt.Sprintf("%s / %s / %s",
 		dur(percentile(checks.intervals, 0.5)), dur(percentile(checks.intervals, 0.99)), dur(percentile(checks.intervals, 1))), "", "")
-	r.add("  checks per shoot and sync period", fmt.Sprintf("%.2f", checksInWindow/float64(n)/(end.Sub(steady).Seconds()/period.Seconds())), "≥ 1", "")
+	if len(hung) > 0 {
+		hungChecks := analyzeChecks(times, hung, started, steady, end)
+		r.add("  oldest check of a hung shoot (ends when the check times out)", dur(hungChecks.oldest), "", "")
+	}
 	oldestUpdate, conditions := oldestConditionUpdate(list.Items, healthcheck.ConditionTypeBootstrapReady, end)
 	r.add(fmt.Sprintf("oldest %s lastUpdateTime (%d Extensions with the condition)", healthcheck.ConditionTypeBootstrapReady, conditions), dur(oldestUpdate), "",
 		"moves only when the condition changes, not on a check")
 	if checksInWindow > 0 {
+		extensionCPU := cpu.groups[roleExtension] * end.Sub(steady).Seconds()
 		r.add("extension CPU in steady state: cores / per check", fmt.Sprintf("%.3f / %s", cpu.groups[roleExtension],
 			dur(time.Duration(extensionCPU/checksInWindow*float64(time.Second)))), "", "")
 		steadyRequests := requestCounts(after, b.seedHost, b.gardenHost).minus(requestCounts(before, b.seedHost, b.gardenHost))
@@ -137,16 +218,27 @@ func (b *bench) healthChecks(ctx context.Context) error {
 			steadyRequests.SeedReads/checksInWindow, steadyRequests.SeedWrites/checksInWindow, shootRequests/checksInWindow), "", "")
 	}
 	r.add(fmt.Sprintf("CPU busy in steady state (machine, %.0f cores)", cpu.cores), fmt.Sprintf("%.0f%%", 100*cpu.machine), "", "")
+	var ours float64
 	for _, g := range cpu.sortedGroups() {
+		ours += cpu.groups[g]
 		if cpu.groups[g] >= 0.005 {
 			r.add("  cores used by "+g, fmt.Sprintf("%.3f", cpu.groups[g]), "", "")
 		}
 	}
-	r.note("A check counts when the health check library writes its result: it replaces the Extension's "+
-		"status after every check, changed or not (the seed API server's audit log gives the time). The "+
-		"conditions' lastUpdateTime is no heartbeat: gardener's condition builder moves it only when the "+
-		"reason, message or codes change. The shoots reach their API server through the sandbox's shared "+
-		"shoot API server on loopback.")
+	if other := cpu.machine*cpu.cores - ours; other >= 0.1 {
+		r.add("  cores used by processes outside the benchmark", fmt.Sprintf("%.2f", other), "", "the machine was shared")
+	}
+	if len(hung) == 0 {
+		r.note("A check counts when the health check library writes its result: it replaces the Extension's " +
+			"status after every check, changed or not (the seed API server's audit log gives the time). The " +
+			"conditions' lastUpdateTime is no heartbeat: gardener's condition builder moves it only when the " +
+			"reason, message or codes change. The shoots' API server is the sandbox's shared shoot API server " +
+			"on loopback.")
+	} else {
+		r.note("The hung shoots' access Secrets point at an API server that accepts every request and never " +
+			"answers, as a kube-apiserver whose etcd is gone answers only after its 60 s request timeout. The " +
+			"library bounds a check by the sync period and sets no request timeout on its shoot clients.")
+	}
 	return nil
 }
 
@@ -235,4 +327,51 @@ func oldestConditionUpdate(items []extensionsv1alpha1.Extension, conditionType s
 		}
 	}
 	return oldest, count
+}
+
+// hungAPIServer is a stand-in for a shoot API server that accepts connections and requests and
+// never answers them.
+type hungAPIServer struct {
+	server *httptest.Server
+	stop   chan struct{}
+}
+
+func startHungAPIServer() (*hungAPIServer, error) {
+	stop := make(chan struct{})
+	server := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	// TLS handshake errors of the aborted requests are expected.
+	server.Config.ErrorLog = log.New(io.Discard, "", 0)
+	server.StartTLS()
+	return &hungAPIServer{server: server, stop: stop}, nil
+}
+
+// kubeconfig is a shoot access kubeconfig for the hung API server.
+func (h *hungAPIServer) kubeconfig() ([]byte, error) {
+	const name = "hung"
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{
+		Server:                   h.server.URL,
+		CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.server.Certificate().Raw}),
+	}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: name}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	cfg.CurrentContext = name
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("failed serializing the hung API server's kubeconfig: %w", err)
+	}
+	return out, nil
+}
+
+func (h *hungAPIServer) close() {
+	if h == nil {
+		return
+	}
+	close(h.stop)
+	h.server.Close()
 }
