@@ -235,9 +235,10 @@ func (b *bench) followHealthChecks(ctx context.Context, hung []string) error {
 			"reason, message or codes change. The shoots' API server is the sandbox's shared shoot API server " +
 			"on loopback.")
 	} else {
-		r.note("The hung shoots' access Secrets point at an API server that accepts every request and never " +
-			"answers, as a kube-apiserver whose etcd is gone answers only after its 60 s request timeout. The " +
-			"library bounds a check by the sync period and sets no request timeout on its shoot clients.")
+		r.note("The hung shoots' access Secrets point at a stand-in API server that accepts every request and "+
+			"answers it after %s with a 504, as a kube-apiserver whose etcd does not answer gives up after its "+
+			"request timeout. The library's shoot client discovers the API (no context) before the check's "+
+			"first request: without a request timeout of the shoot client, that request waits for the answer.", hungAnswerAfter)
 	}
 	return nil
 }
@@ -329,8 +330,12 @@ func oldestConditionUpdate(items []extensionsv1alpha1.Extension, conditionType s
 	return oldest, count
 }
 
+// hungAnswerAfter is when the hung API server answers a request: kube-apiserver's default
+// --request-timeout, after which it gives up on a request whose storage does not answer.
+var hungAnswerAfter = time.Minute
+
 // hungAPIServer is a stand-in for a shoot API server that accepts connections and requests and
-// never answers them.
+// answers each only after hungAnswerAfter, with kube-apiserver's 504 of a timed-out request.
 type hungAPIServer struct {
 	server *httptest.Server
 	stop   chan struct{}
@@ -338,11 +343,17 @@ type hungAPIServer struct {
 
 func startHungAPIServer() (*hungAPIServer, error) {
 	stop := make(chan struct{})
-	server := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
+			return
 		case <-stop:
+			return
+		case <-time.After(hungAnswerAfter):
 		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGatewayTimeout)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"request did not complete within the allowed duration","reason":"Timeout","code":504}`)
 	}))
 	// TLS handshake errors of the aborted requests are expected.
 	server.Config.ErrorLog = log.New(io.Discard, "", 0)
