@@ -2,7 +2,13 @@ package healthcheck_test
 
 import (
 	"context"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"time"
 
@@ -10,6 +16,7 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/healthcheck"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/gardener/gardener/pkg/utils/secrets"
 	"github.com/go-logr/logr"
@@ -17,14 +24,17 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 )
 
@@ -147,6 +157,77 @@ var _ = Describe("Health check actuator", func() {
 		Expect(first).To(HaveLen(1))
 		Expect(first[0].ConditionType).To(Equal(ConditionTypeBootstrapReady))
 		Expect(first[0].HealthCheck).NotTo(BeIdenticalTo(second[0].HealthCheck))
+	})
+
+	Describe("a shoot API server that does not answer", func() {
+		var (
+			server        *httptest.Server
+			stop          chan struct{}
+			timeoutBefore time.Duration
+		)
+
+		BeforeEach(func() {
+			stop = make(chan struct{})
+			server = httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+				select {
+				case <-stop:
+				case <-time.After(time.Minute):
+				}
+			}))
+			server.Config.ErrorLog = log.New(io.Discard, "", 0)
+			timeoutBefore = ShootRequestTimeout
+			ShootRequestTimeout = 200 * time.Millisecond
+			DeferCleanup(func() {
+				ShootRequestTimeout = timeoutBefore
+				close(stop)
+				server.Close()
+			})
+
+			access := shootAccess(namespaces[0])
+			cfg := clientcmdapi.NewConfig()
+			cfg.Clusters["shoot"] = &clientcmdapi.Cluster{
+				Server:                   server.URL,
+				CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw}),
+			}
+			cfg.AuthInfos["shoot"] = &clientcmdapi.AuthInfo{Token: "shoot"}
+			cfg.Contexts["shoot"] = &clientcmdapi.Context{Cluster: "shoot", AuthInfo: "shoot"}
+			cfg.CurrentContext = "shoot"
+			var err error
+			access.Data[secrets.DataKeyKubeconfig], err = clientcmd.Write(*cfg)
+			Expect(err).NotTo(HaveOccurred())
+
+			ex := &extensionsv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[0], Name: "shoot-flux"}}
+			raw, err := json.Marshal(&fluxv1alpha1.FluxStatus{Repository: "ssh://git@example.com/repo", BootstrapMode: "kluctl"})
+			Expect(err).NotTo(HaveOccurred())
+			ex.Status.ProviderStatus = &runtime.RawExtension{Raw: raw}
+			mgr = seedManager{client: fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).WithObjects(access, ex).Build()}
+		})
+
+		// The library's shoot client discovers the API without the check's context: before
+		// ShootRequestTimeout, the check waited for the shoot's answer (here a minute) whatever
+		// its deadline.
+		It("fails the check after the request timeout, whatever the check's deadline", func() {
+			done := make(chan *[]healthcheck.Result, 1)
+			go func() {
+				defer GinkgoRecover()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				actuator := NewActuator(mgr, BootstrapChecks(nil), ShootRESTOptions(nil), nil)
+				results, err := actuator.ExecuteHealthCheckFunctions(ctx, logr.Discard(), types.NamespacedName{Namespace: namespaces[0], Name: "shoot-flux"})
+				Expect(err).NotTo(HaveOccurred())
+				done <- results
+			}()
+			var results *[]healthcheck.Result
+			Eventually(done).WithTimeout(10 * time.Second).Should(Receive(&results))
+			Expect(*results).To(ConsistOf(And(HaveField("FailedChecks", 1), HaveField("Detail", HaveValue(ContainSubstring("Timeout"))))))
+		})
+
+		It("keeps a configured timeout and the other options", func() {
+			configured := &extensionsconfigv1alpha1.RESTOptions{QPS: ptr.To[float32](7), Timeout: ptr.To(time.Hour)}
+			Expect(ShootRESTOptions(configured)).To(Equal(extensionsconfigv1alpha1.RESTOptions{QPS: ptr.To[float32](7), Timeout: ptr.To(time.Hour)}))
+			Expect(ShootRESTOptions(&extensionsconfigv1alpha1.RESTOptions{QPS: ptr.To[float32](7)})).To(Equal(
+				extensionsconfigv1alpha1.RESTOptions{QPS: ptr.To[float32](7), Timeout: ptr.To(200 * time.Millisecond)}))
+		})
 	})
 
 	It("checks with several workers by default", func() {

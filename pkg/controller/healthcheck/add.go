@@ -37,7 +37,7 @@ var BootstrapProgressingThreshold = 10 * time.Minute
 // DefaultMaxConcurrentReconciles is how many Extensions are checked at once. A check of a healthy
 // shoot takes ~10 ms and ~6 ms of CPU (make bench), so one worker could check 500 shoots within
 // the minute; but a shoot whose API server accepts requests and does not answer holds its worker
-// until the check times out, a whole sync period. Ten workers keep checking every other shoot in
+// until a request times out (ShootRequestTimeout). Ten workers keep checking every other shoot in
 // its period while up to nine shoots hang.
 const DefaultMaxConcurrentReconciles = 10
 
@@ -75,11 +75,27 @@ func AddToManagerWithOptions(mgr manager.Manager, opts healthcheck.DefaultAddArg
 		extensionsv1alpha1.SchemeGroupVersion.WithKind(extensionsv1alpha1.ExtensionResource), nil); err != nil {
 		return fmt.Errorf("failed registering the health check of %s: %w", constants.ExtensionType, err)
 	}
-	var restOptions extensionsconfigv1alpha1.RESTOptions
-	if opts.HealthCheckConfig.ShootRESTOptions != nil {
-		restOptions = *opts.HealthCheckConfig.ShootRESTOptions
+	return healthcheck.Register(mgr, args, NewActuator(mgr, BootstrapChecks(reporter), ShootRESTOptions(opts.HealthCheckConfig.ShootRESTOptions), opts.ExtensionClasses))
+}
+
+// ShootRequestTimeout bounds every request of the health check to a shoot's API server unless
+// healthCheckConfig.shootRESTOptions.timeout sets another bound. The library's shoot client
+// discovers the shoot's API with requests that take no context, so without a timeout a shoot
+// API server that accepts a request and does not answer holds the check, and its worker, until
+// it answers, if ever; the check's own deadline (the sync period) does not reach them.
+var ShootRequestTimeout = 10 * time.Second
+
+// ShootRESTOptions returns the configured options of the health check's shoot clients with
+// ShootRequestTimeout if they set no timeout.
+func ShootRESTOptions(configured *extensionsconfigv1alpha1.RESTOptions) extensionsconfigv1alpha1.RESTOptions {
+	var o extensionsconfigv1alpha1.RESTOptions
+	if configured != nil {
+		o = *configured.DeepCopy()
 	}
-	return healthcheck.Register(mgr, args, NewActuator(mgr, BootstrapChecks(reporter), restOptions, opts.ExtensionClasses))
+	if o.Timeout == nil {
+		o.Timeout = ptr.To(ShootRequestTimeout)
+	}
+	return o
 }
 
 // BootstrapChecks returns the checks of shoot-flux Extensions: the bootstrap objects' readiness as
