@@ -77,22 +77,26 @@ func (c *clientCheck) Check(ctx context.Context, request types.NamespacedName) (
 	return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue}, nil
 }
 
+// shootAccessTo is the kubeconfig Secret through which the library reaches a shoot's API server.
+func shootAccessTo(namespace, server string, ca []byte) *corev1.Secret {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["shoot"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos["shoot"] = &clientcmdapi.AuthInfo{Token: namespace}
+	cfg.Contexts["shoot"] = &clientcmdapi.Context{Cluster: "shoot", AuthInfo: "shoot"}
+	cfg.CurrentContext = "shoot"
+	kubeconfig, err := clientcmd.Write(*cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: v1beta1constants.SecretNameGardenerInternal},
+		Data:       map[string][]byte{secrets.DataKeyKubeconfig: kubeconfig},
+	}
+}
+
 var _ = Describe("Health check actuator", func() {
 	namespaces := []string{"shoot--foo--a", "shoot--foo--b"}
 
-	// shootAccess is the kubeconfig Secret through which the library reaches a shoot's API server.
 	shootAccess := func(namespace string) *corev1.Secret {
-		cfg := clientcmdapi.NewConfig()
-		cfg.Clusters["shoot"] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://api.%s.invalid", namespace)}
-		cfg.AuthInfos["shoot"] = &clientcmdapi.AuthInfo{Token: namespace}
-		cfg.Contexts["shoot"] = &clientcmdapi.Context{Cluster: "shoot", AuthInfo: "shoot"}
-		cfg.CurrentContext = "shoot"
-		kubeconfig, err := clientcmd.Write(*cfg)
-		Expect(err).NotTo(HaveOccurred())
-		return &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: v1beta1constants.SecretNameGardenerInternal},
-			Data:       map[string][]byte{secrets.DataKeyKubeconfig: kubeconfig},
-		}
+		return shootAccessTo(namespace, fmt.Sprintf("https://api.%s.invalid", namespace), nil)
 	}
 
 	// checkConcurrently checks both shoots at once with actuator and returns the shoot client each
@@ -183,18 +187,7 @@ var _ = Describe("Health check actuator", func() {
 				server.Close()
 			})
 
-			access := shootAccess(namespaces[0])
-			cfg := clientcmdapi.NewConfig()
-			cfg.Clusters["shoot"] = &clientcmdapi.Cluster{
-				Server:                   server.URL,
-				CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw}),
-			}
-			cfg.AuthInfos["shoot"] = &clientcmdapi.AuthInfo{Token: "shoot"}
-			cfg.Contexts["shoot"] = &clientcmdapi.Context{Cluster: "shoot", AuthInfo: "shoot"}
-			cfg.CurrentContext = "shoot"
-			var err error
-			access.Data[secrets.DataKeyKubeconfig], err = clientcmd.Write(*cfg)
-			Expect(err).NotTo(HaveOccurred())
+			access := shootAccessTo(namespaces[0], server.URL, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw}))
 
 			ex := &extensionsv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[0], Name: "shoot-flux"}}
 			raw, err := json.Marshal(&fluxv1alpha1.FluxStatus{Repository: "ssh://git@example.com/repo", BootstrapMode: "kluctl"})
