@@ -60,7 +60,7 @@ func (b *bench) healthCheckSyncPeriod() time.Duration {
 }
 
 // healthChecks measures whether the health check keeps up with all shoots, first with every
-// shoot's API server answering, then with -hung-shoots of them hung.
+// shoot's API server answering at once, then with -hung-shoots of them hung.
 //
 // What tells that a shoot was checked is the status update that ends every check (gardener's
 // health check library replaces the Extension's status after each check, changed or not), taken
@@ -81,8 +81,8 @@ func (b *bench) healthChecks(ctx context.Context) error {
 	return b.followHealthChecks(ctx, hung)
 }
 
-// hangShoots points the shoot access Secrets of n shoots, spread over the projects, at an API
-// server that accepts every request and never answers, and returns their seed namespaces.
+// hangShoots points the shoot access Secrets of n shoots, spread over the projects, at a hung API
+// server (hungAPIServer), and returns their seed namespaces.
 func (b *bench) hangShoots(ctx context.Context, n int) ([]string, error) {
 	var err error
 	if b.hung, err = startHungAPIServer(); err != nil {
@@ -114,7 +114,7 @@ func (b *bench) hangShoots(ctx context.Context, n int) ([]string, error) {
 // after any restart or change of leader, and times the first round until every shoot was checked.
 // Then it follows the checks for -health-window, at least 2.5 sync periods, and reports the
 // longest time any shoot went unchecked, the work of one round and the extension's CPU. The
-// shoots in hung have an API server that never answers; the goal holds for the others.
+// shoots in hung have a hung API server; the goal holds for the others.
 func (b *bench) followHealthChecks(ctx context.Context, hung []string) error {
 	n := len(b.shoots)
 	period := b.healthCheckSyncPeriod()
@@ -184,7 +184,7 @@ func (b *bench) followHealthChecks(ctx context.Context, hung []string) error {
 	if len(hung) == 0 {
 		r.section("Health checks of %d shoots (sync period %s, %.0f worker(s))", n, period, workers)
 	} else {
-		r.section("Health checks of %d shoots, %d of them with an API server that never answers (sync period %s, %.0f worker(s))", n, len(hung), period, workers)
+		r.section("Health checks of %d shoots, %d of them with a hung API server that answers after %s (sync period %s, %.0f worker(s))", n, len(hung), hungAnswerAfter, period, workers)
 	}
 	r.add(fmt.Sprintf("first round after a restart: start → all %d answering shoots checked", len(answering)), dur(checks.firstRound), "≤ "+period.String(),
 		verdict(checks.unchecked == 0 && checks.firstRound <= period))
@@ -203,7 +203,7 @@ func (b *bench) followHealthChecks(ctx context.Context, hung []string) error {
 		dur(percentile(checks.intervals, 0.5)), dur(percentile(checks.intervals, 0.99)), dur(percentile(checks.intervals, 1))), "", "")
 	if len(hung) > 0 {
 		hungChecks := analyzeChecks(times, hung, started, steady, end)
-		r.add("  oldest check of a hung shoot (ends when the check times out)", dur(hungChecks.oldest), "", "")
+		r.add("  oldest check of a hung shoot (a check ends with the answer or a request timeout)", dur(hungChecks.oldest), "", "")
 	}
 	oldestUpdate, conditions := oldestConditionUpdate(list.Items, healthcheck.ConditionTypeBootstrapReady, end)
 	r.add(fmt.Sprintf("oldest %s lastUpdateTime (%d Extensions with the condition)", healthcheck.ConditionTypeBootstrapReady, conditions), dur(oldestUpdate), "",
