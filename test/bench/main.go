@@ -75,7 +75,7 @@ func main() {
 	fs.IntVar(&o.firstDeploy, "first-deploy", 0, "instead of the scale benchmark, measure the time to first deploy of this many shoots in kluctl mode with the real controllers (e.g. 10); needs FLUX_CONTROLLERS and KLUCTL_CONTROLLERS")
 	fs.DurationVar(&o.healthWindow, "health-window", 0, "how long the health checks are followed after their first round; at least 2.5 sync periods")
 	fs.DurationVar(&o.healthSyncPeriod, "health-sync-period", 0, "the extension's healthCheckConfig.syncPeriod (0: its default, 1m); shorter for quick runs")
-	fs.IntVar(&o.hungShoots, "hung-shoots", 3, "shoots whose API server never answers in the second health check measurement (0: none, no second measurement)")
+	fs.IntVar(&o.hungShoots, "hung-shoots", 3, "shoots whose API server answers only after a minute (hung) in the second health check measurement (0: none, no second measurement)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory with the API servers' audit logs and kubeconfigs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
