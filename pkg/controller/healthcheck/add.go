@@ -35,10 +35,11 @@ const ControllerName = "shoot-flux-healthcheck"
 var BootstrapProgressingThreshold = 10 * time.Minute
 
 // DefaultMaxConcurrentReconciles is how many Extensions are checked at once. A check of a healthy
-// shoot takes ~10 ms and ~6 ms of CPU (make bench), so one worker could check 500 shoots within
-// the minute; but a shoot whose API server accepts requests and does not answer holds its worker
-// until a request times out (ShootRequestTimeout), and with one worker every other shoot waits.
-// With ten, the others keep checking every shoot within its period while some shoots hang.
+// shoot takes milliseconds, so one worker could check 500 shoots within the minute
+// (docs/performance.md, "Health checks at 500 shoots"); but a shoot whose API server accepts
+// requests and does not answer holds its worker until a request times out (ShootRequestTimeout),
+// and with one worker every other shoot waits. With ten, the others keep checking every shoot
+// within its period while some shoots hang.
 const DefaultMaxConcurrentReconciles = 10
 
 // DefaultAddOptions are the options used by AddToManager.
