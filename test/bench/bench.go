@@ -60,6 +60,7 @@ type bench struct {
 	tracker       *tracker
 	stopTracker   context.CancelFunc
 	stopAuthorize context.CancelFunc
+	hung          *hungAPIServer
 	seedAudit     *sandbox.AuditLog
 	gardenAudit   *sandbox.AuditLog
 	seedHost      string
@@ -83,6 +84,7 @@ func (b *bench) run(ctx context.Context) error {
 		b.restart,
 		b.configChange,
 		b.defaultMoved,
+		b.healthChecks,
 		b.dataSizes,
 	} {
 		if err := phase(ctx); err != nil {
@@ -166,7 +168,7 @@ func (b *bench) setup(ctx context.Context) error {
 	}
 	// The sandbox's host policy lets the extension scan the local git server. The shoots follow
 	// the operator's default, the oldest embedded Flux minor until defaultMoved moves it.
-	cfg := b.sb.ExtensionConfig()
+	cfg := b.extensionConfig()
 	cfg.DefaultFluxVersion = semver.MajorMinor(manifests.FluxVersions()[0])
 	if err := sandbox.WriteControllerConfiguration(b.extArgs.configPath, &cfg); err != nil {
 		return err
@@ -299,6 +301,7 @@ func (b *bench) close() error {
 	if b.stopAuthorize != nil {
 		b.stopAuthorize()
 	}
+	b.hung.close()
 	if b.sb != nil {
 		errs = append(errs, b.sb.Stop())
 	}

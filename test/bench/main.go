@@ -49,6 +49,9 @@ type options struct {
 	extensionEnv      string
 	clientQPS         float64
 	firstDeploy       int
+	healthWindow      time.Duration
+	hungShoots        int
+	healthSyncPeriod  time.Duration
 }
 
 func main() {
@@ -57,7 +60,7 @@ func main() {
 	fs.IntVar(&o.shoots, "shoots", 500, "number of shoots")
 	fs.IntVar(&o.projects, "projects", 10, "number of projects the shoots are spread over")
 	fs.IntVar(&o.workers, "max-concurrent-reconciles", 50, "the extension's --max-concurrent-reconciles")
-	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "bound of the whole benchmark")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "bound of the whole benchmark")
 	fs.StringVar(&o.out, "out", "dev/bench-results.txt", "file the report is written to (besides stdout)")
 	fs.StringVar(&o.logDir, "log-dir", "dev/bench", "directory for the extension's and the sandbox's logs")
 	fs.IntVar(&o.createParallelism, "create-parallelism", 20, "concurrent requests when creating shoots and Extensions")
@@ -70,6 +73,9 @@ func main() {
 	fs.StringVar(&o.extensionEnv, "extension-env", "", "comma-separated KEY=VALUE environment of the extension process, e.g. GOMEMLIMIT=100MiB")
 	fs.Float64Var(&o.clientQPS, "client-qps", float64(fluxcmd.DefaultClientQPS), "the extension's --client-qps (its --client-burst is 1.3 times as much)")
 	fs.IntVar(&o.firstDeploy, "first-deploy", 0, "instead of the scale benchmark, measure the time to first deploy of this many shoots in kluctl mode with the real controllers (e.g. 10); needs FLUX_CONTROLLERS and KLUCTL_CONTROLLERS")
+	fs.DurationVar(&o.healthWindow, "health-window", 0, "how long the health checks are followed after their first round; at least 2.5 sync periods")
+	fs.DurationVar(&o.healthSyncPeriod, "health-sync-period", 0, "the extension's healthCheckConfig.syncPeriod (0: its default, 1m); shorter for quick runs")
+	fs.IntVar(&o.hungShoots, "hung-shoots", 3, "shoots whose API server answers only after a minute (hung) in the second health check measurement (0: none, no second measurement)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory with the API servers' audit logs and kubeconfigs")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
@@ -110,6 +116,8 @@ func (o options) validate() error {
 		return errors.New("-projects must be between 1 and -shoots")
 	case o.workers < 1:
 		return errors.New("-max-concurrent-reconciles must be at least 1")
+	case o.hungShoots < 0 || o.hungShoots >= o.shoots:
+		return errors.New("-hung-shoots must be between 0 and -shoots - 1")
 	case o.createParallelism < 1:
 		return errors.New("-create-parallelism must be at least 1")
 	case o.rmWorkers < 1:

@@ -27,6 +27,8 @@ type phaseStats struct {
 	throttled     int
 	after         metrics
 	cpu           cpuUse
+	// seedEvents are the extension's requests to the seed API server, from its audit log.
+	seedEvents []sandbox.AuditEvent
 }
 
 // measure runs a phase and returns the extension's requests during it: from its metrics (its own
@@ -83,6 +85,7 @@ func (b *bench) measure(ctx context.Context, fn func(context.Context) error) (*p
 		reconciles:   map[string]float64{},
 		after:        after,
 		cpu:          cpuAfter.since(cpuBefore),
+		seedEvents:   seedEvents,
 	}
 	ours := func(l map[string]string) bool { return l["controller"] == "shoot-flux" }
 	for _, result := range []string{"success", "error", "requeue", "requeue_after"} {

@@ -334,7 +334,7 @@ func (b *bench) defaultMoved(ctx context.Context) error {
 		return fmt.Errorf("the extension embeds one Flux minor (%s): no default to move", semver.MajorMinor(newer))
 	}
 	step("restarting the extension with defaultFluxVersion %s and forcing a resync of all %d Extensions", semver.MajorMinor(newer), len(b.shoots))
-	cfg := b.sb.ExtensionConfig()
+	cfg := b.extensionConfig()
 	cfg.DefaultFluxVersion = semver.MajorMinor(newer)
 	if err := sandbox.WriteControllerConfiguration(b.extArgs.configPath, &cfg); err != nil {
 		return err

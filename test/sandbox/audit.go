@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // AuditEvent is the part of a kube-apiserver audit event (Cluster.AuditLogPath) the tests read.
@@ -23,6 +24,9 @@ type AuditEvent struct {
 		Message string `json:"message"`
 	} `json:"responseStatus"`
 	RequestObject json.RawMessage `json:"requestObject"`
+	// StageTimestamp is when the request reached its stage: for a completed request, when the
+	// API server answered it.
+	StageTimestamp time.Time `json:"stageTimestamp"`
 }
 
 // AuditObjectRef is the object an audited request was about.

@@ -19,6 +19,7 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/healthcheck"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -33,12 +34,20 @@ const ControllerName = "shoot-flux-healthcheck"
 // the condition turns False.
 var BootstrapProgressingThreshold = 10 * time.Minute
 
+// DefaultMaxConcurrentReconciles is how many Extensions are checked at once. A check of a healthy
+// shoot takes milliseconds, so one worker could check 500 shoots within the minute
+// (docs/performance.md, "Health checks at 500 shoots"); but a shoot whose API server accepts
+// requests and does not answer holds its worker until a request times out (ShootRequestTimeout),
+// and with one worker every other shoot waits. With ten, the others keep checking every shoot
+// within its period while some shoots hang.
+const DefaultMaxConcurrentReconciles = 10
+
 // DefaultAddOptions are the options used by AddToManager.
 var DefaultAddOptions = healthcheck.DefaultAddArgs{
 	HealthCheckConfig: extensionsconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},
-	// The library injects the shoot client into a check instance shared by all reconciles;
-	// one worker keeps each check on the shoot it was given.
-	Controller: controller.Options{MaxConcurrentReconciles: 1},
+	// Every check runs with instances of its own (NewActuator), so workers do not share a shoot
+	// client.
+	Controller: controller.Options{MaxConcurrentReconciles: DefaultMaxConcurrentReconciles},
 }
 
 // AddToManager adds the health check controller with the DefaultAddOptions.
@@ -46,24 +55,57 @@ func AddToManager(_ context.Context, mgr manager.Manager) error {
 	return AddToManagerWithOptions(mgr, DefaultAddOptions)
 }
 
-// AddToManagerWithOptions adds the health check controller with the given options.
+// AddToManagerWithOptions adds the health check controller with the given options. It registers
+// like the library's DefaultRegistration, with an actuator that creates the checks anew for every
+// run instead of sharing one instance between the workers.
 func AddToManagerWithOptions(mgr manager.Manager, opts healthcheck.DefaultAddArgs) error {
 	reporter := NewRevisionReporter(mgr.GetClient(), mgr.GetLogger().WithName("revision-reporter"), RevisionReportDelay)
 	if err := mgr.Add(reporter); err != nil {
 		return fmt.Errorf("failed adding the revision reporter: %w", err)
 	}
-	return healthcheck.DefaultRegistration(
-		constants.ExtensionType,
-		extensionsv1alpha1.SchemeGroupVersion.WithKind(extensionsv1alpha1.ExtensionResource),
-		func() client.ObjectList { return &extensionsv1alpha1.ExtensionList{} },
-		func() extensionsv1alpha1.Object { return &extensionsv1alpha1.Extension{} },
-		mgr,
-		opts,
-		nil,
-		[]healthcheck.ConditionTypeToHealthCheck{{
+	args := healthcheck.AddArgs{
+		ControllerOptions:       opts.Controller,
+		Predicates:              healthcheck.DefaultPredicates(),
+		Type:                    constants.ExtensionType,
+		ExtensionClasses:        opts.ExtensionClasses,
+		SyncPeriod:              opts.HealthCheckConfig.SyncPeriod,
+		GetExtensionObjListFunc: func() client.ObjectList { return &extensionsv1alpha1.ExtensionList{} },
+	}
+	args.ControllerOptions.RecoverPanic = ptr.To(true)
+	if err := args.RegisterExtension(newExtension, []string{ConditionTypeBootstrapReady},
+		extensionsv1alpha1.SchemeGroupVersion.WithKind(extensionsv1alpha1.ExtensionResource), nil); err != nil {
+		return fmt.Errorf("failed registering the health check of %s: %w", constants.ExtensionType, err)
+	}
+	return healthcheck.Register(mgr, args, NewActuator(mgr, BootstrapChecks(reporter), ShootRESTOptions(opts.HealthCheckConfig.ShootRESTOptions), opts.ExtensionClasses))
+}
+
+// ShootRequestTimeout bounds every request of the health check to a shoot's API server unless
+// healthCheckConfig.shootRESTOptions.timeout sets another bound. The library's shoot client
+// discovers the shoot's API with requests that take no context, so without a timeout a shoot
+// API server that accepts a request and does not answer holds the check, and its worker, until
+// it answers, if ever; the check's own deadline (the sync period) does not reach them.
+var ShootRequestTimeout = 10 * time.Second
+
+// ShootRESTOptions returns the configured options of the health check's shoot clients with
+// ShootRequestTimeout if they set no timeout.
+func ShootRESTOptions(configured *extensionsconfigv1alpha1.RESTOptions) extensionsconfigv1alpha1.RESTOptions {
+	var o extensionsconfigv1alpha1.RESTOptions
+	if configured != nil {
+		o = *configured.DeepCopy()
+	}
+	if o.Timeout == nil {
+		o.Timeout = ptr.To(ShootRequestTimeout)
+	}
+	return o
+}
+
+// BootstrapChecks returns the checks of shoot-flux Extensions: the bootstrap objects' readiness as
+// the condition BootstrapReady, handing a newly applied revision to reporter.
+func BootstrapChecks(reporter *RevisionReporter) ChecksFunc {
+	return func() []healthcheck.ConditionTypeToHealthCheck {
+		return []healthcheck.ConditionTypeToHealthCheck{{
 			ConditionType: ConditionTypeBootstrapReady,
 			HealthCheck:   CheckBootstrap(reporter),
-		}},
-		nil,
-	)
+		}}
+	}
 }
