@@ -23,6 +23,7 @@ var _ = Describe("Loader", func() {
 			DefaultKluctlVersion: "v2.28",
 			SSHKey:               config.SSHKeyConfig{Algorithm: config.KeyAlgorithmEd25519, Scope: config.KeyScopeRepository},
 			Rollout:              config.Rollout{Window: config.RolloutWindowMaintenance},
+			Monitoring:           config.Monitoring{Shoot: config.ShootMonitoring{Enabled: true}},
 			Timeouts: config.Timeouts{
 				ManagedResourceApplied: metav1.Duration{Duration: 2 * time.Minute},
 				Deletion:               metav1.Duration{Duration: 5 * time.Minute},
@@ -119,6 +120,9 @@ healthCheckConfig:
 limits:
   kluctlArgsMaxBytes: 65536
   deployKeysMaxEntries: 3000
+monitoring:
+  shoot:
+    enabled: false
 `))
 			Expect(err).NotTo(HaveOccurred())
 			limits := defaults().Limits
@@ -140,6 +144,7 @@ limits:
 				HealthCheckConfig:     &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: time.Minute}},
 				Limits:                limits,
 				Rollout:               config.Rollout{Window: config.RolloutWindowMaintenance},
+				Monitoring:            config.Monitoring{Shoot: config.ShootMonitoring{Enabled: false}},
 			}))
 		})
 
