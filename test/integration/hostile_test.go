@@ -330,7 +330,9 @@ var _ = Describe("Hostile tenant", func() {
 		healthy.expectPropagation(ctx, "release")
 		Expect(<-floodDone).To(Succeed())
 		AddReportEntry("flood", fmt.Sprintf("%d ConfigMap updates written, the last %s after the first (budget %s)", floodUpdates, floodTook.Round(time.Millisecond), floodDuration))
-		Expect(floodTook).To(BeNumerically("<=", floodDuration), "the flood took longer than planned: the bound below assumes its duration")
+		// The updates are scheduled over floodDuration; on a loaded machine the last ones land
+		// later, and the bound below follows the flood's real duration.
+		floodSpan := max(floodDuration, floodTook)
 
 		By("waiting for the last update to reach every flooded shoot")
 		Expect(inParallel(len(flooded), func(i int) error {
@@ -339,7 +341,7 @@ var _ = Describe("Hostile tenant", func() {
 		// A reconcile still running writes nothing new: the content is the last update's.
 		time.Sleep(consistentlyDuration)
 		n := created()
-		perShoot := coalesceWindows(floodDuration)
+		perShoot := coalesceWindows(floodSpan)
 		AddReportEntry("flood secrets", fmt.Sprintf("%d ConfigMap updates for %d shoots created %d ManagedResource Secrets (bound %d x %d)",
 			floodUpdates, floodShoots, n, floodShoots, perShoot))
 		Expect(n).To(BeNumerically("<=", floodShoots*perShoot))
