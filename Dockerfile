@@ -1,3 +1,7 @@
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Images of the shoot-flux extension: one target per binary, e.g.
 #   docker build --build-arg EFFECTIVE_VERSION=$(cat VERSION) --target gardener-extension-shoot-flux .
 

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package charts embeds the helm chart that gardenlet deploys into seeds, so that tests render
 // exactly the files that example/controller-registration.yaml is generated from.
 package charts

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package example holds example manifests. The operator Extension base (with the admission) is
 // generated with gardener's extension-generator from the gardener module go.mod requires, like
 // example/controller-registration.yaml is generated with gardener's registration script (see

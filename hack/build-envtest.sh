@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Builds kube-apiserver and etcd from the Go module proxy into a cache outside the repository.
 #
 # Upstream envtest tarballs live on GCS, which this project cannot reach; `go install` of

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Builds a Flux controller binary from the Go module proxy into a cache outside the repository,
 # for integration tests that run it against envtest API servers.
 #

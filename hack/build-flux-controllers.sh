@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Builds the Flux controllers the sandbox's kubelet stand-in runs, for every embedded Flux release,
 # with hack/build-flux-controller.sh, and prints them as the value of FLUX_CONTROLLERS for the
 # integration tests and the demo: one "<component>:<version>=<binary>" per line, the version being

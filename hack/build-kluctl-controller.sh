@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Builds the kluctl controller of every embedded kluctl release (pkg/manifests/kluctl/<version>) into
 # a cache outside the repository, for the sandbox's kubelet stand-in, and prints them as the value of
 # KLUCTL_CONTROLLERS: one "kluctl:<version>=<binary>" per line, keyed like the image the delivered

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Builds Prometheus' promtool from the Go module proxy into a cache outside the repository, for the
 # alerting and recording rule tests (test/promrules), which run `promtool test rules` and
 # `promtool check rules` as gardener's own rule tests do (pkg/component/test.PrometheusRule).

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Builds everything the integration tests, the demo and the bench run besides the extension, into
 # the cache outside the repository: kube-apiserver and etcd (hack/build-envtest.sh), the Flux
 # controllers (hack/build-flux-controllers.sh), the kluctl controller

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Fails when a generated file is stale: runs every generator (hack/update-codegen.sh for the
 # zz_generated files of pkg/apis, hack/generate-api-reference.sh for docs/api-reference,
 # `go generate ./...` for pkg/manifests, the operator Extension in example/extension/base and

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Lists the fuzz targets of the module as "<package>:<FuzzName>", one per line, for make test-fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."

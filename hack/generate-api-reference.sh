@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Generates the API reference of the versioned API groups from their Go types and comments:
 #
 #   pkg/apis/flux/v1alpha1   -> docs/api-reference/flux.md   (FluxConfig providerConfig, FluxStatus)

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Generates example/controller-registration.yaml (ControllerDeployment + ControllerRegistration for
 # Extension:shoot-flux) with gardener's own hack/generate-controller-registration.sh from the
 # gardener module that go.mod requires, so the output follows exactly what that gardener version

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Shared preamble of the hack scripts: strict mode, the toolchain settings the Makefile uses, the
 # repository root and the cache outside the repository. Source it first:
 #   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Runs the extension on this machine: `make start` (hack/start.sh run) and `make debug`
 # (hack/start.sh debug, under dlv). Extra arguments are passed on as flags (make's ARGS).
 #

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build tools
 
 // Package hack records the code generators that hack/update-codegen.sh runs (the ones

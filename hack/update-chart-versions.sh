@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Writes the content of VERSION into every Chart.yaml below charts/: the chart's version (the tag
 # `helm push` gives the OCI artifact, and the version gardener's registration script packages),
 # its appVersion (the image tag the charts deploy when image.tag is empty) and the versions of the

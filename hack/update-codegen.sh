@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Regenerates the deepcopy, defaulting and conversion functions (zz_generated.*.go) of pkg/apis with
 # the k8s.io/code-generator version that go.mod requires, so that the committed files can be checked
 # byte for byte: run it and `git diff --exit-code pkg/apis`.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package imagevector holds the images of everything the extension deploys into shoots.
 //
 // Flux controller images are named flux-<component> and match the Flux release with

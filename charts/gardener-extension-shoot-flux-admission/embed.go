@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package admissionchart embeds the helm charts of the shoot-flux admission, so that tests render
 // exactly the files that are released.
 package admissionchart

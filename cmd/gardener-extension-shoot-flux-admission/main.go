@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command gardener-extension-shoot-flux-admission serves the validating admission webhooks of the
 // shoot-flux extension for the garden cluster.
 package main

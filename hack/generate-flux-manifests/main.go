@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command generate-flux-manifests writes the version-pinned Flux and kluctl manifests that
 // pkg/manifests embeds. It reads nothing but the Go module cache (filled through the Go module
 // proxy by `go mod download`), because neither GitHub release assets nor container registries are

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command publish builds the extension and admission images and the four charts of this
 // repository, pushes them to a registry and writes the objects that install exactly what it
 // pushed (see docs/operations/installation.md and package publish). `make publish` runs it with the

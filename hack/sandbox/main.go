@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command sandbox runs the shoot-flux extension against local API servers (see package
 // test/sandbox). KUBEBUILDER_ASSETS must point at kube-apiserver and etcd, which
 // hack/build-envtest.sh builds; the Makefile sets it.

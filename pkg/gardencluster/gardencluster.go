@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package gardencluster gives the extension its access to the garden without making its start
 // depend on the garden: the health checks, Migrate and Delete of shoots need nothing from the
 // garden and must go on while its API server cannot be reached.

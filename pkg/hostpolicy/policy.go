@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package hostpolicy decides which git hosts the extension may connect to from the seed. The SSH
 // host key scan connects to whatever host:port a project member writes into a repository URL; the
 // policy keeps that from reaching the seed's own networks, cluster-internal services or the cloud

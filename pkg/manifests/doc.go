@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package manifests renders the Flux and kluctl controllers the extension deploys into shoots.
 //
 // The upstream manifests are embedded per release (flux/<version>/, kluctl/<version>/), so

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package rendercache keeps what the extension renders alike for many shoots: the Flux and kluctl
 // manifests as rendered (before a shoot's controller settings are applied), and the compressed
 // data of the controllers ManagedResource, settings applied. It is the

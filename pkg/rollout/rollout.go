@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package rollout decides when a change of a shoot's Flux or kluctl release reaches the shoot.
 //
 // A change that neither the shoot's owner nor its project admin made — a newer embedded patch of

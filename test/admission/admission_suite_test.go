@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package admission_test tests the shoot-flux admission against a real garden: its charts are
 // rendered the way gardener-operator renders them and every object is applied with server-side
 // dry-run, and the admission command runs in-process behind the ValidatingWebhookConfiguration of

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package archive writes the tar.gz archives test servers hand out: Helm charts and Flux OCI
 // artifacts.
 package archive

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command bench measures the shoot-flux extension at scale against real API servers: it runs the
 // extension binary as a separate process against a sandbox (test/sandbox) with many light shoots
 // and reports wall times, API requests per reconcile, writes of a forced resync, memory, the

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package charts_test renders the extension chart the way gardenlet does and sends every rendered
 // object to a real kube-apiserver with server-side dry-run, so that schema, defaulting and
 // admission errors show up here instead of in a seed. It also checks the generated and hand-written

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package gitserver is an in-process SSH git server for tests. It serves read access to git
 // repositories below a root directory by running the git CLI's upload-pack, accepts only the
 // public keys it is given and has a fresh host key per server, so tests can exercise deploy

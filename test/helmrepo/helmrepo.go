@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package helmrepo serves Helm charts over HTTP the way a chart repository does (index.yaml and
 // the chart archives it lists), so that tests can let the real Flux source- and helm-controller
 // install a release without reaching the internet.

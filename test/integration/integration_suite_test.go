@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package integration runs the shoot-flux extension against real API servers: a garden, a seed
 // and per shoot an API server with gardener-resource-manager (see package sandbox). Every scenario
 // uses its own project, so scenarios do not depend on each other.

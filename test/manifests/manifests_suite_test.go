@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package manifests_test applies every embedded Flux component set and the kluctl controller to a
 // real kube-apiserver, so that a manifest the API server would reject fails here, not in a shoot.
 package manifests_test

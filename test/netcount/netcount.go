@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package netcount provides a TCP listener that counts the connections it accepts, for tests that
 // prove something never connected.
 package netcount

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ociregistry serves an OCI registry with basic auth on 127.0.0.1 and pushes artifacts in
 // Flux's OCI artifact format (what "flux push artifact" and "kluctl oci push" write), so that tests
 // can let the real Flux source-controller pull them without reaching the internet.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package promrules tests the alerting and recording rules of the extension, those of the seed
 // (the chart's PrometheusRule) and those of each shoot (pkg/component/monitoring), with Prometheus'
 // own engine: `promtool test rules`, run by gardener's rule test helper as gardener tests its own

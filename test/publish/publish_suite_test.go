@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package publish_test runs `make publish` (hack/publish) against the in-process registry of
 // test/ociregistry, then installs what it wrote the way gardenlet and gardener-operator do: pulls
 // the charts by the refs of the written ControllerDeployment and operator Extension with gardener's

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sandbox runs the shoot-flux extension against real API servers without a Gardener
 // installation: a garden, a seed with the gardener CRDs, and per shoot an API server with a
 // gardener-resource-manager that applies the shoot's ManagedResources, as in a Gardener landscape.

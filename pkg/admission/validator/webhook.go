@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package validator contains the validating admission webhooks of shoot-flux for the garden
 // cluster: the shoot-flux providerConfig of Shoots and the project ConfigMaps named flux-config.
 // They apply the checks of the extension controller (package fluxconfig) when the user writes the

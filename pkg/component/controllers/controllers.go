@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package controllers deploys the ManagedResource with the Flux controllers and the kluctl
 // controller into a shoot.
 package controllers

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package leak finds private key material where it must never be: in log lines, events and
 // Extension statuses. Recorder collects those texts and the private keys the garden holds while
 // tests run; Scanner looks for every form in which a key could have been written out.

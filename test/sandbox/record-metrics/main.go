@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command record-metrics records what the metrics of the delivered Flux and kluctl controllers and
 // of the extension really look like, as test data for the alert rules' unit tests: it starts a
 // sandbox with a shoot in bootstrap mode flux and one in kluctl mode, drives them into healthy and

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package install registers the controller configuration with a scheme.
 package install
 

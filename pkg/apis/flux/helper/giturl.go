@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package helper parses and normalises the git and OCI URLs of the shoot-flux configuration.
 package helper
 
