@@ -1,3 +1,7 @@
+# SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # gardener-extension-shoot-flux
 
 REPO_ROOT      := $(shell pwd)
@@ -56,30 +60,35 @@ CONTROLLERS_ENV = $(ENVTEST_ENV) $(PROMTOOL_ENV) flux=$$(hack/build-flux-control
 # (golang/go#75804, fixed in go1.27). A count sets no deadline. 10000 runs take 2-16 s per target.
 FUZZTIME ?= 10000x
 
+# help lists every target with the line after its "##".
+.PHONY: help
+help: ## list the targets
+	@awk -F ':.*## ' '/^[a-z][a-z0-9-]*:.*## / { printf "  %-18s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
 .PHONY: all
-all: check test build
+all: check test build ## check, test and build everything
 
 #########################################
 # Build                                 #
 #########################################
 
 .PHONY: build
-build:
+build: ## build the extension and admission binaries into bin/
 	$(GO) build -trimpath -ldflags "$(call LD_FLAGS,$(EXTENSION_NAME))" -o bin/$(EXTENSION_NAME) ./cmd/$(EXTENSION_NAME)
 	$(GO) build -trimpath -ldflags "$(call LD_FLAGS,$(ADMISSION_NAME))" -o bin/$(ADMISSION_NAME) ./cmd/$(ADMISSION_NAME)
 
 .PHONY: install
-install:
+install: ## go install both binaries
 	$(GO) install -trimpath -ldflags "$(call LD_FLAGS,$(EXTENSION_NAME))" ./cmd/$(EXTENSION_NAME)
 	$(GO) install -trimpath -ldflags "$(call LD_FLAGS,$(ADMISSION_NAME))" ./cmd/$(ADMISSION_NAME)
 
 .PHONY: docker-images
-docker-images:
+docker-images: ## build both images with a Docker engine
 	$(DOCKER) build --build-arg EFFECTIVE_VERSION=$(VERSION) -t $(IMAGE_REPOSITORY)/$(EXTENSION_NAME):$(VERSION) --target $(EXTENSION_NAME) .
 	$(DOCKER) build --build-arg EFFECTIVE_VERSION=$(VERSION) -t $(IMAGE_REPOSITORY)/$(ADMISSION_NAME):$(VERSION) --target $(ADMISSION_NAME) .
 
 .PHONY: docker-push
-docker-push: docker-images
+docker-push: docker-images ## push both images (Docker engine, logged in)
 	$(DOCKER) push $(IMAGE_REPOSITORY)/$(EXTENSION_NAME):$(VERSION)
 	$(DOCKER) push $(IMAGE_REPOSITORY)/$(ADMISSION_NAME):$(VERSION)
 
@@ -94,7 +103,7 @@ define chart-push
 endef
 
 .PHONY: chart-push
-chart-push:
+chart-push: ## package and push all charts with helm (logged in)
 	$(call chart-push,charts/$(EXTENSION_NAME),$(EXTENSION_NAME))
 	$(call chart-push,charts/$(ADMISSION_NAME)/charts/application,$(ADMISSION_NAME)-application)
 	$(call chart-push,charts/$(ADMISSION_NAME)/charts/runtime,$(ADMISSION_NAME)-runtime)
@@ -102,7 +111,7 @@ chart-push:
 
 # push publishes both images and all charts of VERSION to REGISTRY (docker and helm logged in).
 .PHONY: push
-push: docker-push chart-push
+push: docker-push chart-push ## push images and charts of VERSION to REGISTRY
 
 # publish pushes what push pushes without a Docker engine or helm (hack/publish, with
 # go-containerregistry and helm's library): the binaries built for PLATFORM and added to
@@ -118,13 +127,13 @@ INSTALL_DIR       ?= $(REPO_ROOT)/bin/install
 CHART_PULL_SECRET ?=
 INSECURE          ?= false
 .PHONY: publish
-publish:
+publish: ## push images and charts without Docker or helm, write bin/install
 	$(GO) run ./hack/publish --registry=$(REGISTRY) --version=$(VERSION) --default-registry=$(DEFAULT_REGISTRY) \
 		--base-image=$(BASE_IMAGE) --platform=$(PLATFORM) --output=$(INSTALL_DIR) --chart-pull-secret=$(CHART_PULL_SECRET) --insecure=$(INSECURE) \
 		--extension-ldflags="$(call LD_FLAGS,$(EXTENSION_NAME))" --admission-ldflags="$(call LD_FLAGS,$(ADMISSION_NAME))"
 
 .PHONY: vendor
-vendor:
+vendor: ## write vendor/ for air-gapped builders
 	$(GO) mod vendor
 
 #########################################
@@ -132,17 +141,17 @@ vendor:
 #########################################
 
 .PHONY: generate
-generate:
+generate: ## regenerate code, API references, manifests and registration
 	hack/update-codegen.sh
 	hack/generate-api-reference.sh
 	$(GO) generate ./...
 
 .PHONY: check-generate
-check-generate:
+check-generate: ## fail when a generated file is stale
 	hack/check-generate.sh
 
 .PHONY: format
-format:
+format: ## gofmt every Go file
 	gofmt -s -w $$(git ls-files '*.go')
 
 $(GOLANGCI_LINT):
@@ -155,16 +164,17 @@ $(DLV):
 # .golangci.yaml), so a separate `go vet ./...` would only analyze every dependency a second time:
 # 340 s of a cold CI run.
 .PHONY: check
-check: $(GOLANGCI_LINT)
+check: $(GOLANGCI_LINT) ## gofmt, golangci-lint and the REUSE licensing check
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "not gofmt-ed"; exit 1; }
 	$(GOLANGCI_LINT) run ./...
+	$(GO) run ./hack/reuse
 
 #########################################
 # Tests                                 #
 #########################################
 
 .PHONY: test
-test: test-binaries test-unit test-suites test-fuzz
+test: test-binaries test-unit test-suites test-fuzz ## build the test binaries, run unit, integration and fuzz tests
 
 # test-suites runs the integration suites (test-integration) beside the scenarios labelled
 # "deployed" (test-deployed), each with its own API servers and controllers: both mostly wait for
@@ -173,25 +183,25 @@ test: test-binaries test-unit test-suites test-fuzz
 # "deployed" run once, as deployed, not in-process too: the in-process run proves nothing the
 # deployed one does not, and takes minutes.
 .PHONY: test-suites
-test-suites: test-binaries
+test-suites: test-binaries ## run the integration suites and the deployed scenarios side by side
 	@# Compiles the test binaries once: two `go test` started together would compile the same
 	@# packages side by side on a cold build cache.
 	$(GO) test -run '^$$' ./test/... >/dev/null
 	$(MAKE) --no-print-directory --output-sync=target -j2 test-integration test-deployed INTEGRATION_LABEL_FILTER='!deployed'
 
 .PHONY: test-binaries
-test-binaries:
+test-binaries: ## build envtest, Flux, kluctl controllers and promtool into the cache
 	hack/build-test-binaries.sh
 
 .PHONY: test-unit
-test-unit:
+test-unit: ## run the unit tests (everything outside test/)
 	$(GO) test $$($(GO) list ./... | grep -v /test/)
 
 # INTEGRATION_LABEL_FILTER selects the scenarios by label (ginkgo's --label-filter); empty runs all,
 # those labelled "deployed" in-process too.
 INTEGRATION_LABEL_FILTER ?=
 .PHONY: test-integration
-test-integration:
+test-integration: ## run the integration suites (INTEGRATION_LABEL_FILTER selects)
 	$(CONTROLLERS_ENV) $(GO) test -timeout 40m ./test/... -ginkgo.label-filter='$(INTEGRATION_LABEL_FILTER)'
 
 # The scenarios labelled "deployed" once more, with the extension installed as in a landscape
@@ -200,7 +210,7 @@ test-integration:
 # volumes, a read-only root, the chart's seed roles and the garden ClusterRole and admission policy
 # of example/garden-rbac.yaml (see docs/development/sandbox.md). Needs root (mount namespaces, chroot).
 .PHONY: test-deployed
-test-deployed:
+test-deployed: ## run the scenarios labelled deployed as deployed (needs root)
 	$(CONTROLLERS_ENV) SHOOT_FLUX_DEPLOYED=true $(GO) test -timeout 30m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)
 
 # Records the metrics of the delivered controllers (scraped through the shoot API server's pod proxy
@@ -208,11 +218,11 @@ test-deployed:
 # into the samples the alert rules' tests read (test/sandbox/record-metrics). Needs root, as
 # test-deployed. Commit the result.
 .PHONY: record-metrics
-record-metrics:
+record-metrics: ## record the delivered controllers' metrics samples (needs root)
 	$(CONTROLLERS_ENV) $(GO) run ./test/sandbox/record-metrics -out test/promrules/samples
 
 .PHONY: test-fuzz
-test-fuzz:
+test-fuzz: ## run every fuzz target for FUZZTIME
 	@for pkg_target in $$(hack/fuzz-targets.sh); do \
 		pkg=$${pkg_target%%:*}; target=$${pkg_target##*:}; \
 		echo "fuzzing $$target in $$pkg for $(FUZZTIME)"; \
@@ -221,7 +231,7 @@ test-fuzz:
 
 .PHONY: bench
 # source-controller: what kluctl mode delivers besides the kluctl controller (-first-deploy runs both).
-bench:
+bench: ## run the benchmark of the extension at scale (BENCH_ARGS)
 	$(call CONTROLLERS_ENV,source-controller) $(GO) run ./test/bench $(BENCH_ARGS)
 
 #########################################
@@ -229,19 +239,19 @@ bench:
 #########################################
 
 .PHONY: demo
-demo:
+demo: ## start the sandbox with two demo shoots
 	export FLUX_VERSIONS=newest && $(call CONTROLLERS_ENV,source-controller kustomize-controller) $(GO) run ./hack/sandbox demo
 
 .PHONY: sandbox-up
-sandbox-up:
+sandbox-up: ## start the sandbox and leave it running
 	$(ENVTEST_ENV) $(GO) run ./hack/sandbox up
 
 # hack/start.sh passes --config only when CONFIG is set, or dev/config.yaml (make sandbox-up) exists
 # and the seed is the sandbox's: that file's host policy allows loopback (docs/development/sandbox.md).
 .PHONY: start
-start:
+start: ## run the extension locally against a seed (ARGS)
 	GO="$(GO)" LDFLAGS="$(call LD_FLAGS,$(EXTENSION_NAME))" hack/start.sh run $(ARGS)
 
 .PHONY: debug
-debug: $(DLV)
+debug: $(DLV) ## run the extension under dlv (DLV_ARGS, ARGS)
 	DLV="$(DLV)" DLV_ARGS="$(DLV_ARGS)" hack/start.sh debug $(ARGS)

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cmd holds the command line options of the shoot-flux extension controller.
 package cmd
 
@@ -32,7 +36,8 @@ type ConfigOptions struct {
 	// ConfigLocation is the path of the ControllerConfiguration file; empty uses the defaults.
 	ConfigLocation string
 
-	config *config.ControllerConfiguration
+	config    *config.ControllerConfiguration
+	lifecycle *releases.Lifecycle
 }
 
 // AddFlags implements controllercmd.Flagger.
@@ -54,6 +59,7 @@ func (o *ConfigOptions) Complete() error {
 	if errs := releases.Validate(o.config.Rollout.Releases, manifests.SupportedVersions(), time.Now(), field.NewPath("rollout", "releases")); len(errs) > 0 {
 		return fmt.Errorf("failed loading controller configuration: %w", errs.ToAggregate())
 	}
+	o.lifecycle = releases.New(o.config.Rollout.Releases, manifests.SupportedVersions())
 	// Read on every reconcile; a file that is missing or broken from the start stops the start.
 	if f := o.config.ImagePullSecretFile; f != "" {
 		if _, err := loader.LoadImagePullSecret(f); err != nil {
@@ -68,10 +74,18 @@ func (o *ConfigOptions) Completed() *config.ControllerConfiguration {
 	return o.config
 }
 
+// Lifecycle returns the operator's lifecycle of the embedded releases, the one the controller and
+// the metrics share. Only call it after a successful Complete.
+func (o *ConfigOptions) Lifecycle() *releases.Lifecycle {
+	return o.lifecycle
+}
+
 // GardenOptions hold the access to the garden cluster.
 type GardenOptions struct {
 	// Kubeconfig is the path of the garden kubeconfig.
 	Kubeconfig string
+	// ClusterIdentity is the garden's cluster identity.
+	ClusterIdentity string
 
 	config *rest.Config
 }
@@ -79,6 +93,7 @@ type GardenOptions struct {
 // AddFlags implements controllercmd.Flagger.
 func (o *GardenOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "garden-kubeconfig", os.Getenv(EnvGardenKubeconfig), "Path to the kubeconfig of the garden cluster (default: $"+EnvGardenKubeconfig+", injected by gardenlet).")
+	fs.StringVar(&o.ClusterIdentity, "garden-cluster-identity", "", "Cluster identity of the garden (the chart passes gardener.garden.clusterIdentity, which gardenlet injects), delivered in the shoots' ConfigMap shoot-info.")
 }
 
 // Complete implements controllercmd.Completer.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package deploykey keeps the SSH deploy keys of private git repositories in one Secret per garden
 // project namespace, where project members can read the public keys, register them with their git
 // host, check the recorded host keys and ask for new keys.
@@ -30,8 +34,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/configerror"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
@@ -149,6 +153,9 @@ type Manager struct {
 	// MaxRotatedKeys bounds the key pairs one rotation request generates; zero means
 	// constants.DefaultDeployKeysMaxRotatedKeys.
 	MaxRotatedKeys int
+	// PrivateKeyLimits bound the private keys of the Secret, which project admins write, and of
+	// Request.Adopt before they are parsed; zero means sshkey.DefaultPrivateKeyLimits.
+	PrivateKeyLimits sshkey.PrivateKeyLimits
 
 	// rotating holds the project namespaces whose Secret a reconcile of this process is rotating.
 	rotating sync.Map
@@ -307,7 +314,7 @@ func (m *Manager) Ensure(ctx context.Context, log logr.Logger, req Request) (*De
 		log.Info("Refused a rotation request", "reason", refused)
 	}
 
-	result, err := keyFromSecret(secret, req.KeyName, req.Comment)
+	result, err := m.keyFromSecret(secret, req.KeyName, req.Comment)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +371,7 @@ func (m *Manager) newPair(req Request) (*sshkey.KeyPair, error) {
 		}
 		return pair, nil
 	}
-	signer, err := sshkey.ParsePrivateKey(req.Adopt)
+	signer, err := sshkey.ParsePrivateKey(req.Adopt, m.privateKeyLimits())
 	if err != nil {
 		return nil, fmt.Errorf("deploy key to adopt for %s is not usable: %w", req.KeyName, err)
 	}
@@ -430,7 +437,7 @@ func (m *Manager) rotateIfRequested(ctx context.Context, secret *corev1.Secret, 
 	}
 	result := rotation{skipped: plan.skipped}
 	for _, name := range plan.rotate {
-		pair, err := pendingPair(secret, name)
+		pair, err := m.pendingPair(secret, name)
 		if err != nil {
 			return rotation{}, false, err
 		}
@@ -489,7 +496,7 @@ func (m *Manager) planRotation(secret *corev1.Secret) rotationPlan {
 		names, skipped := requestedKeyPairs(secret, value, own)
 		ignored = append(ignored, skipped...)
 		for _, name := range names {
-			pair, err := pendingPair(secret, name)
+			pair, err := m.pendingPair(secret, name)
 			if err != nil {
 				plan.refused = err.Error()
 				return plan
@@ -570,12 +577,12 @@ func (m *Manager) generate(ctx context.Context, secret *corev1.Secret, generated
 // pendingPair returns the pending key pair of name a preparation stored, nil if there is none. An
 // unusable one is an error rather than replaced by a new key: the user registered the pending
 // public key and expects exactly it to be used.
-func pendingPair(secret *corev1.Secret, name string) (*sshkey.KeyPair, error) {
+func (m *Manager) pendingPair(secret *corev1.Secret, name string) (*sshkey.KeyPair, error) {
 	identity, ok := secret.Data[name+suffixNextIdentity]
 	if !ok {
 		return nil, nil
 	}
-	signer, err := sshkey.ParsePrivateKey(identity)
+	signer, err := sshkey.ParsePrivateKey(identity, m.privateKeyLimits())
 	if err != nil {
 		return nil, fmt.Errorf("deploy key Secret %s has no usable pending private key in %q (%w); remove the data keys %s%s* to rotate to a new key",
 			client.ObjectKeyFromObject(secret), name+suffixNextIdentity, err, name, suffixNext)
@@ -753,7 +760,7 @@ func (m *Manager) write(ctx context.Context, namespace string, create bool, muta
 // keyFromSecret reads a key pair of the deploy key Secret. A key pair without a usable private key
 // is an error even if we created it: replacing it would silently invalidate whatever the user
 // registered, so the user decides by removing the key pair or asking for its rotation.
-func keyFromSecret(secret *corev1.Secret, keyName, comment string) (*DeployKey, error) {
+func (m *Manager) keyFromSecret(secret *corev1.Secret, keyName, comment string) (*DeployKey, error) {
 	name := client.ObjectKeyFromObject(secret)
 	identityKey, pubKey := DataKeys(keyName)
 	howToFix := fmt.Sprintf("remove the data keys %s* to get a new key", keyName)
@@ -764,7 +771,7 @@ func keyFromSecret(secret *corev1.Secret, keyName, comment string) (*DeployKey, 
 	if len(bytes.TrimSpace(identity)) == 0 {
 		return nil, fmt.Errorf("deploy key Secret %s has no private key in %q; %s", name, identityKey, howToFix)
 	}
-	signer, err := sshkey.ParsePrivateKey(identity)
+	signer, err := sshkey.ParsePrivateKey(identity, m.privateKeyLimits())
 	if err != nil {
 		return nil, fmt.Errorf("deploy key Secret %s has no usable private key in %q (%w); %s", name, identityKey, err, howToFix)
 	}
@@ -789,7 +796,7 @@ func keyFromSecret(secret *corev1.Secret, keyName, comment string) (*DeployKey, 
 		Fingerprint:   fingerprint,
 	}
 	// The pending key is only shown; a broken one is reported by the rotation that would use it.
-	if next, _ := pendingPair(secret, keyName); next != nil {
+	if next, _ := m.pendingPair(secret, keyName); next != nil {
 		if nextFingerprint, err := sshkey.FingerprintOf(next.AuthorizedKey); err == nil {
 			key.NextAuthorizedKey, key.NextFingerprint = next.AuthorizedKey, nextFingerprint
 		}
@@ -797,9 +804,17 @@ func keyFromSecret(secret *corev1.Secret, keyName, comment string) (*DeployKey, 
 	return key, nil
 }
 
-// Fingerprint returns the fingerprint of the public key of an OpenSSH private key.
-func Fingerprint(privateKey []byte) (string, error) {
-	signer, err := sshkey.ParsePrivateKey(privateKey)
+func (m *Manager) privateKeyLimits() sshkey.PrivateKeyLimits {
+	if m.PrivateKeyLimits == (sshkey.PrivateKeyLimits{}) {
+		return sshkey.DefaultPrivateKeyLimits()
+	}
+	return m.PrivateKeyLimits
+}
+
+// Fingerprint returns the fingerprint of the public key of an OpenSSH private key, which must be
+// within limits.
+func Fingerprint(privateKey []byte, limits sshkey.PrivateKeyLimits) (string, error) {
+	signer, err := sshkey.ParsePrivateKey(privateKey, limits)
 	if err != nil {
 		return "", err
 	}
@@ -926,7 +941,7 @@ func secretProblems(key client.ObjectKey, errs field.ErrorList, doing string) er
 		}
 		problems = append(problems, problem)
 	}
-	return &fluxconfig.ConfigurationError{Problems: problems}
+	return configerror.New(problems...)
 }
 
 // JoinKnownHosts concatenates known_hosts data, making sure every part ends with a newline so the

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package deploykey_test
 
 import (
@@ -24,11 +28,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/configerror"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/craftedkey"
 )
 
 const (
@@ -112,6 +117,9 @@ func userSecret(name string, data map[string][]byte, annotations map[string]stri
 }
 
 // expectNoKeyMaterial fails if err mentions any part of a private key.
+// hugeKey is a crafted RSA key of 780 KiB with a 1M-bit modulus, what a project admin can store.
+var hugeKey = craftedkey.PEM(craftedkey.PKCS1, 1<<20, 0)
+
 func expectNoKeyMaterial(err error, privateKeys ...[]byte) {
 	ExpectWithOffset(1, err).To(HaveOccurred())
 	ExpectWithOffset(1, err.Error()).NotTo(ContainSubstring("PRIVATE KEY"))
@@ -197,7 +205,7 @@ var _ = Describe("Manager", func() {
 			Expect(secret.Data[identityKey]).To(Equal(key.PrivateKey))
 			Expect(string(secret.Data[identityPub])).To(Equal(key.AuthorizedKey))
 			Expect(string(secret.Data[constants.SecretKeyKnownHosts])).To(Equal(scanner.line(gitHost)))
-			signer, err := sshkey.ParsePrivateKey(secret.Data[identityKey])
+			signer, err := sshkey.ParsePrivateKey(secret.Data[identityKey], sshkey.DefaultPrivateKeyLimits())
 			Expect(err).NotTo(HaveOccurred())
 			Expect(sshkey.AuthorizedKey(signer.PublicKey(), "shoot-flux garden-foo")).To(Equal(key.AuthorizedKey))
 		})
@@ -572,6 +580,21 @@ var _ = Describe("Manager", func() {
 				Expect(again.RotationRefused).To(BeEmpty(), "only the reconcile that refused reports it")
 			})
 
+			It("refuses a rotation to an oversized pending key before parsing it, once", func() {
+				secret := getSecret(c, constants.DeployKeysSecretName)
+				secret.Data[keyName+".next.identity"] = hugeKey
+				metav1.SetMetaDataAnnotation(&secret.ObjectMeta, constants.AnnotationRotate, "true")
+				Expect(c.Update(ctx, secret)).To(Succeed())
+
+				key, err := m.Ensure(ctx, log, req)
+				Expect(err).NotTo(HaveOccurred(), "the shoot keeps its key")
+				Expect(key.Rotated).To(BeFalse())
+				Expect(key.Fingerprint).To(Equal(original.Fingerprint))
+				Expect(key.NextFingerprint).To(BeEmpty())
+				Expect(key.RotationRefused).To(ContainSubstring(fmt.Sprintf(`no usable pending private key in "%s.next.identity" (private key is %d bytes, more than the operator's limit of 16384 bytes (limits.privateKeyMaxBytes))`, keyName, len(hugeKey))))
+				Expect(getSecret(c, constants.DeployKeysSecretName).Data[identityKey]).To(Equal(original.PrivateKey))
+			})
+
 			It("refuses a preparation that would exceed the data key limit before generating a key", func() {
 				// The Secret holds known_hosts and one key pair; the pending pair adds two.
 				m.MaxDataKeys = 5
@@ -712,7 +735,7 @@ var _ = Describe("Manager", func() {
 			key, err := m.Ensure(ctx, log, req)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(key.Rotated).To(BeTrue())
-			Expect(sshkey.ParsePrivateKey(getSecret(c, constants.DeployKeysSecretName).Data[identityKey])).NotTo(BeNil())
+			Expect(sshkey.ParsePrivateKey(getSecret(c, constants.DeployKeysSecretName).Data[identityKey], sshkey.DefaultPrivateKeyLimits())).NotTo(BeNil())
 		})
 
 		It("produces one new key when many reconciles rotate at once", func() {
@@ -976,7 +999,19 @@ var _ = Describe("Manager", func() {
 			Entry("empty identity", []byte{}, `has no private key in "`+identityKey+`"`),
 			Entry("garbage identity", []byte("hello"), `has no usable private key in "`+identityKey+`"`),
 			Entry("damaged identity", damagedKey(), `has no usable private key in "`+identityKey+`"`),
+			// Without the limit, parsing it cost 12.9 s of CPU (issue 36) on every reconcile of every shoot using it.
+			Entry("a 780 KiB RSA key, refused by its size before parsing", hugeKey,
+				fmt.Sprintf(`has no usable private key in "%s" (private key is %d bytes, more than the operator's limit of 16384 bytes (limits.privateKeyMaxBytes))`, identityKey, len(hugeKey))),
+			Entry("a 96,000 bit RSA key in 16 KiB, refused by its modulus before parsing", craftedkey.PEM(craftedkey.PKCS1, 96000, 8),
+				`has no usable private key in "`+identityKey+`" (RSA private key has a modulus of 96000 bits, more than the operator's limit of 16384 bits (limits.privateKeyMaxBits))`),
 		)
+
+		It("bounds private keys by the configured limits", func() {
+			Expect(c.Create(ctx, userSecret(constants.DeployKeysSecretName, map[string][]byte{identityKey: craftedkey.PEM(craftedkey.PKCS1, 4096, 0), keyName + ".repository": []byte(repository)}, nil))).To(Succeed())
+			m.PrivateKeyLimits = sshkey.PrivateKeyLimits{MaxBytes: 16384, MaxBits: 2048}
+			_, err := m.Ensure(ctx, log, req)
+			Expect(err).To(MatchError(ContainSubstring("RSA private key has a modulus of 4096 bits, more than the operator's limit of 2048 bits (limits.privateKeyMaxBits)")))
+		})
 
 		It("rejects invalid requests", func() {
 			req.KeyName = "cluster"
@@ -1071,7 +1106,7 @@ var _ = Describe("Manager", func() {
 			}, nil))).To(Succeed())
 			_, err = m.Ensure(ctx, log, req)
 			Expect(err).To(MatchError(`Secret garden-foo/shoot-flux-deploy-keys: data[known_hosts]: Invalid value: "git.example.org ssh-ed25519 AAAA": line 1 is not a known_hosts entry: ssh: short read`))
-			Expect(err).To(MatchError(fluxconfig.ErrInvalidConfig), "a project admin's mistake, not worth retrying")
+			Expect(err).To(MatchError(configerror.ErrInvalidConfig), "a project admin's mistake, not worth retrying")
 			expectNoKeyMaterial(err, own.PrivateKey)
 		})
 
@@ -1089,7 +1124,7 @@ var _ = Describe("Manager", func() {
 			_, err = m.Ensure(ctx, log, req)
 			Expect(err).To(MatchError(`Secret garden-foo/shoot-flux-deploy-keys: data[known_hosts]: Invalid value: "` + crafted +
 				`": line 2: host pattern has 17 wildcards (* and ?), may not have more than 3`))
-			Expect(err).To(MatchError(fluxconfig.ErrInvalidConfig))
+			Expect(err).To(MatchError(configerror.ErrInvalidConfig))
 			Expect(scanner.calls.Load()).To(BeZero())
 		})
 
@@ -1106,7 +1141,7 @@ var _ = Describe("Manager", func() {
 			_, err = m.Ensure(ctx, log, req)
 			Expect(err).To(MatchError(ContainSubstring("Secret garden-foo/shoot-flux-deploy-keys: data[known_hosts]: Too many: 3: has 3 lines, may not have more than 2 " +
 				"(with the scanned host keys of git.example.org:22; remove entries no longer needed or set source.knownHosts)")))
-			Expect(err).To(MatchError(fluxconfig.ErrInvalidConfig))
+			Expect(err).To(MatchError(configerror.ErrInvalidConfig))
 			Expect(string(getSecret(c, constants.DeployKeysSecretName).Data[constants.SecretKeyKnownHosts])).To(Equal("# github.com\n" + other))
 		})
 
@@ -1280,7 +1315,7 @@ func barrierOnGet(workers int32, match func(client.Object, error) bool) intercep
 }
 
 func fingerprintOf(secret *corev1.Secret) string {
-	fingerprint, err := deploykey.Fingerprint(secret.Data[identityKey])
+	fingerprint, err := deploykey.Fingerprint(secret.Data[identityKey], sshkey.DefaultPrivateKeyLimits())
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return fingerprint
 }

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package fluxconfig
 
 import (
@@ -24,6 +28,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/conversion/stackit"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -250,16 +255,100 @@ func providerConfigLayer(raw *runtime.RawExtension, supported validation.Support
 	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
 		return nil
 	}
-	cfg, err := decodeFluxConfig(raw.Raw)
+	cfg, conv, err := decodeProviderConfig(raw.Raw)
 	if err != nil {
 		// A document that cannot be decoded has no field to blame; name the document itself.
 		addDecodeError(p, originProviderConfig, "spec.providerConfig", err)
 		return nil
 	}
 	if cfg != nil {
-		p.addFieldErrors(originProviderConfig, validateLayer(cfg, supported, knownHosts))
+		p.addFieldErrors(originProviderConfig, conv.fieldPaths(validateLayer(cfg, supported, knownHosts)))
 	}
 	return cfg
+}
+
+// Conversion is what became of a providerConfig written for stackit's extension.
+type Conversion struct {
+	// Native is the converted providerConfig in this extension's format, as YAML.
+	Native string
+	// Warnings tell where the converted configuration behaves differently from stackit's extension.
+	Warnings []string
+	stackit  *stackit.FluxConfig
+}
+
+// fieldPaths renames the fields of errors about the converted configuration to the fields of
+// stackit's document; nil converts nothing.
+func (c *Conversion) fieldPaths(errs field.ErrorList) field.ErrorList {
+	if c == nil {
+		return errs
+	}
+	out := make(field.ErrorList, 0, len(errs))
+	for _, e := range errs {
+		renamed := *e
+		renamed.Field = stackit.FieldPath(c.stackit, e.Field)
+		out = append(out, &renamed)
+	}
+	return out
+}
+
+// ProviderConfigConversion returns the conversion of a providerConfig written for stackit's
+// extension; nil for one of this extension or one that cannot be decoded, whose problems the
+// validation reports.
+func ProviderConfigConversion(raw *runtime.RawExtension) *Conversion {
+	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
+		return nil
+	}
+	_, conv, err := decodeProviderConfig(raw.Raw)
+	if err != nil {
+		return nil
+	}
+	return conv
+}
+
+// decodeProviderConfig decodes a providerConfig: this extension's FluxConfig, or stackit's, which
+// registers the same type with other fields (see package stackit); then the conversion is returned
+// too. Only providerConfigs can be stackit's: its extension never read the project ConfigMap.
+func decodeProviderConfig(data []byte) (*v1alpha1.FluxConfig, *Conversion, error) {
+	jsonData, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	isStackit, markers := stackit.Detect(jsonData)
+	if !isStackit {
+		cfg, err := decodeFluxConfig(data)
+		return cfg, nil, err
+	}
+	if err := checkTypeMeta(data); err != nil {
+		return nil, nil, err
+	}
+	in, errs := stackit.Decode(jsonData, nil)
+	if len(errs) > 0 {
+		return nil, nil, fieldErrors(errs)
+	}
+	cfg, warnings, errs := stackit.Convert(in, nil)
+	if len(errs) > 0 {
+		return nil, nil, fieldErrors(errs)
+	}
+	native, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed serializing the converted configuration: %w", err)
+	}
+	warnings = append([]string{fmt.Sprintf("is stackit's FluxConfig (it sets %s); it is converted into this extension's FluxConfig, which the "+
+		"Extension's status.providerStatus.nativeProviderConfig shows: write that instead", strings.Join(markers, ", "))}, warnings...)
+	return cfg, &Conversion{Native: string(native), Warnings: warnings, stackit: in}, nil
+}
+
+// checkTypeMeta refuses a document with stackit's fields of another apiVersion or kind than stackit's
+// FluxConfig.
+func checkTypeMeta(data []byte) error {
+	typeMeta := &metav1.TypeMeta{}
+	if err := yaml.Unmarshal(data, typeMeta); err != nil {
+		return err
+	}
+	if (typeMeta.APIVersion == "" || typeMeta.APIVersion == stackit.APIVersion) && (typeMeta.Kind == "" || typeMeta.Kind == fluxConfigGVK.Kind) {
+		return nil
+	}
+	return fmt.Errorf("apiVersion and kind of stackit's FluxConfig must be %s FluxConfig, got %s %s", stackit.APIVersion, typeMeta.APIVersion, typeMeta.Kind)
 }
 
 // defaultsLayer turns the operator's default versions into the lowest layer.

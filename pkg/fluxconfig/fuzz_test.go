@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package fluxconfig_test
 
 import (
@@ -13,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/configerror"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
@@ -31,7 +36,7 @@ func checkProblems(t *testing.T, err error) {
 	if err == nil {
 		return
 	}
-	var cfgErr *fluxconfig.ConfigurationError
+	var cfgErr *configerror.Error
 	if !errors.As(err, &cfgErr) {
 		t.Fatalf("rejection is not a configuration error: %v", err)
 	}

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package fluxconfig
 
 import (
@@ -15,6 +19,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/conversion/stackit"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
@@ -68,11 +73,15 @@ func ProviderConfigHostErrors(raw *runtime.RawExtension, policy *hostpolicy.Poli
 	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
 		return nil
 	}
-	cfg, err := decodeFluxConfig(raw.Raw)
+	cfg, conv, err := decodeProviderConfig(raw.Raw)
 	if err != nil || cfg == nil {
 		return nil
 	}
-	return hostErrors(cfg, policy, fldPath.Child("source", "url"))
+	urlPath := "source.url"
+	if conv != nil {
+		urlPath = stackit.FieldPath(conv.stackit, urlPath)
+	}
+	return hostErrors(cfg, policy, fldPath.Child(urlPath))
 }
 
 func hostErrors(cfg *v1alpha1.FluxConfig, policy *hostpolicy.Policy, urlPath *field.Path) field.ErrorList {

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package fluxconfig
 
 import (
@@ -12,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/configerror"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
@@ -41,7 +46,14 @@ func ProviderConfigLimitErrors(raw *runtime.RawExtension, limits config.Limits, 
 	if raw == nil {
 		return nil
 	}
-	return reroot(documentLimitErrors(raw.Raw, limits), fldPath)
+	return reroot(providerConfigLimitErrors(raw.Raw, limits, ""), fldPath)
+}
+
+// ProviderConfigTooLarge reports whether a providerConfig is over its size limit, which
+// ProviderConfigLimitErrors reports: such a document is not to be decoded at all.
+func ProviderConfigTooLarge(raw *runtime.RawExtension, limits config.Limits) bool {
+	limit := int(limits.ProviderConfigMaxBytes)
+	return raw != nil && limit > 0 && len(raw.Raw) > limit
 }
 
 // SecretsSizeError returns the configuration error for the Secrets the bootstrap of a shoot
@@ -55,9 +67,9 @@ func SecretsSizeError(limits config.Limits, fldPath *field.Path, total int) erro
 		return nil
 	}
 	// The problem has no origin: the field may come from any layer.
-	return &ConfigurationError{Problems: []string{tooLarge(fldPath,
+	return configerror.New(tooLarge(fldPath,
 		fmt.Sprintf("with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has %d bytes", total),
-		limit, "additionalSecretResourcesMaxBytes").Error()}}
+		limit, "additionalSecretResourcesMaxBytes").Error())
 }
 
 // ConfigMapDataSize is the size of a project ConfigMap that projectConfigMapMaxBytes bounds: the
@@ -89,7 +101,7 @@ func limitProblems(limits config.Limits, cm *corev1.ConfigMap, providerConfig *r
 		configMapLimitProblems(cm, limits, p)
 	}
 	if providerConfig != nil {
-		p.addFieldErrors(originProviderConfig, documentLimitErrors(providerConfig.Raw, limits))
+		p.addFieldErrors(originProviderConfig, providerConfigLimitErrors(providerConfig.Raw, limits, "spec.providerConfig"))
 	}
 }
 
@@ -113,6 +125,17 @@ func configMapLimitProblems(cm *corev1.ConfigMap, limits config.Limits, p *probl
 	if ok {
 		p.addFieldErrors(origin+": "+constants.ConfigMapKeyConfig, documentLimitErrors([]byte(data), limits))
 	}
+}
+
+// providerConfigLimitErrors checks a providerConfig's size, before anything decodes it, and then
+// its parts like documentLimitErrors. The error of the whole document names it as document.
+func providerConfigLimitErrors(raw []byte, limits config.Limits, document string) field.ErrorList {
+	if limit := int(limits.ProviderConfigMaxBytes); limit > 0 && len(raw) > limit {
+		err := tooLarge(field.NewPath(""), fmt.Sprintf("has %d bytes", len(raw)), limit, "providerConfigMaxBytes")
+		err.Field = document
+		return field.ErrorList{err}
+	}
+	return documentLimitErrors(raw, limits)
 }
 
 // documentLimitErrors checks the parts of a FluxConfig document whose size the tenant chooses,

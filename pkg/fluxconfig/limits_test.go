@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package fluxconfig_test
 
 import (
@@ -12,10 +16,12 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/configerror"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 )
 
@@ -106,6 +112,19 @@ var _ = Describe("Limits", func() {
 			))
 		})
 
+		It("refuses a providerConfig over its size limit before decoding it", func() {
+			limits.ProviderConfigMaxBytes = 100
+			// Not even YAML: an oversized document is not decoded, so its syntax is never reported.
+			doc := "flux: [" + strings.Repeat("x", 100)
+			Expect(problems(resolve(nil, doc))).To(ConsistOf(
+				`Extension providerConfig: spec.providerConfig: Too long: has 107 bytes, more than the operator's limit of 100 bytes (limits.providerConfigMaxBytes)`))
+			Expect(ProviderConfigLimitErrors(&runtime.RawExtension{Raw: []byte(doc)}, limits, field.NewPath("spec", "extensions").Index(0).Child("providerConfig")).ToAggregate()).To(MatchError(
+				`spec.extensions[0].providerConfig: Too long: has 107 bytes, more than the operator's limit of 100 bytes (limits.providerConfigMaxBytes)`))
+			// The limit itself is allowed.
+			limits.ProviderConfigMaxBytes = int32(len(kluctlArgs(60)))
+			Expect(resolve(nil, kluctlArgs(60))).To(Succeed())
+		})
+
 		It("measures YAML and indented JSON as compact JSON", func() {
 			limits.KluctlArgsMaxBytes = 100
 			yamlDoc := "bootstrap:\n  kluctl:\n    args:\n      a:      " + strings.Repeat("x", 92) + "\n"
@@ -189,7 +208,7 @@ var _ = Describe("Limits", func() {
 			Expect(SecretsSizeError(limits, path, 1000)).To(Succeed())
 			err := SecretsSizeError(limits, path, 1001)
 			Expect(err).To(MatchError(`additionalSecretResources[2].name: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 1001 bytes, more than the operator's limit of 1000 bytes (limits.additionalSecretResourcesMaxBytes)`))
-			Expect(errors.Is(err, ErrInvalidConfig)).To(BeTrue())
+			Expect(errors.Is(err, configerror.ErrInvalidConfig)).To(BeTrue())
 			Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
 		})
 

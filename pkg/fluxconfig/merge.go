@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package fluxconfig
 
 import (
@@ -87,6 +91,7 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 		d := dst.Bootstrap
 		override(&d.Mode, s.Mode)
 		override(&d.ShootInfo, s.ShootInfo)
+		override(&d.Name, s.Name)
 		if s.Kluctl != nil {
 			if d.Kluctl == nil {
 				d.Kluctl = &v1alpha1.KluctlBootstrap{}

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fluxconfig resolves the effective shoot-flux configuration of a shoot from its layers:
 //
 //  1. the operator's default versions (controller configuration),
@@ -32,6 +36,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -48,9 +53,7 @@ type Defaults struct {
 // Requested are the version selectors the tenants' layers (project ConfigMap, providerConfig) wrote,
 // empty where they leave the version to the operator's default. A release that changes while they
 // stay the same is a change nobody of the project asked for (see package rollout).
-type Requested struct {
-	Flux, Kluctl string
-}
+type Requested = v1alpha1.RequestedVersions
 
 // Resolve merges the configuration layers (see the package documentation), defaults and validates
 // the result, and resolves the version selectors to the releases they choose among supported (see
@@ -58,7 +61,7 @@ type Requested struct {
 // the bootstrap mode is none: only the controllers are installed.
 //
 // knownHosts bounds the source.knownHosts of the ConfigMap and the providerConfig, which tenants
-// write. Errors about the configuration are *ConfigurationError, which matches ErrInvalidConfig.
+// write. Errors about the configuration are *configerror.Error, which matches configerror.ErrInvalidConfig.
 func Resolve(defaults Defaults, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits, cm *corev1.ConfigMap, providerConfig *runtime.RawExtension) (*flux.FluxConfig, error) {
 	cfg, _, err := ResolveRequested(defaults, supported, knownHosts, cm, providerConfig)
 	return cfg, err
@@ -125,11 +128,10 @@ func ResolveRequested(defaults Defaults, supported validation.SupportedVersions,
 func requested(layers []layer) Requested {
 	var r Requested
 	for _, l := range layers {
-		if l.cfg.Flux != nil && l.cfg.Flux.Version != nil {
-			r.Flux = *l.cfg.Flux.Version
-		}
-		if l.cfg.Kluctl != nil && l.cfg.Kluctl.Version != nil {
-			r.Kluctl = *l.cfg.Kluctl.Version
+		for _, s := range releases.Specs {
+			if v := s.Selector(l.cfg); v != nil {
+				*s.Requested(&r) = *v
+			}
 		}
 	}
 	return r
@@ -203,7 +205,7 @@ func ProviderConfigFieldErrors(raw *runtime.RawExtension, supported validation.S
 	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
 		return nil
 	}
-	cfg, err := decodeFluxConfig(raw.Raw)
+	cfg, conv, err := decodeProviderConfig(raw.Raw)
 	if err != nil {
 		var errs fieldErrors
 		if errors.As(err, &errs) {
@@ -214,7 +216,7 @@ func ProviderConfigFieldErrors(raw *runtime.RawExtension, supported validation.S
 	if cfg == nil {
 		return nil
 	}
-	return reroot(validateLayer(cfg, supported, knownHosts), fldPath)
+	return reroot(conv.fieldPaths(validateLayer(cfg, supported, knownHosts)), fldPath)
 }
 
 // reroot places field errors with paths relative to a document below the document's path.

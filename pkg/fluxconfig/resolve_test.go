@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package fluxconfig_test
 
 import (
@@ -17,6 +21,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/configerror"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
@@ -72,8 +77,8 @@ func legacyData() map[string]string {
 
 // problems returns the individual problems of a configuration error.
 func problems(err error) []string {
-	var cfgErr *ConfigurationError
-	Expect(errors.As(err, &cfgErr)).To(BeTrue(), "expected a *ConfigurationError, got %v", err)
+	var cfgErr *configerror.Error
+	Expect(errors.As(err, &cfgErr)).To(BeTrue(), "expected a *configerror.Error, got %v", err)
 	return cfgErr.Problems
 }
 
@@ -360,7 +365,7 @@ additionalSecretResources:
 `}), nil)
 			Expect(problems(err)).To(ConsistOf(
 				`ConfigMap garden-foo/flux-config: config.yaml: flux.components: Required value: must include "source-controller"`,
-				`ConfigMap garden-foo/flux-config: config.yaml: source.ref: Invalid value: "{branch=main, tag=v1}": exactly one of branch, tag and commit must be set`,
+				`ConfigMap garden-foo/flux-config: config.yaml: source.ref: Invalid value: "{branch=main, tag=v1}": exactly one of branch, tag, commit, semver and name must be set`,
 				`ConfigMap garden-foo/flux-config: config.yaml: source.path: Invalid value: "../x": must not contain ".."`,
 				`ConfigMap garden-foo/flux-config: config.yaml: source.secretResourceName: Required value: must name a Shoot spec.resources Secret if set`,
 				`ConfigMap garden-foo/flux-config: config.yaml: bootstrap.kluctl.context: Required value: must not be empty if set`,
@@ -583,10 +588,10 @@ bootstrap:
 			Expect(err).To(MatchError("Extension providerConfig: spec.providerConfig: must be a FluxConfig object"))
 		})
 
-		It("rejects the providerConfig of the later 23technologies extension, naming its API group", func() {
+		It("reads the providerConfig of stackit's extension (flux.extensions.gardener.cloud), naming its fields", func() {
 			_, err := resolve(nil, raw(`{"apiVersion":"flux.extensions.gardener.cloud/v1alpha1","kind":"FluxConfig","flux":{"version":"v2.0.0"},`+
 				`"source":{"template":{"spec":{"url":"https://github.com/example/fleet"}}},"kustomization":{"template":{"spec":{"path":"clusters/dev"}}}}`))
-			Expect(err).To(MatchError(`Extension providerConfig: spec.providerConfig: apiVersion and kind must be shoot-flux.extensions.gardener.cloud/v1alpha1 FluxConfig or be omitted, got flux.extensions.gardener.cloud/v1alpha1 FluxConfig`))
+			Expect(err).To(MatchError(`Extension providerConfig: source.template.spec.ref: Required value: stackit's extension needs one of branch, tag, semver, name and commit, and so does this one`))
 		})
 
 		It("rejects another kind", func() {
@@ -669,7 +674,7 @@ source:
 			_, err := resolve(nil, raw(`{"source":{"oci":{"url":"oci://ghcr.io/org/fleet:v1","ref":{"tag":"v1","digest":"`+digest+`"},"path":"/abs","secretResourceName":""}}}`))
 			Expect(problems(err)).To(ConsistOf(
 				`Extension providerConfig: source.oci.url: Invalid value: "oci://ghcr.io/org/fleet:v1": must not contain a tag; set ref.tag`,
-				`Extension providerConfig: source.oci.ref: Invalid value: "{tag=v1, digest=`+digest+`}": exactly one of tag and digest must be set`,
+				`Extension providerConfig: source.oci.ref: Invalid value: "{tag=v1, digest=`+digest+`}": exactly one of tag, digest and semver must be set`,
 				`Extension providerConfig: source.oci.path: Invalid value: "/abs": must be relative to the repository root`,
 				`Extension providerConfig: source.oci.secretResourceName: Required value: must name a Shoot spec.resources Secret if set`,
 			))
@@ -687,9 +692,9 @@ source:
 
 		It("are configuration problems for gardener", func() {
 			_, err := resolve(nil, raw(`{"bootstrap":{"mode":"helm"}}`))
-			Expect(err).To(MatchError(ErrInvalidConfig))
+			Expect(err).To(MatchError(configerror.ErrInvalidConfig))
 			wrapped := fmt.Errorf("failed resolving configuration: %w", err)
-			Expect(errors.Is(wrapped, ErrInvalidConfig)).To(BeTrue())
+			Expect(errors.Is(wrapped, configerror.ErrInvalidConfig)).To(BeTrue())
 			Expect(v1beta1helper.ExtractErrorCodes(wrapped)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
 		})
 
@@ -776,7 +781,7 @@ var _ = Describe("ValidateConfigMap", func() {
 			"config.yaml": "source:\n  ref:\n    commit: abc\n",
 			"extra":       "",
 		}), supported, sshkey.DefaultKnownHostsLimits())
-		Expect(err).To(MatchError(ErrInvalidConfig))
+		Expect(err).To(MatchError(configerror.ErrInvalidConfig))
 		Expect(problems(err)).To(Equal([]string{
 			"ConfigMap garden-foo/flux-config: extra: Forbidden: unknown key; the supported keys are config.yaml, fluxVersion, repositoryBranch, repositoryType, repositoryUrl",
 			`ConfigMap garden-foo/flux-config: fluxVersion: Unsupported value: "0.29.5": ` + supportedFluxMsg,

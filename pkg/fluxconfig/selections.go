@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package fluxconfig
 
 import (
@@ -10,11 +14,12 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
 // Selection is a version selector a tenant wrote.
 type Selection struct {
-	// Component is flux or kluctl.
+	// Component is the key of a releases.Spec: flux or kluctl.
 	Component string
 	// Field is where the tenant wrote it, e.g. spec.extensions[0].providerConfig.flux.version.
 	Field *field.Path
@@ -28,7 +33,7 @@ func ProviderConfigSelections(raw *runtime.RawExtension, fldPath *field.Path) []
 	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
 		return nil
 	}
-	cfg, err := decodeFluxConfig(raw.Raw)
+	cfg, _, err := decodeProviderConfig(raw.Raw)
 	if err != nil || cfg == nil {
 		return nil
 	}
@@ -40,7 +45,7 @@ func ProviderConfigSelections(raw *runtime.RawExtension, fldPath *field.Path) []
 func ConfigMapSelections(cm *corev1.ConfigMap) []Selection {
 	var out []Selection
 	if v := strings.TrimSpace(cm.Data[constants.ConfigMapKeyFluxVersion]); v != "" {
-		out = append(out, Selection{Component: "flux", Field: field.NewPath("data").Key(constants.ConfigMapKeyFluxVersion), Selector: v})
+		out = append(out, Selection{Component: releases.KeyFlux, Field: field.NewPath("data").Key(constants.ConfigMapKeyFluxVersion), Selector: v})
 	}
 	if data := cm.Data[constants.ConfigMapKeyConfig]; strings.TrimSpace(data) != "" {
 		if cfg, err := decodeFluxConfig([]byte(data)); err == nil && cfg != nil {
@@ -52,11 +57,10 @@ func ConfigMapSelections(cm *corev1.ConfigMap) []Selection {
 
 func layerSelections(cfg *v1alpha1.FluxConfig, fldPath *field.Path) []Selection {
 	var out []Selection
-	if cfg.Flux != nil && cfg.Flux.Version != nil {
-		out = append(out, Selection{Component: "flux", Field: fldPath.Child("flux", "version"), Selector: *cfg.Flux.Version})
-	}
-	if cfg.Kluctl != nil && cfg.Kluctl.Version != nil {
-		out = append(out, Selection{Component: "kluctl", Field: fldPath.Child("kluctl", "version"), Selector: *cfg.Kluctl.Version})
+	for _, s := range releases.Specs {
+		if v := s.Selector(cfg); v != nil {
+			out = append(out, Selection{Component: s.Key, Field: s.VersionPath(fldPath), Selector: *v})
+		}
 	}
 	return out
 }

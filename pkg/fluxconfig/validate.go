@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package fluxconfig
 
 import (
@@ -99,7 +103,8 @@ func validateSourceLayer(s *v1alpha1.Source, knownHosts sshkey.KnownHostsLimits,
 		allErrs = append(allErrs, validation.ValidateGitURL(*s.URL, fldPath.Child("url"))...)
 	}
 	if refIsSet(s.Ref) {
-		ref := flux.GitRef{Branch: ptr.Deref(s.Ref.Branch, ""), Tag: ptr.Deref(s.Ref.Tag, ""), Commit: ptr.Deref(s.Ref.Commit, "")}
+		ref := flux.GitRef{Branch: ptr.Deref(s.Ref.Branch, ""), Tag: ptr.Deref(s.Ref.Tag, ""), Commit: ptr.Deref(s.Ref.Commit, ""),
+			SemVer: ptr.Deref(s.Ref.SemVer, ""), Name: ptr.Deref(s.Ref.Name, "")}
 		allErrs = append(allErrs, validation.ValidateGitRef(ref, fldPath.Child("ref"))...)
 	}
 	if s.Path != nil {
@@ -136,7 +141,7 @@ func validateOCISourceLayer(s *v1alpha1.OCISource, fldPath *field.Path) field.Er
 		allErrs = append(allErrs, validation.ValidateOCIURL(*s.URL, fldPath.Child("url"))...)
 	}
 	if ociRefIsSet(s.Ref) {
-		ref := flux.OCIRef{Tag: ptr.Deref(s.Ref.Tag, ""), Digest: ptr.Deref(s.Ref.Digest, "")}
+		ref := flux.OCIRef{Tag: ptr.Deref(s.Ref.Tag, ""), Digest: ptr.Deref(s.Ref.Digest, ""), SemVer: ptr.Deref(s.Ref.SemVer, "")}
 		allErrs = append(allErrs, validation.ValidateOCIRef(ref, fldPath.Child("ref"))...)
 	}
 	if s.Path != nil {
@@ -152,6 +157,9 @@ func validateBootstrapLayer(b *v1alpha1.Bootstrap, fldPath *field.Path) field.Er
 	allErrs := field.ErrorList{}
 	if b.Mode != nil {
 		allErrs = append(allErrs, validation.ValidateBootstrapMode(flux.BootstrapMode(*b.Mode), fldPath.Child("mode"))...)
+	}
+	if b.Name != nil {
+		allErrs = append(allErrs, validation.ValidateBootstrapName(*b.Name, fldPath.Child("name"))...)
 	}
 
 	if k := b.Kluctl; k != nil {
@@ -183,10 +191,10 @@ func validateBootstrapLayer(b *v1alpha1.Bootstrap, fldPath *field.Path) field.Er
 
 // refIsSet reports whether a layer chooses a ref; only then does it replace the ref of lower layers.
 func refIsSet(ref *v1alpha1.GitRef) bool {
-	return ref != nil && (ref.Branch != nil || ref.Tag != nil || ref.Commit != nil)
+	return ref != nil && (ref.Branch != nil || ref.Tag != nil || ref.Commit != nil || ref.SemVer != nil || ref.Name != nil)
 }
 
 // ociRefIsSet reports whether a layer chooses an OCI ref, like refIsSet.
 func ociRefIsSet(ref *v1alpha1.OCIRef) bool {
-	return ref != nil && (ref.Tag != nil || ref.Digest != nil)
+	return ref != nil && (ref.Tag != nil || ref.Digest != nil || ref.SemVer != nil)
 }

@@ -1,9 +1,15 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package manifests
 
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 )
@@ -26,6 +32,25 @@ func expectMetricsEndpoint(byName map[string]*appsv1.Deployment, component strin
 		}
 	}
 	Expect(ports).To(ContainElement(endpoint.Port), "container %s of Deployment %s", endpoint.Container, endpoint.Deployment)
+
+	// The most pods at once: the replicas, and one more while a rolling update surges.
+	pods := int(ptr.Deref(deployment.Spec.Replicas, 1))
+	if deployment.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		surge := intstr.FromString("25%")
+		if ru := deployment.Spec.Strategy.RollingUpdate; ru != nil && ru.MaxSurge != nil {
+			surge = *ru.MaxSurge
+		}
+		n, err := intstr.GetScaledValueFromIntOrPercent(&surge, pods, true)
+		Expect(err).NotTo(HaveOccurred())
+		pods += n
+	}
+	Expect(pods).To(BeNumerically("<=", endpoint.MaxPods), "pods of Deployment %s at once", endpoint.Deployment)
+	Expect(endpoint.Reconcilers).NotTo(BeEmpty())
+	for _, c := range deployment.Spec.Template.Spec.Containers {
+		for _, arg := range append(c.Command, c.Args...) {
+			Expect(arg).NotTo(HavePrefix("--controller-name"), "the controller renames its reconciler")
+		}
+	}
 }
 
 var _ = Describe("ControllerMetricsEndpoint", func() {

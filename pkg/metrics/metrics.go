@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package metrics owns the Prometheus metrics of the shoot-flux extension. They are registered on
 // controller-runtime's registry, so the manager's /metrics endpoint serves them next to
 // controller-runtime's own. Every label has a small, fixed set of values: a repository URL, a
@@ -83,7 +87,7 @@ var (
 	projectWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: Namespace,
 		Name:      "reconciles_waiting_for_project_share",
-		Help:      "Extension reconciles that wait for a worker because their project occupies its share of the workers (limits.projectWorkersPercent).",
+		Help:      "Extension reconciles that wait for a worker because their project occupies its share of the workers (limits.projectWorkersPercent) or has a reconcile in flight while only the reserve is free (limits.reservedWorkersPercent).",
 	})
 
 	managedResourceWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -128,8 +132,8 @@ func isTimeout(err error) bool {
 		(errors.As(err, &netErr) && netErr.Timeout())
 }
 
-// RecordProjectWaiting adds delta to the reconciles that wait for their project's share of the
-// workers.
+// RecordProjectWaiting adds delta to the reconciles that wait for a worker the fair queue's bounds
+// admit them to.
 func RecordProjectWaiting(delta int) {
 	projectWaiting.Add(float64(delta))
 }
@@ -185,6 +189,7 @@ func Names() []string {
 		Namespace + "_shoots_by_version",
 		Namespace + "_shoots_pending_release",
 		Namespace + "_shoots_by_release_lifecycle",
+		Namespace + "_shoots_outside_kubernetes_range",
 		Namespace + "_oldest_failing_bootstrap_seconds",
 		Namespace + "_heartbeat_renew_timestamp_seconds",
 	}

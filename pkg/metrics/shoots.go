@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package metrics
 
 import (
@@ -49,6 +53,9 @@ var (
 	lifecycleDesc = prometheus.NewDesc(Namespace+"_shoots_by_release_lifecycle",
 		"Shoots with the extension by component (flux, kluctl) and the lifecycle of their installed release (rollout.releases): supported, deprecated, preview or expired (whatever its classification).",
 		[]string{"component", "lifecycle"}, nil)
+	outsideKubernetesDesc = prometheus.NewDesc(Namespace+"_shoots_outside_kubernetes_range",
+		"Shoots whose installed Flux release does not support their Kubernetes version (the Kubernetes ranges of the Flux releases), as their providerStatus tells; the extension keeps the release until the shoot selects one in range.",
+		nil, nil)
 	oldestFailingDesc = prometheus.NewDesc(Namespace+"_oldest_failing_bootstrap_seconds",
 		"Seconds since the BootstrapReady condition of the longest failing shoot turned False; 0 when no bootstrap fails.",
 		nil, nil)
@@ -105,6 +112,7 @@ func (c *shootCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- versionsDesc
 	ch <- pendingDesc
 	ch <- lifecycleDesc
+	ch <- outsideKubernetesDesc
 	ch <- oldestFailingDesc
 	ch <- heartbeatDesc
 }
@@ -154,10 +162,8 @@ func shootMetrics(items []extensionsv1alpha1.Extension, lifecycle *releases.Life
 	byPending := map[pendingKey]int{}
 	type lifecycleKey struct{ component, lifecycle string }
 	byLifecycle := map[lifecycleKey]int{}
-	if lifecycle == nil {
-		lifecycle = &releases.Lifecycle{}
-	}
 	var oldest time.Duration
+	outsideKubernetes := 0
 	for i := range items {
 		ex := &items[i]
 		if ex.Spec.Type != constants.ExtensionType {
@@ -175,21 +181,21 @@ func shootMetrics(items []extensionsv1alpha1.Extension, lifecycle *releases.Life
 			}
 			if status.FluxVersion != "" {
 				byVersion[versions(status.FluxVersion, status.KluctlVersion, status.Management)]++
-				byLifecycle[lifecycleKey{"flux", releaseLifecycle(lifecycle.Flux, status.FluxVersion, now)}]++
 			}
-			if status.KluctlVersion != "" {
-				byLifecycle[lifecycleKey{"kluctl", releaseLifecycle(lifecycle.Kluctl, status.KluctlVersion, now)}]++
+			if status.FluxVersion != "" && status.KubernetesVersion != "" && !releases.FluxSupportsKubernetes(status.FluxVersion, status.KubernetesVersion) {
+				outsideKubernetes++
 			}
-			if p := status.Pending; p != nil {
-				requested := status.Requested
-				if requested == nil {
-					requested = &fluxv1alpha1.RequestedVersions{}
+			requested := status.Requested
+			if requested == nil {
+				requested = &fluxv1alpha1.RequestedVersions{}
+			}
+			for _, c := range lifecycle.Components() {
+				installed := c.Installed(status)
+				if installed != "" {
+					byLifecycle[lifecycleKey{c.Key, releaseLifecycle(c, installed, now)}]++
 				}
-				if p.FluxVersion != "" {
-					byPending[pendingKey{"flux", pendingReason(lifecycle.Flux, status.FluxVersion, requested.Flux, now)}]++
-				}
-				if p.KluctlVersion != "" {
-					byPending[pendingKey{"kluctl", pendingReason(lifecycle.Kluctl, status.KluctlVersion, requested.Kluctl, now)}]++
+				if p := status.Pending; p != nil && *c.Pending(p) != "" {
+					byPending[pendingKey{c.Key, pendingReason(c, installed, *c.Requested(requested), now)}]++
 				}
 			}
 		}
@@ -205,7 +211,8 @@ func shootMetrics(items []extensionsv1alpha1.Extension, lifecycle *releases.Life
 	for k, n := range byVersion {
 		out = append(out, prometheus.MustNewConstMetric(versionsDesc, prometheus.GaugeValue, float64(n), k.flux, k.kluctl, k.management))
 	}
-	for _, component := range []string{"flux", "kluctl"} {
+	for _, c := range releases.Specs {
+		component := c.Key
 		for _, reason := range []string{PendingSelectedMinor, PendingOperatorDefault, PendingExpired} {
 			out = append(out, prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(byPending[pendingKey{component, reason}]), component, reason))
 		}
@@ -213,6 +220,7 @@ func shootMetrics(items []extensionsv1alpha1.Extension, lifecycle *releases.Life
 			out = append(out, prometheus.MustNewConstMetric(lifecycleDesc, prometheus.GaugeValue, float64(byLifecycle[lifecycleKey{component, l}]), component, l))
 		}
 	}
+	out = append(out, prometheus.MustNewConstMetric(outsideKubernetesDesc, prometheus.GaugeValue, float64(outsideKubernetes)))
 	return append(out, prometheus.MustNewConstMetric(oldestFailingDesc, prometheus.GaugeValue, oldest.Seconds()))
 }
 

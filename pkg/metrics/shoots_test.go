@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package metrics
 
 import (
@@ -58,9 +62,9 @@ var _ = Describe("Shoot gauges", func() {
 		renew := metav1.NewMicroTime(time.Unix(1700000000, 500000000))
 		reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
 			extension("ready", constants.ExtensionType, condition(gardencorev1beta1.ConditionTrue, time.Hour),
-				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.9.5", KluctlVersion: "v2.28.2", BootstrapMode: "kluctl", Management: "continuous"}),
+				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.9.5", KluctlVersion: "v2.28.2", BootstrapMode: "kluctl", Management: "continuous", KubernetesVersion: "1.35.2"}),
 			extension("failing", constants.ExtensionType, condition(gardencorev1beta1.ConditionFalse, 45*time.Minute),
-				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.9.5", BootstrapMode: "flux"}),
+				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.9.5", BootstrapMode: "flux", KubernetesVersion: "1.33.4"}),
 			extension("failing-shortly", constants.ExtensionType, condition(gardencorev1beta1.ConditionFalse, time.Minute),
 				&fluxv1alpha1.FluxStatus{FluxVersion: "v2.7.5", BootstrapMode: "flux", Management: "handover",
 					Pending: &fluxv1alpha1.PendingRelease{FluxVersion: "v2.9.5", Reason: "expired"}}),
@@ -101,6 +105,9 @@ shoot_flux_shoots_by_release_lifecycle{component="kluctl",lifecycle="deprecated"
 shoot_flux_shoots_by_release_lifecycle{component="kluctl",lifecycle="expired"} 0
 shoot_flux_shoots_by_release_lifecycle{component="kluctl",lifecycle="preview"} 0
 shoot_flux_shoots_by_release_lifecycle{component="kluctl",lifecycle="supported"} 0
+# HELP shoot_flux_shoots_outside_kubernetes_range Shoots whose installed Flux release does not support their Kubernetes version (the Kubernetes ranges of the Flux releases), as their providerStatus tells; the extension keeps the release until the shoot selects one in range.
+# TYPE shoot_flux_shoots_outside_kubernetes_range gauge
+shoot_flux_shoots_outside_kubernetes_range 1
 # HELP shoot_flux_shoots_pending_release Shoots whose Flux or kluctl release change waits for their maintenance time window (rollout.window), by component (flux, kluctl) and reason: selected_minor (a newer embedded patch of the minor the project selects), operator_default (what the operator's default version selects now) or expired (the installed release expired, rollout.releases).
 # TYPE shoot_flux_shoots_pending_release gauge
 shoot_flux_shoots_pending_release{component="flux",reason="expired"} 1
@@ -112,7 +119,7 @@ shoot_flux_shoots_pending_release{component="kluctl",reason="selected_minor"} 0
 `
 		Expect(testutil.CollectAndCompare(shoots, strings.NewReader(expected),
 			"shoot_flux_heartbeat_renew_timestamp_seconds", "shoot_flux_oldest_failing_bootstrap_seconds", "shoot_flux_shoots_by_version", "shoot_flux_shoots_pending_release",
-			"shoot_flux_shoots_by_release_lifecycle")).To(Succeed())
+			"shoot_flux_shoots_by_release_lifecycle", "shoot_flux_shoots_outside_kubernetes_range")).To(Succeed())
 
 		values := map[[2]string]float64{}
 		for _, m := range shootMetrics(mustList(reader), nil, now) {
@@ -131,7 +138,7 @@ shoot_flux_shoots_pending_release{component="kluctl",reason="selected_minor"} 0
 		}
 		Expect(total).To(Equal(5.0), "only shoot-flux Extensions count")
 
-		Expect(testutil.CollectAndCount(shoots)).To(Equal(len(states)*len(modes) + 3 + 6 + 8 + 1 + 1))
+		Expect(testutil.CollectAndCount(shoots)).To(Equal(len(states)*len(modes) + 3 + 6 + 8 + 1 + 1 + 1))
 		var names []string
 		for _, n := range Names() {
 			if strings.Contains(n, "shoots") || strings.Contains(n, "bootstrap") || strings.Contains(n, "heartbeat") {

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package releases applies the operator's lifecycle of the embedded Flux and kluctl releases
 // (rollout.releases of the component configuration): which are supported, deprecated or preview,
 // and which have expired. The extension controller moves shoots off expired releases with it, the
@@ -18,18 +22,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	fluxhelper "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 )
 
-// Lifecycle is the lifecycle of the embedded Flux and kluctl releases.
+// Lifecycle is the lifecycle of the embedded releases of every component of Specs.
 type Lifecycle struct {
-	Flux, Kluctl Component
+	components []Component
 }
 
 // Component is the lifecycle of the embedded releases of one component.
 type Component struct {
-	// Name names the component in messages, e.g. "Flux".
-	Name string
+	*Spec
 	// Embedded are the releases this extension version delivers.
 	Embedded []string
 	listed   map[string]config.ReleaseLifecycle
@@ -37,39 +41,68 @@ type Component struct {
 
 // New returns the lifecycle of the embedded releases. A release the configuration does not list is
 // supported and does not expire; a listed release that is not embedded is ignored here and refused
-// by Validate at the start.
+// by Validate at the start. The extension builds it once (package cmd) for the controller, the
+// metrics and the admission.
 func New(cfg config.Releases, embedded validation.SupportedVersions) *Lifecycle {
-	return &Lifecycle{
-		Flux:   newComponent("Flux", cfg.Flux, embedded.Flux),
-		Kluctl: newComponent("kluctl", cfg.Kluctl, embedded.Kluctl),
+	l := &Lifecycle{}
+	for _, s := range Specs {
+		l.components = append(l.components, newComponent(s, s.lifecycles(cfg), s.embedded(embedded)))
 	}
+	return l
 }
 
-func newComponent(name string, listed []config.ReleaseLifecycle, embedded []string) Component {
-	c := Component{Name: name, Embedded: slices.Clone(embedded), listed: make(map[string]config.ReleaseLifecycle, len(listed))}
+func newComponent(s *Spec, listed []config.ReleaseLifecycle, embedded []string) Component {
+	c := Component{Spec: s, Embedded: slices.Clone(embedded), listed: make(map[string]config.ReleaseLifecycle, len(listed))}
 	for _, r := range listed {
 		c.listed[r.Version] = r
 	}
 	return c
 }
 
-// Validate refuses listed releases that this extension version does not embed, and expiration
-// dates that no embedded release could take over from when they come: a lifecycle for a release it
-// cannot deliver is a mistake of the operator (e.g. a typo or a configuration written for another
-// extension version) that would otherwise silently have no effect, and an expiration without a
+// Components returns the lifecycle of each component, in the order of Specs.
+func (l *Lifecycle) Components() []Component {
+	if l == nil || len(l.components) == 0 {
+		// Without a lifecycle every release is supported, none embedded.
+		out := make([]Component, 0, len(Specs))
+		for _, s := range Specs {
+			out = append(out, Component{Spec: s})
+		}
+		return out
+	}
+	return l.components
+}
+
+// Component returns the lifecycle of the component with key.
+func (l *Lifecycle) Component(key string) Component {
+	for _, c := range l.Components() {
+		if c.Key == key {
+			return c
+		}
+	}
+	return Component{Spec: &Spec{Key: key, Name: key}}
+}
+
+// Flux returns the lifecycle of the Flux releases.
+func (l *Lifecycle) Flux() Component { return l.Component(KeyFlux) }
+
+var releaseClassifications = []config.ReleaseClassification{config.ReleaseSupported, config.ReleaseDeprecated, config.ReleasePreview}
+
+// Validate validates the operator's lifecycle (rollout.releases): each entry a release, once, of
+// a known classification and embedded by this extension version, and each expiration date one
+// that an embedded release can take over from when it comes. A lifecycle for a release the
+// extension cannot deliver is a mistake of the operator (a typo, a configuration written for
+// another extension version) that would otherwise silently have no effect; an expiration without a
 // replacement would leave the shoots on the expired release.
 func Validate(cfg config.Releases, embedded validation.SupportedVersions, now time.Time, fldPath *field.Path) field.ErrorList {
+	if errs := validateForm(cfg, fldPath); len(errs) > 0 {
+		return errs
+	}
 	var allErrs field.ErrorList
-	lifecycle := New(cfg, embedded)
-	for _, c := range []struct {
-		name      string
-		listed    []config.ReleaseLifecycle
-		lifecycle Component
-	}{{"flux", cfg.Flux, lifecycle.Flux}, {"kluctl", cfg.Kluctl, lifecycle.Kluctl}} {
-		for i, r := range c.listed {
-			idxPath := fldPath.Child(c.name).Index(i)
-			if !slices.Contains(c.lifecycle.Embedded, r.Version) {
-				allErrs = append(allErrs, field.NotSupported(idxPath.Child("version"), r.Version, c.lifecycle.Embedded))
+	for _, c := range New(cfg, embedded).Components() {
+		for i, r := range c.lifecycles(cfg) {
+			idxPath := fldPath.Child(c.Key).Index(i)
+			if !slices.Contains(c.Embedded, r.Version) {
+				allErrs = append(allErrs, field.NotSupported(idxPath.Child("version"), r.Version, c.Embedded))
 				continue
 			}
 			if r.ExpirationDate == nil {
@@ -79,10 +112,32 @@ func Validate(cfg config.Releases, embedded validation.SupportedVersions, now ti
 			if at.Before(now) {
 				at = now
 			}
-			if _, move := c.lifecycle.Replacement(r.Version, at); move != nil && move.To == "" {
+			if _, move := c.Replacement(r.Version, at); move != nil && move.To == "" {
 				allErrs = append(allErrs, field.Invalid(idxPath.Child("expirationDate"), r.ExpirationDate.UTC().Format(time.RFC3339),
 					fmt.Sprintf("no supported release of %s or a later minor replaces %s when it expires; classify a later release as supported or remove the date",
 						semver.MajorMinor(r.Version), r.Version)))
+			}
+		}
+	}
+	return allErrs
+}
+
+// validateForm checks what needs no embedded releases: each entry a release, once, of a known
+// classification.
+func validateForm(cfg config.Releases, fldPath *field.Path) field.ErrorList {
+	allErrs := field.ErrorList{}
+	for _, s := range Specs {
+		seen := map[string]bool{}
+		for i, release := range s.lifecycles(cfg) {
+			idxPath := fldPath.Child(s.Key).Index(i)
+			if canonical, ok := fluxhelper.CanonicalVersionSelector(release.Version); !ok || canonical != release.Version || fluxhelper.IsMinorSelector(canonical) {
+				allErrs = append(allErrs, field.Invalid(idxPath.Child("version"), release.Version, "must be a release with a leading v, e.g. v2.9.5"))
+			} else if seen[release.Version] {
+				allErrs = append(allErrs, field.Duplicate(idxPath.Child("version"), release.Version))
+			}
+			seen[release.Version] = true
+			if !slices.Contains(releaseClassifications, release.Classification) {
+				allErrs = append(allErrs, field.NotSupported(idxPath.Child("classification"), release.Classification, releaseClassifications))
 			}
 		}
 	}

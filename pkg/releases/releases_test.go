@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package releases_test
 
 import (
@@ -23,12 +27,34 @@ var _ = Describe("Lifecycle", func() {
 			Kluctl: []string{"v2.28.2"},
 		}
 		flux = func(listed ...config.ReleaseLifecycle) releases.Component {
-			return releases.New(config.Releases{Flux: listed}, embedded).Flux
+			return releases.New(config.Releases{Flux: listed}, embedded).Flux()
 		}
 		release = func(version string, c config.ReleaseClassification, expires *metav1.Time) config.ReleaseLifecycle {
 			return config.ReleaseLifecycle{Version: version, Classification: c, ExpirationDate: expires}
 		}
 	)
+
+	It("refuses lifecycles that name no single release or an unknown classification, before checking what is embedded", func() {
+		cfg := config.Releases{
+			Flux: []config.ReleaseLifecycle{
+				{Version: "v2.7.5", Classification: config.ReleaseDeprecated},
+				{Version: "2.9.5", Classification: config.ReleaseSupported},
+				{Version: "v2.9", Classification: config.ReleaseSupported},
+				{Version: "v2.7.5", Classification: config.ReleasePreview},
+			},
+			Kluctl: []config.ReleaseLifecycle{{Version: "v2.28.2", Classification: "retired"}},
+		}
+		var out []string
+		for _, err := range releases.Validate(cfg, embedded, now, field.NewPath("rollout", "releases")) {
+			out = append(out, err.Error())
+		}
+		Expect(out).To(ConsistOf(
+			`rollout.releases.flux[1].version: Invalid value: "2.9.5": must be a release with a leading v, e.g. v2.9.5`,
+			`rollout.releases.flux[2].version: Invalid value: "v2.9": must be a release with a leading v, e.g. v2.9.5`,
+			`rollout.releases.flux[3].version: Duplicate value: "v2.7.5"`,
+			`rollout.releases.kluctl[0].classification: Unsupported value: "retired": supported values: "supported", "deprecated", "preview"`,
+		))
+	})
 
 	It("treats a release the operator does not list as supported and never expiring", func() {
 		c := flux()

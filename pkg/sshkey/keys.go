@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sshkey generates SSH deploy keys and collects, checks and verifies SSH host keys in
 // known_hosts format.
 package sshkey
@@ -102,9 +106,13 @@ func AuthorizedKey(key ssh.PublicKey, comment string) string {
 	return line + "\n"
 }
 
-// ParsePrivateKey parses a private key in OpenSSH, PKCS#1, PKCS#8 or SEC1 PEM format. Its
-// errors never contain key material, so they may be logged and shown to users.
-func ParsePrivateKey(pemBytes []byte) (ssh.Signer, error) {
+// ParsePrivateKey parses a private key in OpenSSH, PKCS#1, PKCS#8 or SEC1 PEM format, after
+// checking it against limits (see CheckPrivateKey). Its errors never contain key material, so they
+// may be logged and shown to users.
+func ParsePrivateKey(pemBytes []byte, limits PrivateKeyLimits) (ssh.Signer, error) {
+	if err := CheckPrivateKey(pemBytes, limits); err != nil {
+		return nil, err
+	}
 	signer, err := ssh.ParsePrivateKey(pemBytes)
 	if err != nil {
 		var missing *ssh.PassphraseMissingError

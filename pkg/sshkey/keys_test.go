@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package sshkey_test
 
 import (
@@ -20,7 +24,7 @@ var _ = Describe("Generate", func() {
 			Expect(err).NotTo(HaveOccurred())
 
 			Expect(string(pair.PrivateKey)).To(HavePrefix("-----BEGIN OPENSSH PRIVATE KEY-----\n"))
-			signer, err := sshkey.ParsePrivateKey(pair.PrivateKey)
+			signer, err := sshkey.ParsePrivateKey(pair.PrivateKey, sshkey.DefaultPrivateKeyLimits())
 			Expect(err).NotTo(HaveOccurred())
 			Expect(signer.PublicKey().Type()).To(Equal(wantType))
 
@@ -45,7 +49,7 @@ var _ = Describe("Generate", func() {
 			other, err := sshkey.Generate(alg, comment)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(other.Fingerprint).NotTo(Equal(pair.Fingerprint))
-			otherSigner, err := sshkey.ParsePrivateKey(other.PrivateKey)
+			otherSigner, err := sshkey.ParsePrivateKey(other.PrivateKey, sshkey.DefaultPrivateKeyLimits())
 			Expect(err).NotTo(HaveOccurred())
 			Expect(dial(server.Addr(), otherSigner, ssh.InsecureIgnoreHostKey())).To(MatchError(ContainSubstring("unable to authenticate")))
 		},
@@ -89,7 +93,7 @@ var _ = Describe("ParsePrivateKey", func() {
 		lines := strings.Split(string(pair.PrivateKey), "\n")
 		body := lines[1]
 		lines[1] = body[:10] + strings.Repeat("A", len(body)-10)
-		_, err = sshkey.ParsePrivateKey([]byte(strings.Join(lines, "\n")))
+		_, err = sshkey.ParsePrivateKey([]byte(strings.Join(lines, "\n")), sshkey.DefaultPrivateKeyLimits())
 		Expect(err).To(MatchError(ContainSubstring("invalid private key")))
 		for _, line := range lines[1 : len(lines)-2] {
 			Expect(err.Error()).NotTo(ContainSubstring(line[:16]))
@@ -104,12 +108,12 @@ var _ = Describe("ParsePrivateKey", func() {
 		Expect(err).NotTo(HaveOccurred())
 		block, err := ssh.MarshalPrivateKeyWithPassphrase(raw, "c", []byte("secret"))
 		Expect(err).NotTo(HaveOccurred())
-		_, err = sshkey.ParsePrivateKey(pemEncode(block))
+		_, err = sshkey.ParsePrivateKey(pemEncode(block), sshkey.DefaultPrivateKeyLimits())
 		Expect(err).To(MatchError("private key is protected by a passphrase"))
 	})
 
 	It("rejects data without a key", func() {
-		_, err := sshkey.ParsePrivateKey([]byte("not a key"))
+		_, err := sshkey.ParsePrivateKey([]byte("not a key"), sshkey.DefaultPrivateKeyLimits())
 		Expect(err).To(MatchError(ContainSubstring("invalid private key")))
 	})
 })

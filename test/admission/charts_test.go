@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package admission_test
 
 import (
@@ -385,9 +389,14 @@ var _ = Describe("Admission charts", func() {
 			values := map[string]any{}
 			v := reflect.ValueOf(&limits).Elem()
 			for i := range v.NumField() {
-				// Doubled, so that limits bound by others (config.yaml within the ConfigMap) stay valid.
-				v.Field(i).SetInt(2 * v.Field(i).Int())
 				name := v.Type().Field(i).Name
+				// Doubled, so that limits bound by others (config.yaml within the ConfigMap) stay
+				// valid; halved where the default is the upper bound.
+				if name == "PrivateKeyMaxBits" {
+					v.Field(i).SetInt(v.Field(i).Int() / 2)
+				} else {
+					v.Field(i).SetInt(2 * v.Field(i).Int())
+				}
 				values[strings.ToLower(name[:1])+name[1:]] = v.Field(i).Int()
 			}
 

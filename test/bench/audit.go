@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -22,10 +26,15 @@ const (
 	ownerExtension   = "shoot-flux actuator"
 	ownerGeneric     = "gardener generic reconciler"
 	ownerHealthCheck = "gardener health check"
-	ownerOther       = "other"
+	// ownerProcess are the writes of the extension process that are for no shoot: the leases of
+	// its leader election and of gardener's heartbeat.
+	ownerProcess = "extension process (leases)"
+	ownerOther   = "other"
 )
 
-// classify names what a write was for and whose code did it. Patches of Extensions are told apart
+// classify names what a write of the extension process was for and whose code did it: the events
+// are the process's own (its identity in the audit log), so every write that is neither gardener's
+// reconciler's, its health check's nor a lease is the actuator's, whatever the resource. Patches of Extensions are told apart
 // by their bodies, which the sandbox's audit policy records: gardener's extension reconciler
 // writes the finalizer, removes the operation annotation and sets lastOperation (Processing,
 // Succeeded, Error); the shoot-flux actuator patches only providerStatus. gardener's health check
@@ -59,12 +68,10 @@ func classify(ev sandbox.AuditEvent) (what, owner string) {
 			return what + " (lastOperation)", ownerGeneric
 		}
 		return what, ownerGeneric
-	case "secrets", "managedresources":
-		return what, ownerExtension
 	case "leases":
-		return what + " (heartbeat)", ownerOther
+		return what + " (leader election, heartbeat)", ownerProcess
 	}
-	return what, ownerOther
+	return what, ownerExtension
 }
 
 // writeBreakdown counts writes by what they were for.
@@ -74,12 +81,16 @@ type writeBreakdown struct {
 	// byManagedResource counts the writes of ManagedResources and their Secrets by the
 	// ManagedResource's name.
 	byManagedResource map[string]int
-	failed            int
-	total             int
+	// ownByResource counts the actuator's writes by resource (group/resource).
+	ownByResource map[string]int
+	// failedByWhat counts the rejected writes (conflict, already exists) by what they were for.
+	failedByWhat map[string]int
+	failed       int
+	total        int
 }
 
 func breakdown(events []sandbox.AuditEvent) writeBreakdown {
-	b := writeBreakdown{byWhat: map[string]int{}, byOwner: map[string]int{}, byManagedResource: map[string]int{}}
+	b := writeBreakdown{byWhat: map[string]int{}, byOwner: map[string]int{}, byManagedResource: map[string]int{}, ownByResource: map[string]int{}, failedByWhat: map[string]int{}}
 	for _, ev := range events {
 		if !isWrite(ev.Verb) {
 			continue
@@ -87,15 +98,31 @@ func breakdown(events []sandbox.AuditEvent) writeBreakdown {
 		what, owner := classify(ev)
 		b.byWhat[what]++
 		b.byOwner[owner]++
+		if owner == ownerExtension && ev.ObjectRef != nil {
+			b.ownByResource[resourceName(ev.ObjectRef)]++
+		}
 		if name := managedResourceOf(ev); name != "" {
 			b.byManagedResource[name]++
 		}
 		b.total++
 		if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 300 {
 			b.failed++
+			b.failedByWhat[what+" ("+owner+")"]++
 		}
 	}
 	return b
+}
+
+// resourceName is the group-qualified resource of a request, with its subresource.
+func resourceName(ref *sandbox.AuditObjectRef) string {
+	name := ref.Resource
+	if ref.APIGroup != "" {
+		name += "." + ref.APIGroup
+	}
+	if ref.Subresource != "" {
+		name += "/" + ref.Subresource
+	}
+	return name
 }
 
 // managedResourceOf returns the name of the shoot-flux ManagedResource a write of a

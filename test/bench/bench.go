@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -38,8 +42,10 @@ const (
 	repoName           = "fleet"
 	publicURL          = "https://git.example.com/platform/fleet.git"
 	// minOwnWrites is the least the actuator must write for a new shoot: the Secret and the
-	// ManagedResource of both ManagedResources and the providerStatus.
-	minOwnWrites = 5
+	// ManagedResource of both ManagedResources, the providerStatus, and the shoot's monitoring
+	// objects (a ScrapeConfig per delivered controller, the bench's shoots have two, the
+	// PrometheusRule and the dashboard ConfigMap).
+	minOwnWrites = 9
 	// minGenericWrites is what gardener's extension reconciler writes for an Extension created
 	// with the operation annotation: finalizer, removal of the annotation, Processing, Succeeded.
 	minGenericWrites = 4

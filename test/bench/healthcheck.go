@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -237,8 +241,8 @@ func (b *bench) followHealthChecks(ctx context.Context, hung []string) error {
 	} else {
 		r.note("The hung shoots' access Secrets point at a stand-in API server that accepts every request and "+
 			"answers it after %s with a 504, as a kube-apiserver whose etcd does not answer gives up after its "+
-			"request timeout. The library's shoot client discovers the API (no context) before the check's "+
-			"first request: without a request timeout of the shoot client, that request waits for the answer.", hungAnswerAfter)
+			"request timeout. Without a request timeout of the shoot client, a check's request waits for the "+
+			"answer until the check's deadline (the sync period).", hungAnswerAfter)
 	}
 	return nil
 }

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -127,11 +131,37 @@ func (b *bench) addRequests(s *phaseStats, n float64, minWrites string) {
 		}
 		if part.writes.failed > 0 {
 			r.add(fmt.Sprintf("  %s writes rejected (conflict, already exists)", part.cluster), fmt.Sprint(part.writes.failed), "", "total, audit log")
+			for _, what := range sortedKeys(part.writes.failedByWhat) {
+				r.add(fmt.Sprintf("    rejected: %s", what), fmt.Sprint(part.writes.failedByWhat[what]), "", "total, audit log")
+			}
 		}
 		for _, what := range sortedKeys(part.reads) {
 			r.add(fmt.Sprintf("  %s read: %s", part.cluster, what), perShoot(float64(part.reads[what]), n), "", "per shoot, audit log")
 		}
 	}
+}
+
+// addOwnWrites adds the row of the actuator's writes in both clusters, whatever the resource, with
+// a row per resource written; goal is the row's goal ("0" at rest).
+func (b *bench) addOwnWrites(s *phaseStats, goal string) int {
+	own := s.seedWrites.byOwner[ownerExtension] + s.gardenWrites.byOwner[ownerExtension]
+	ok := ""
+	if goal == "0" {
+		ok = verdict(own == 0)
+	}
+	b.report.add("writes by the shoot-flux actuator (total, every resource)", fmt.Sprint(own), goal, ok)
+	for _, part := range []struct {
+		cluster string
+		writes  writeBreakdown
+	}{{"seed", s.seedWrites}, {"garden", s.gardenWrites}} {
+		for _, resource := range sortedKeys(part.writes.ownByResource) {
+			b.report.add(fmt.Sprintf("  of which %s %s", part.cluster, resource), fmt.Sprint(part.writes.ownByResource[resource]), "", "total, audit log")
+		}
+	}
+	if leases := s.seedWrites.byOwner[ownerProcess]; leases > 0 {
+		b.report.note("The extension process also renewed its leases (leader election, gardener's heartbeat) %d times: for no shoot.", leases)
+	}
+	return own
 }
 
 func (b *bench) addReconcileStats(s *phaseStats) {

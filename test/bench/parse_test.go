@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -79,6 +83,20 @@ odd{l="a \"quoted\", value\\with"} 1 1700000000
 			})
 			Expect(b.total).To(Equal(7))
 			Expect(b.byOwner).To(Equal(map[string]int{ownerGeneric: 3, ownerExtension: 3, ownerHealthCheck: 1}))
+		})
+
+		It("counts every write of the extension process to a resource without a rule as the actuator's, by resource", func() {
+			scrapeConfig := event("update", "scrapeconfigs", "", `{"spec":{}}`)
+			scrapeConfig.ObjectRef.APIGroup = "monitoring.coreos.com"
+			b := breakdown([]sandbox.AuditEvent{
+				scrapeConfig,
+				event("create", "configmaps", "", ""),
+				event("patch", "events", "", ""),
+				event("update", "leases", "", ""),
+				event("create", "secrets", "", ""),
+			})
+			Expect(b.byOwner).To(Equal(map[string]int{ownerExtension: 4, ownerProcess: 1}))
+			Expect(b.ownByResource).To(Equal(map[string]int{"scrapeconfigs.monitoring.coreos.com": 1, "configmaps": 1, "events": 1, "secrets": 1}))
 		})
 	})
 

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -116,12 +120,11 @@ func (b *bench) forcedResync(ctx context.Context) error {
 		return err
 	}
 	n := float64(len(b.shoots))
-	own := stats.seedWrites.byOwner[ownerExtension] + stats.gardenWrites.byOwner[ownerExtension]
 	generic := stats.seedWrites.byOwner[ownerGeneric]
 	r := b.report
 	r.section("Forced resync of all %d shoots (gardener.cloud/operation=reconcile)", len(b.shoots))
 	r.add("wall time: annotate all → all Succeeded", dur(result.LastSucceeded), "", "")
-	r.add("writes by the shoot-flux actuator (total)", fmt.Sprint(own), "0", verdict(own == 0))
+	b.addOwnWrites(stats, "0")
 	r.add("writes by gardener's extension reconciler per shoot", perShoot(float64(generic), n),
 		"", "annotation removal, Processing, Succeeded: unavoidable with gardener's reconciler")
 	b.addRequests(stats, n, "")
@@ -199,7 +202,6 @@ func (b *bench) restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	own := stats.seedWrites.byOwner[ownerExtension] + stats.gardenWrites.byOwner[ownerExtension]
 	generic := stats.seedWrites.byOwner[ownerGeneric]
 	r := b.report
 	r.section("Restart of the extension with %d Succeeded Extensions", len(b.shoots))
@@ -208,7 +210,7 @@ func (b *bench) restart(ctx context.Context) error {
 	if result.Started > 0 {
 		r.add("  restart → all of them Succeeded", dur(result.LastSucceeded), "", "")
 	}
-	r.add("writes by the shoot-flux actuator (total)", fmt.Sprint(own), "0", verdict(own == 0))
+	b.addOwnWrites(stats, "0")
 	r.add("writes by gardener's extension reconciler per shoot", perShoot(float64(generic), float64(len(b.shoots))), "", "Processing, Succeeded")
 	b.addRequests(stats, float64(len(b.shoots)), "")
 	b.addReconcileStats(stats)

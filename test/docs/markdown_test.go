@@ -1,9 +1,14 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package docs_test
 
 import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,9 +30,10 @@ type document struct {
 }
 
 type line struct {
-	number  int
-	section string
-	text    string
+	number int
+	// section is the "## " heading the line is under, subsection the "### " heading within it.
+	section, subsection string
+	text                string
 }
 
 type codeBlock struct {
@@ -85,8 +91,8 @@ func docPaths() []string {
 func parseDocument(path, text string) document {
 	doc := document{path: path}
 	var (
-		section string
-		block   *codeBlock
+		section, subsection string
+		block               *codeBlock
 	)
 	for i, l := range strings.Split(text, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "```") {
@@ -103,9 +109,12 @@ func parseDocument(path, text string) document {
 			continue
 		}
 		if strings.HasPrefix(l, "## ") {
-			section = strings.TrimPrefix(l, "## ")
+			section, subsection = strings.TrimPrefix(l, "## "), ""
 		}
-		doc.lines = append(doc.lines, line{number: i + 1, section: section, text: l})
+		if strings.HasPrefix(l, "### ") {
+			subsection = strings.TrimPrefix(l, "### ")
+		}
+		doc.lines = append(doc.lines, line{number: i + 1, section: section, subsection: subsection, text: l})
 	}
 	return doc
 }
@@ -259,14 +268,141 @@ var _ = Describe("the pages of docs/", func() {
 // figure is never given twice with different values.
 const figuresDoc = "docs/performance.md"
 
-// measurements are what a measured figure looks like: memory of the extension (RSS, heap) and the
-// time a build, a test run or a demo took. Limits and defaults of the code (`32 MiB` of the render
-// cache, a `10s` timeout) are no measurements; test/docs compares those with the code.
-var measurements = []*regexp.Regexp{
-	regexp.MustCompile(`\d+(?:[.,]\d+)?(?:\s*[–-]\s*\d+(?:[.,]\d+)?)?\s*MiB\s+(?:RSS|of RSS|anonymous|live heap|heap)\b`),
-	regexp.MustCompile(`(?i)\b(?:RSS|live heap|heap in use)\b[^.|()]{0,40}?\b\d+(?:[.,]\d+)?\s*MiB\b`),
-	regexp.MustCompile(`(?i)\b(?:cold|warm|first)\b[^.|]{0,80}?\b(?:takes?|took|taking)\b[^.|]{0,20}?\b\d+(?:[.,]\d+)?\s*(?:minutes?|min|seconds?|s)\b`),
-	regexp.MustCompile(`(?i)\b(?:takes?|took)\s+(?:about\s+|~\s*)?\d+(?:[.,]\d+)?(?:\s*(?:to|–|-)\s*\d+(?:[.,]\d+)?)?\s*(?:minutes?|min)\b`),
+// A measured figure is a figure (a number with a unit of time or size) in a sentence that reads
+// as a measurement: one that says what something took or measured, where or how (warm, cold, on
+// this machine), of what (CPU, RSS, heap), or that gives an amount as approximate (about, ~). A
+// figure in a code span (`10s`, `32Mi`) or qualified as a configured value (by default, at most,
+// a limit of, times out after, every; the 2 MiB response limit) is a default or a limit of the code, which test/docs
+// compares with the code instead, not a measurement.
+var (
+	figure         = regexp.MustCompile(`(?:~\s*)?\b\d+(?:[.,]\d+)*(?:\s*(?:[–-]|to)\s*\d+(?:[.,]\d+)*)?\s*(?:µs|ms|s|secs?|seconds?|min|mins|minutes?|h|hours?|bytes|KiB|MiB|GiB|KB|MB|GB)\b`)
+	measurementCue = regexp.MustCompile(`(?i)\b(?:took|takes?|taking|measured|measures?|warm|cold|wall|elapsed|CPU|RSS|heap|about|roughly|around|approximately)\b|~|on this machine|on the CI`)
+	configuredBy   = regexp.MustCompile(`(?i)(?:\bdefaults?(?: to| of)?|by default|at most|at least|\blimit(?: of)?|\bbound(?:ed)?(?: by| to| at| of)?|times? out after|timeout(?: of)?|\bevery|\bbudget(?: of)?|maximum(?: of)?|minimum(?: of)?)\s*[(:]?\s*(?:the |a |an )?$`)
+	defaultAfter   = regexp.MustCompile(`^\s*(?:by default|\(default|(?:\w+ )?(?:limit|bound|cap|timeout)\b)`)
+	// listItem starts an item of a list, which is read apart from the lines before it.
+	listItem = regexp.MustCompile(`^(?:[-*]|\d+\.) `)
+	// sentenceEnd ends a sentence; a table row is read as one.
+	sentenceEnd = regexp.MustCompile(`[.!?;](?:\s+|$)`)
+	// yamlComment is a comment line of a values file.
+	yamlComment = regexp.MustCompile(`^\s*#\s?(.*)$`)
+)
+
+// textLine is a line of prose with its number.
+type textLine struct {
+	number int
+	text   string
+}
+
+// paragraphs groups lines into what is read as one piece of prose: a paragraph, a list item or a
+// table row. An empty line or a heading ends one.
+func paragraphs(lines []textLine) [][]textLine {
+	var (
+		out [][]textLine
+		cur []textLine
+	)
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, cur)
+		}
+		cur = nil
+	}
+	for _, l := range lines {
+		t := strings.TrimSpace(l.text)
+		switch {
+		case t == "" || strings.HasPrefix(t, "#"):
+			flush()
+		case strings.HasPrefix(t, "|"):
+			flush()
+			out = append(out, []textLine{l})
+		case listItem.MatchString(t):
+			flush()
+			cur = []textLine{l}
+		default:
+			cur = append(cur, l)
+		}
+	}
+	flush()
+	return out
+}
+
+// sentence is a sentence of prose (a table row is read as one) with the lines it is on.
+type sentence struct {
+	// text is the sentence; prose is the same with its code spans blanked.
+	text, prose string
+	// numbers are the numbers of the lines the sentence is joined from, starts where each begins
+	// in text.
+	numbers, starts []int
+}
+
+// lineAt returns the number of the line the sentence's i-th byte is on.
+func (s sentence) lineAt(i int) int {
+	n, found := slices.BinarySearch(s.starts, i)
+	if !found {
+		n--
+	}
+	return s.numbers[max(n, 0)]
+}
+
+// sentencesOf splits prose lines into sentences. Sentences end at the ends outside code spans.
+func sentencesOf(lines []textLine) []sentence {
+	var out []sentence
+	for _, p := range paragraphs(lines) {
+		var (
+			joined strings.Builder
+			starts []int
+		)
+		for i, l := range p {
+			if i > 0 {
+				joined.WriteString(" ")
+			}
+			starts = append(starts, joined.Len())
+			joined.WriteString(l.text)
+		}
+		text := joined.String()
+		prose := inlineCode.ReplaceAllStringFunc(text, func(s string) string { return strings.Repeat(" ", len(s)) })
+		begin := 0
+		for _, end := range append(sentenceEnd.FindAllStringIndex(prose, -1), []int{len(prose), len(prose)}) {
+			if begin >= end[1] {
+				continue
+			}
+			st := sentence{text: text[begin:end[1]], prose: prose[begin:end[1]]}
+			for i, off := range starts {
+				if off < end[1] && (i+1 == len(starts) || starts[i+1] > begin) {
+					st.numbers = append(st.numbers, p[i].number)
+					st.starts = append(st.starts, max(off-begin, 0))
+				}
+			}
+			out = append(out, st)
+			begin = end[1]
+		}
+	}
+	return out
+}
+
+// proseLines returns the lines of a document's prose (outside code blocks).
+func proseLines(d document) []textLine {
+	var lines []textLine
+	for _, l := range d.lines {
+		lines = append(lines, textLine{l.number, l.text})
+	}
+	return lines
+}
+
+// measuredFigures returns the measured figures of the prose lines, with where they are.
+func measuredFigures(path string, lines []textLine) []string {
+	var found []string
+	for _, s := range sentencesOf(lines) {
+		if !measurementCue.MatchString(s.prose) {
+			continue
+		}
+		for _, m := range figure.FindAllStringIndex(s.prose, -1) {
+			if configuredBy.MatchString(s.prose[:m[0]]) || defaultAfter.MatchString(s.prose[m[1]:]) {
+				continue
+			}
+			found = append(found, path+":"+strconv.Itoa(s.lineAt(m[0]))+": "+strings.TrimSpace(s.prose[m[0]:m[1]]))
+		}
+	}
+	return found
 }
 
 // figureFiles returns the text, by path, of the files outside figuresDoc that could quote a figure:
@@ -295,43 +431,27 @@ func figureFiles() map[string]string {
 	return files
 }
 
-// quotedFigures returns the measurements in the files, with where they are.
+// quotedFigures returns the measured figures in the files, with where they are: in the prose of
+// markdown files, in the comments of values files.
 func quotedFigures(files map[string]string) []string {
 	var quoted []string
 	for path, text := range files {
-		// A sentence may wrap; comment leads of YAML are dropped.
-		for i, l := range strings.Split(text, "\n") {
-			// Patterns may find the same figure; the first that finds it names it.
-			var taken [][]int
-			for _, re := range measurements {
-				for _, m := range re.FindAllStringIndex(l, -1) {
-					if !overlaps(taken, m) {
-						taken = append(taken, m)
-						quoted = append(quoted, path+":"+strconv.Itoa(i+1)+": "+l[m[0]:m[1]])
-					}
+		var lines []textLine
+		if strings.HasSuffix(path, ".md") {
+			lines = proseLines(parseDocument(path, text))
+		} else {
+			for i, l := range strings.Split(text, "\n") {
+				// A line that is no comment ends the comment's paragraph.
+				comment := ""
+				if m := yamlComment.FindStringSubmatch(l); m != nil {
+					comment = m[1]
 				}
+				lines = append(lines, textLine{i + 1, comment})
 			}
 		}
-		joined := commentLead.ReplaceAllString(text, " ")
-		for _, re := range measurements {
-			for _, m := range re.FindAllString(joined, -1) {
-				if !strings.Contains(text, m) {
-					quoted = append(quoted, path+": "+m)
-				}
-			}
-		}
+		quoted = append(quoted, measuredFigures(path, lines)...)
 	}
 	return quoted
-}
-
-// overlaps tells whether the range m ([start, end)) overlaps one of the ranges taken.
-func overlaps(taken [][]int, m []int) bool {
-	for _, t := range taken {
-		if m[0] < t[1] && t[0] < m[1] {
-			return true
-		}
-	}
-	return false
 }
 
 // duplicateFigures returns the figures figuresDoc gives in more than one row of the tables of one
@@ -375,16 +495,28 @@ var _ = Describe("measured figures", func() {
 		Expect(duplicateFigures(documentNamed(documents(), figuresDoc))).To(BeEmpty())
 	})
 
-	It("fail on a figure quoted elsewhere or given twice, and accept limits and defaults", func() {
+	It("fail on a figure quoted elsewhere, in any word order, or given twice, and accept limits and defaults", func() {
 		Expect(quotedFigures(map[string]string{
-			"README.md":            "A warm `make demo` takes about 35 seconds; the first one took 14 minutes.\n",
-			"charts/x/values.yaml": "# `make bench` measures 104-111 MiB RSS\n# with 500 shoots; the live heap is\n# 16 MiB.\n",
-			"docs/x.md":            "The render cache holds at most 32 MiB; the scan times out after `10s`; a key takes 0.8 s of CPU.\n",
+			"README.md": "A warm `make demo` takes about 35 seconds; the first one took 14 minutes.\n" +
+				"The demo runs in about 35 s warm. Warm, it is\n35 s. It takes 12 minutes. CI: 31 min on this machine.\n",
+			"charts/x/values.yaml": "# `make bench` measures 104-111 MiB RSS\n# with 500 shoots; the live heap is\n# 16 MiB.\nkey: 1\n# ~250 MiB\n",
+			"docs/x.md": "The render cache holds at most 32 MiB; the scan times out after `10s`; a key takes 0.8 s of CPU.\n\n" +
+				"| `timeouts.hostKeyScan` | duration | `10s` | bound of the scan, at most `1m` |\n| warm demo | 35 s |\n\n" +
+				"The timeout is 2 minutes by default, the resync every 5 minutes, a cached render about 470 KiB.\n" +
+				"- The alert fires after 15 minutes.\n",
 		})).To(ConsistOf(
-			"README.md:1: warm `make demo` takes about 35 seconds",
-			"README.md:1: first one took 14 minutes",
-			"charts/x/values.yaml:1: 104-111 MiB RSS",
-			"charts/x/values.yaml: RSS with 500 shoots; the live heap is 16 MiB",
+			"README.md:1: 35 seconds",
+			"README.md:1: 14 minutes",
+			"README.md:2: 35 s",
+			"README.md:3: 35 s",
+			"README.md:3: 12 minutes",
+			"README.md:3: 31 min",
+			"charts/x/values.yaml:1: 104-111 MiB",
+			"charts/x/values.yaml:3: 16 MiB",
+			"charts/x/values.yaml:5: ~250 MiB",
+			"docs/x.md:1: 0.8 s",
+			"docs/x.md:4: 35 s",
+			"docs/x.md:6: 470 KiB",
 		))
 		d := parseDocument(figuresDoc, "## Scale\n\n| Figure | Value |\n|---|---|\n| RSS at 500 shoots | 116 MiB |\n| RSS at 500 shoots | 120 MiB |\n\n"+
 			"## Other\n\n| Figure | Value |\n|---|---|\n| RSS at 500 shoots | 90 MiB |\n")

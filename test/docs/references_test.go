@@ -1,7 +1,12 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package docs_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -152,10 +157,12 @@ var (
 )
 
 // foreignPaths are fields of other APIs that share a first segment with this repository's, by the
-// page allowed to name them: the migration notes quote the later 23technologies FluxConfig.
+// page allowed to name them: the migration notes quote stackit's FluxConfig (pkg/conversion/stackit).
 var foreignPaths = map[string]map[string]bool{
 	"docs/usage/migration.md": {
 		"source.template": true, "source.template.spec.url": true, "flux.registry": true,
+		"source.gitRepository": true, "source.ociRepository": true, "flux.componentsExtra": true,
+		"source.gitRepository.template": true, "source.ociRepository.template": true,
 	},
 }
 
@@ -367,14 +374,18 @@ var (
 	slugStrip = regexp.MustCompile(`[^\p{L}\p{N} _-]`)
 )
 
+// anchorOf is GitHub's slug anchor of a heading.
+func anchorOf(heading string) string {
+	return strings.ReplaceAll(slugStrip.ReplaceAllString(strings.ToLower(heading), ""), " ", "-")
+}
+
 // hasAnchor tells whether a markdown file has a heading with GitHub's slug anchor (or an HTML id).
 func hasAnchor(file, anchor string) bool {
 	GinkgoHelper()
 	data, err := os.ReadFile(filepath.Join(repoRoot, file))
 	Expect(err).NotTo(HaveOccurred())
 	for _, m := range heading.FindAllStringSubmatch(string(data), -1) {
-		slug := strings.ReplaceAll(slugStrip.ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")
-		if slug == anchor {
+		if anchorOf(m[1]) == anchor {
 			return true
 		}
 	}
@@ -435,5 +446,67 @@ var _ = Describe("the reference checks", func() {
 		Expect(unknownFlags(docs)).To(BeEmpty())
 		Expect(missingPaths(docs)).To(BeEmpty())
 		Expect(brokenLinks(docs)).To(BeEmpty())
+	})
+})
+
+// positional is a reference to something on the same page by where it is: "the limits above",
+// "the table below".
+var positional = regexp.MustCompile(`(?i)\b(limits?|tables?|examples?|lists?|sections?)\s+(above|below)\b`)
+
+// missingPositional returns the references by position to things the page does not have there:
+// limits (a heading or a table row naming a limit), a table, an example (a code block), a list
+// or a section (a heading) above or below the line.
+func missingPositional(docs []document, limits []string) []string {
+	limitRow := regexp.MustCompile("^\\|.*`(?:limits\\.)?(?:" + strings.Join(limits, "|") + ")`")
+	isHeading := func(t string) bool { return strings.HasPrefix(t, "#") }
+	var missing []string
+	for _, d := range docs {
+		for _, l := range d.lines {
+			for _, m := range positional.FindAllStringSubmatch(l.text, -1) {
+				noun, below := strings.TrimSuffix(strings.ToLower(m[1]), "s"), strings.EqualFold(m[2], "below")
+				there := func(n int) bool { return n != l.number && (n > l.number) == below }
+				found := false
+				for _, o := range d.lines {
+					if !there(o.number) {
+						continue
+					}
+					t := strings.TrimSpace(o.text)
+					switch noun {
+					case "limit":
+						found = found || (isHeading(t) && strings.Contains(strings.ToLower(t), "limit")) || limitRow.MatchString(t)
+					case "table":
+						found = found || strings.HasPrefix(t, "|")
+					case "list":
+						found = found || listItem.MatchString(t)
+					case "section":
+						found = found || isHeading(t)
+					}
+				}
+				if noun == "example" {
+					for _, b := range d.blocks {
+						found = found || there(b.startLine)
+					}
+				}
+				if !found {
+					missing = append(missing, fmt.Sprintf("%s: %q: the page has none %s", d.where(l.number), m[0], strings.ToLower(m[2])))
+				}
+			}
+		}
+	}
+	return missing
+}
+
+var _ = Describe("references by position in the docs", func() {
+	It("point to what the page has there", func() {
+		Expect(missingPositional(documents(), limitFields())).To(BeEmpty())
+	})
+
+	It("fail on limits, a table or an example that is not where the text says", func() {
+		docs := []document{parseDocument("docs/x.md", "Settings, within the limits above.\n\nSee the table below and the example above.\n\n"+
+			"| `limits.kluctlArgsMaxBytes` | 16384 |\n\nWithin the limits above, the example below:\n\n```yaml\nx: 1\n```\n")}
+		Expect(missingPositional(docs, limitFields())).To(ConsistOf(
+			`docs/x.md:1: "limits above": the page has none above`,
+			`docs/x.md:3: "example above": the page has none above`,
+		))
 	})
 })

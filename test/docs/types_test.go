@@ -1,9 +1,11 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package docs_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -12,7 +14,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
@@ -22,6 +23,7 @@ var (
 	jsonMarshaler  = reflect.TypeFor[json.Marshaler]()
 	durationType   = reflect.TypeFor[metav1.Duration]()
 	goDurationType = reflect.TypeFor[time.Duration]()
+	timeType       = reflect.TypeFor[metav1.Time]()
 )
 
 // docType is the name the docs give a Go field's type.
@@ -32,6 +34,8 @@ func docType(t reflect.Type) string {
 	switch {
 	case t == durationType, t == goDurationType:
 		return "duration"
+	case t == timeType:
+		return "string"
 	case t == rawExtensionType, t.Kind() == reflect.Struct:
 		return "object"
 	case t.Kind() == reflect.String:
@@ -40,6 +44,8 @@ func docType(t reflect.Type) string {
 		return "boolean"
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
 		return "integer"
+	case t.Kind() == reflect.Float32, t.Kind() == reflect.Float64:
+		return "number"
 	case t.Kind() == reflect.Slice:
 		return "[]" + docType(t.Elem())
 	case t.Kind() == reflect.Map:
@@ -161,15 +167,19 @@ func typeProblems(docs []document) []string {
 		fieldTypes(t, "", fields)
 		apis = append(apis, fields)
 	}
-	data, err := os.ReadFile(filepath.Join(repoRoot, "charts/gardener-extension-shoot-flux/values.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	var defaults map[string]any
-	Expect(yaml.Unmarshal(data, &defaults)).To(Succeed())
-	values := map[string]string{}
-	valueTypes(defaults, "", values)
+	// The values of each chart the reference documents, by values file.
+	chartValues := map[string]map[string]string{}
+	for file, defaults := range referenceValueFiles() {
+		chartValues[file] = map[string]string{}
+		valueTypes(defaults, "", chartValues[file])
+	}
 
 	var problems []string
 	for _, t := range fieldTables(docs) {
+		if t.columns[0] == "Value" && (t.doc.path != referenceDoc || referenceNamespace(t.header) == "") {
+			problems = append(problems, t.doc.where(t.header.number)+": a table of chart values outside the reference: link "+referenceDoc+"#"+anchorOf(chartValuesSection)+" instead")
+			continue
+		}
 		if len(t.columns) < 2 || t.columns[1] != "Type" {
 			problems = append(problems, t.doc.where(t.header.number)+": no Type column")
 			continue
@@ -178,11 +188,11 @@ func typeProblems(docs []document) []string {
 			cells := cellsOf(row.text)
 			documented := cells[1]
 			for _, m := range inlineCode.FindAllStringSubmatch(cells[0], -1) {
-				name := strings.TrimSuffix(m[1], ".*")
+				name := strings.ReplaceAll(strings.TrimSuffix(m[1], ".*"), "[]", "")
 				// The types the name has in each API (or of the chart value) it names.
 				var candidates []map[string]bool
 				if t.columns[0] == "Value" {
-					if v, ok := values[name]; ok {
+					if v, ok := chartValues[referenceNamespace(t.header)][name]; ok {
 						candidates = append(candidates, map[string]bool{v: true})
 					}
 				} else {
@@ -235,11 +245,15 @@ var _ = Describe("field tables in the docs", func() {
 	It("fail on a missing Type column and on a wrong type", func() {
 		docs := []document{parseDocument("docs/x.md", "| Field | Default | Meaning |\n|---|---|---|\n| `source.url` | none | x |\n\n"+
 			"| Field | Type | Default |\n|---|---|---|\n| `prune` | string | x |\n| `interval` | duration | x |\n\n"+
-			"| Value | Type | Default |\n|---|---|---|\n| `replicaCount` | boolean | 1 |\n| `image.tag` | string | x |\n")}
+			"| Value | Type | Default |\n|---|---|---|\n| `replicaCount` | integer | 1 |\n"),
+			parseDocument(referenceDoc, "## "+chartValuesSection+"\n\n| Value | Type | Default |\n|---|---|---|\n| `replicaCount` | boolean | 1 |\n| `image.tag` | string | x |\n\n"+
+				"## "+admissionValuesSection+"\n\n### Runtime chart\n\n| Value | Type | Default |\n|---|---|---|\n| `replicaCount` | integer | 2 |\n| `webhookConfig.tls.crt` | boolean | x |\n")}
 		Expect(typeProblems(docs)).To(ConsistOf(
 			"docs/x.md:1: no Type column",
 			"docs/x.md:7: `prune` is boolean, documented as string",
-			"docs/x.md:12: `replicaCount` is integer, documented as boolean",
+			"docs/x.md:10: a table of chart values outside the reference: link "+referenceDoc+"#chart-values instead",
+			referenceDoc+":5: `replicaCount` is integer, documented as boolean",
+			referenceDoc+":15: `webhookConfig.tls.crt` is string, documented as boolean",
 		))
 	})
 })

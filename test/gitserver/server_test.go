@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package gitserver_test
 
 import (
@@ -215,7 +219,7 @@ var _ = Describe("Server", func() {
 // uploadPack runs command on the server with the golang.org/x/crypto/ssh client, sends a
 // flush packet so upload-pack ends after its ref advertisement, and returns its output.
 func uploadPack(server *gitserver.Server, key *sshkey.KeyPair, command string) (string, string, error) {
-	signer, err := sshkey.ParsePrivateKey(key.PrivateKey)
+	signer, err := sshkey.ParsePrivateKey(key.PrivateKey, sshkey.DefaultPrivateKeyLimits())
 	Expect(err).NotTo(HaveOccurred())
 	callback, err := sshkey.VerifyHostKeyCallback([]byte(server.KnownHostsLine()))
 	Expect(err).NotTo(HaveOccurred())

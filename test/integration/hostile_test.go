@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package integration
 
 import (
@@ -14,19 +18,17 @@ import (
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/projectconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rendercache"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
@@ -711,43 +713,12 @@ func failingArgs(shoot, round int) []byte {
 
 // denyKluctlDeploymentChanges creates a ValidatingAdmissionPolicy in the shoot that refuses every
 // update of a KluctlDeployment, as a shoot owner can, and waits until the API server enforces it.
+// The message names the round, so that every failing apply is a new failure to the resource
+// manager's condition, as a denial naming what was denied is.
 func denyKluctlDeploymentChanges(ctx context.Context, h *sandbox.ShootHandle) {
 	GinkgoHelper()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "freeze-kluctl"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"gitops.kluctl.io"}, APIVersions: []string{"*"}, Resources: []string{"kluctldeployments"}},
-				},
-			}}},
-			// The message names the round, so that every failing apply is a new failure to the
-			// resource manager's condition, as a denial naming what was denied is.
-			Validations: []admissionregistrationv1.Validation{{
-				Expression:        "false",
-				Message:           failingMessage,
-				MessageExpression: `"` + failingMessage + ` (round " + (has(object.spec.args) && has(object.spec.args.round) ? string(object.spec.args.round) : "?") + ")"`,
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "freeze-kluctl"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	Expect(h.Shoot.Client.Create(ctx, policy)).To(Succeed())
-	Expect(h.Shoot.Client.Create(ctx, binding)).To(Succeed())
-	Eventually(func(g Gomega) {
-		kd, err := kluctlDeployment(ctx, h)
-		g.Expect(err).NotTo(HaveOccurred())
-		kd.SetLabels(map[string]string{"probe": "freeze"})
-		err = h.Shoot.Client.Update(ctx, kd, client.DryRunAll)
-		g.Expect(err).To(MatchError(ContainSubstring(failingMessage)))
-	}).WithTimeout(shootTimeout).Should(Succeed())
+	denyKluctlDeploymentUpdates(ctx, h, failingMessage,
+		`"`+failingMessage+` (round " + (has(object.spec.args) && has(object.spec.args.round) ? string(object.spec.args.round) : "?") + ")"`)
 }
 
 // ignoreEnded drops the error of a request that failed because ctx ended: the end of an attack
@@ -864,7 +835,7 @@ func sampleMemory(ctx context.Context) func() (int64, sandbox.Memory) {
 // ConfigMap's repository).
 func coalesceWindows(d time.Duration) int {
 	n := 0
-	for t, w := time.Duration(0), extension.CoalesceWindow; t < d; t, w = t+w, min(2*w, extension.MaxCoalesceWindow) {
+	for t, w := time.Duration(0), projectconfig.CoalesceWindow; t < d; t, w = t+w, min(2*w, projectconfig.MaxCoalesceWindow) {
 		n++
 	}
 	return n

@@ -1,8 +1,11 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package integration
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -23,6 +26,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/monitoring"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/promscrape"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -254,57 +258,12 @@ var invalidLabelChars = regexp.MustCompile(`[^a-zA-Z0-9_]`)
 
 func sanitizeLabelName(s string) string { return invalidLabelChars.ReplaceAllString(s, "_") }
 
-// relabel applies Prometheus' relabelling actions keep, replace and labelmap, which the
-// ScrapeConfigs use, to a copy of labels: regexes are anchored, source labels joined by ";".
+// relabel applies Prometheus' relabelling to a copy of labels (promscrape.Relabel).
 func relabel(labels map[string]string, configs []monitoringv1.RelabelConfig) (map[string]string, bool) {
-	out := map[string]string{}
-	for k, v := range labels {
-		out[k] = v
-	}
-	for _, r := range configs {
-		regex := regexp.MustCompile(`^(?:` + cmp.Or(r.Regex, "(.*)") + `)$`)
-		var values []string
-		for _, l := range r.SourceLabels {
-			values = append(values, out[string(l)])
-		}
-		joined := strings.Join(values, cmp.Or(ptrValue(r.Separator), ";"))
-		switch cmp.Or(r.Action, "replace") {
-		case "keep":
-			if !regex.MatchString(joined) {
-				return nil, false
-			}
-		case "replace":
-			m := regex.FindStringSubmatchIndex(joined)
-			if m == nil {
-				continue
-			}
-			replacement := "$1"
-			if r.Replacement != nil {
-				replacement = *r.Replacement
-			}
-			if value := string(regex.ExpandString(nil, replacement, joined, m)); value != "" {
-				out[r.TargetLabel] = value
-			} else {
-				delete(out, r.TargetLabel)
-			}
-		case "labelmap":
-			for k, v := range labels {
-				if m := regex.FindStringSubmatchIndex(k); m != nil {
-					out[string(regex.ExpandString(nil, cmp.Or(ptrValue(r.Replacement), "$1"), k, m))] = v
-				}
-			}
-		default:
-			Fail("relabel action " + r.Action + " is not supported by the spec")
-		}
-	}
-	return out, true
-}
-
-func ptrValue(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+	GinkgoHelper()
+	out, keep, err := promscrape.Relabel(labels, configs)
+	Expect(err).NotTo(HaveOccurred())
+	return out, keep
 }
 
 // jobs returns the job labels of the series, once each.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package promrules_test
 
 import (
@@ -19,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/monitoring"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/promscrape"
 )
 
 // shapes are the label name sets each series name has in the recorded samples, keyed by the name
@@ -344,20 +349,12 @@ func keptSeries(values monitoring.Values, component string, files ...string) (ke
 	return kept, dropped
 }
 
-// keeps applies the keep actions of Prometheus' metric relabelling: the source labels joined by
-// ";" must match the anchored regex.
+// keeps tells whether the metric relabelling keeps a sample.
 func keeps(relabel []monitoringv1.RelabelConfig, labels map[string]string) bool {
-	for _, r := range relabel {
-		Expect(r.Action).To(Equal("keep"))
-		var values []string
-		for _, l := range r.SourceLabels {
-			values = append(values, labels[string(l)])
-		}
-		if !regexp.MustCompile(`^(?:` + r.Regex + `)$`).MatchString(strings.Join(values, ";")) {
-			return false
-		}
-	}
-	return true
+	GinkgoHelper()
+	_, keep, err := promscrape.Relabel(labels, relabel)
+	Expect(err).NotTo(HaveOccurred())
+	return keep
 }
 
 var _ = Describe("The shoots' Prometheus", func() {

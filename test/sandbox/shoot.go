@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package sandbox
 
 import (
@@ -30,11 +34,13 @@ import (
 const (
 	// ExtensionName is the name gardenlet gives the Extension resource of a shoot: its type.
 	ExtensionName = constants.ExtensionType
-	// KubernetesVersion is the version of the sandbox API servers, recorded in the Shoot.
-	KubernetesVersion = "1.36.4"
+	// KubernetesVersion is the version the sandbox's Shoots declare. The extension installs no Flux
+	// release outside its Kubernetes range (pkg/releases), so it is one every embedded release
+	// supports (v2.7 up to 1.34, v2.9 from 1.34.1), whatever the API servers run (v1.36).
+	KubernetesVersion = "1.34.5"
 	// KubernetesPatchVersion is a later patch of KubernetesVersion the CloudProfile offers, for
 	// scenarios that upgrade a shoot.
-	KubernetesPatchVersion = "1.36.5"
+	KubernetesPatchVersion = "1.34.6"
 
 	// providerType is the provider of the sandbox's seed, CloudProfile and shoots.
 	providerType = "local"

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package app wires the command line options into a controller manager.
 package app
 
@@ -14,9 +18,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
 // NewControllerCommand returns the command that runs the shoot-flux extension controller.
@@ -62,12 +64,14 @@ func (o *Options) run(ctx context.Context) error {
 		mgr.GetLogger().Info("Warning: " + warning)
 	}
 	cfg := o.configOptions.Completed()
+	cfg.GardenClusterIdentity = o.gardenOptions.ClusterIdentity
 	gardenCluster, err := fluxcmd.SetUpManager(mgr, o.clientOptions.Apply(o.gardenOptions.Completed()), cfg.Limits)
 	if err != nil {
 		return err
 	}
 
 	extension.DefaultAddOptions.Config = *cfg
+	extension.DefaultAddOptions.Lifecycle = o.configOptions.Lifecycle()
 	if cfg.HealthCheckConfig != nil {
 		healthcheck.DefaultAddOptions.HealthCheckConfig = *cfg.HealthCheckConfig
 	}
@@ -78,7 +82,7 @@ func (o *Options) run(ctx context.Context) error {
 	o.reconcileOptions.Completed().Apply(&extension.DefaultAddOptions.IgnoreOperationAnnotation)
 	o.heartbeatOptions.Completed().Apply(&heartbeat.DefaultAddOptions)
 
-	if err := metrics.AddToManager(mgr, heartbeat.DefaultAddOptions.Namespace, releases.New(cfg.Rollout.Releases, manifests.SupportedVersions())); err != nil {
+	if err := metrics.AddToManager(mgr, heartbeat.DefaultAddOptions.Namespace, o.configOptions.Lifecycle()); err != nil {
 		return fmt.Errorf("could not add the metrics of the shoots: %w", err)
 	}
 	if err := o.controllerSwitches.Completed().AddToManager(ctx, mgr); err != nil {

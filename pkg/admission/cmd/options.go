@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cmd wires the admission webhooks of shoot-flux into a controller-runtime manager.
 package cmd
 
@@ -18,7 +22,6 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/admission/validator"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
-	configvalidation "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
@@ -164,11 +167,7 @@ func (o *ReleasesOptions) Complete() error {
 		return fmt.Errorf("--rollout-releases: %w", err)
 	}
 	fldPath := field.NewPath("rollout", "releases")
-	errs := configvalidation.ValidateReleases(cfg, fldPath)
-	if len(errs) == 0 {
-		errs = releases.Validate(cfg, manifests.SupportedVersions(), o.now(), fldPath)
-	}
-	if len(errs) > 0 {
+	if errs := releases.Validate(cfg, manifests.SupportedVersions(), o.now(), fldPath); len(errs) > 0 {
 		return fmt.Errorf("--rollout-releases: %w", errs.ToAggregate())
 	}
 	o.lifecycle = releases.New(cfg, manifests.SupportedVersions())

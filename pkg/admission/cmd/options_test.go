@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package cmd_test
 
 import (
@@ -171,15 +175,15 @@ var _ = Describe("ReleasesOptions", func() {
 		opts, err := complete()
 		Expect(err).NotTo(HaveOccurred())
 		for _, release := range embedded.Flux {
-			Expect(opts.Completed().Flux.Classification(release)).To(Equal(config.ReleaseSupported))
-			Expect(opts.Completed().Flux.Expired(release, time.Now())).To(BeFalse())
+			Expect(opts.Completed().Flux().Classification(release)).To(Equal(config.ReleaseSupported))
+			Expect(opts.Completed().Flux().Expired(release, time.Now())).To(BeFalse())
 		}
 	})
 
 	It("takes the controller's rollout.releases as JSON, defaulted as the controller defaults it", func() {
 		opts, err := complete(`--rollout-releases={"flux":[{"version":"` + embedded.Flux[0] + `","expirationDate":"2020-01-01T00:00:00Z"}]}`)
 		Expect(err).NotTo(HaveOccurred())
-		flux := opts.Completed().Flux
+		flux := opts.Completed().Flux()
 		Expect(flux.Classification(embedded.Flux[0])).To(Equal(config.ReleaseSupported))
 		Expect(flux.Expired(embedded.Flux[0], time.Now())).To(BeTrue())
 	})

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package validator
 
 import (
@@ -23,11 +27,8 @@ type releasePolicy struct {
 	now       func() time.Time
 }
 
-func (r releasePolicy) component(name string) releases.Component {
-	if name == "kluctl" {
-		return r.lifecycle.Kluctl
-	}
-	return r.lifecycle.Flux
+func (r releasePolicy) component(key string) releases.Component {
+	return r.lifecycle.Component(key)
 }
 
 // check returns the denials of selections and adds the warnings to ctx. A selection is new unless

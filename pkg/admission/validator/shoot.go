@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package validator
 
 import (
@@ -16,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
@@ -76,8 +81,14 @@ func (s *shoot) Validate(ctx context.Context, newObj, oldObj client.Object) erro
 		_, oldExt = findExtension(oldShoot)
 	}
 
+	// Sizes before decoding: each providerConfig is decoded up to five times below, and a Shoot
+	// may be megabytes large. An old one over the limit (which the operator may have lowered since)
+	// is not decoded either.
+	tooLarge := fluxconfig.ProviderConfigTooLarge(ext.ProviderConfig, s.limits)
+	oldTooLarge := oldExt != nil && fluxconfig.ProviderConfigTooLarge(oldExt.ProviderConfig, s.limits)
+
 	var errs field.ErrorList
-	configChanged := oldExt == nil || !sameProviderConfig(oldExt.ProviderConfig, ext.ProviderConfig)
+	configChanged := oldExt == nil || !sameProviderConfig(oldExt.ProviderConfig, ext.ProviderConfig, !tooLarge && !oldTooLarge)
 	if configChanged {
 		if limitErrs := fluxconfig.ProviderConfigLimitErrors(ext.ProviderConfig, s.limits, fldPath); len(limitErrs) > 0 {
 			// An input over a limit is not checked further, as the controller does.
@@ -85,12 +96,26 @@ func (s *shoot) Validate(ctx context.Context, newObj, oldObj client.Object) erro
 		}
 		errs = append(errs, fluxconfig.ProviderConfigFieldErrors(ext.ProviderConfig, s.supported, s.knownHosts, fldPath)...)
 		errs = append(errs, fluxconfig.ProviderConfigHostErrors(ext.ProviderConfig, s.hosts, fldPath)...)
+		if conv := fluxconfig.ProviderConfigConversion(ext.ProviderConfig); conv != nil && len(errs) == 0 {
+			for _, w := range conv.Warnings {
+				addWarning(ctx, fldPath.String()+" "+w)
+			}
+		}
+	} else if tooLarge {
+		// Unchanged, and so not validated again; the controller reports it.
+		return nil
 	}
 	var oldSelections []fluxconfig.Selection
-	if oldExt != nil {
+	if oldExt != nil && !oldTooLarge {
 		oldSelections = fluxconfig.ProviderConfigSelections(oldExt.ProviderConfig, fldPath)
 	}
-	errs = append(errs, s.releases.check(ctx, fluxconfig.ProviderConfigSelections(ext.ProviderConfig, fldPath), oldSelections)...)
+	selections := fluxconfig.ProviderConfigSelections(ext.ProviderConfig, fldPath)
+	errs = append(errs, s.releases.check(ctx, selections, oldSelections)...)
+	oldKubernetes := ""
+	if oldShoot != nil {
+		oldKubernetes = oldShoot.Spec.Kubernetes.Version
+	}
+	errs = append(errs, s.kubernetesCheck(ctx, selections, oldSelections, newShoot.Spec.Kubernetes.Version, oldKubernetes)...)
 
 	refErrs := referenceErrors(ext.ProviderConfig, newShoot.Spec.Resources, fldPath)
 	if !configChanged {
@@ -100,6 +125,59 @@ func (s *shoot) Validate(ctx context.Context, newObj, oldObj client.Object) erro
 	}
 	errs = append(errs, refErrs...)
 	return errs.ToAggregate()
+}
+
+// kubernetesCheck applies the Kubernetes ranges of the Flux releases (package releases): a new
+// selection of a release that does not support the shoot's Kubernetes version is denied, and so
+// is nothing else: a Kubernetes upgrade that leaves the range of the selected release draws a
+// warning, since the extension keeps the installed release then (and the Shoot's upgrade is not
+// this extension's to stop). A selection is new unless old selects the same release.
+func (s *shoot) kubernetesCheck(ctx context.Context, selections, old []fluxconfig.Selection, kubernetes, oldKubernetes string) field.ErrorList {
+	if kubernetes == "" {
+		return nil
+	}
+	embedded := s.supported.Flux
+	var errs field.ErrorList
+	selected := false
+	for _, sel := range selections {
+		if sel.Component != "flux" {
+			continue
+		}
+		release, err := helper.ResolveVersion(sel.Selector, embedded)
+		if err != nil {
+			// The field validation reports it.
+			continue
+		}
+		selected = true
+		if releases.FluxSupportsKubernetes(release, kubernetes) {
+			continue
+		}
+		msg := releases.KubernetesWarning("selects Flux", release, kubernetes, embedded)
+		if !selectsRelease(old, release, embedded) {
+			errs = append(errs, field.Invalid(sel.Field, sel.Selector, msg))
+			continue
+		}
+		if kubernetes != oldKubernetes {
+			addWarning(ctx, fmt.Sprintf("%s %s; the extension keeps the installed Flux release until the selection fits", sel.Field, msg))
+		}
+	}
+	if !selected && kubernetes != oldKubernetes && releases.NewestForKubernetes(embedded, kubernetes) == "" {
+		addWarning(ctx, fmt.Sprintf("no embedded Flux release supports Kubernetes %s (%s); the extension keeps the installed Flux release",
+			kubernetes, releases.KubernetesRanges(embedded)))
+	}
+	return errs
+}
+
+func selectsRelease(selections []fluxconfig.Selection, release string, embedded []string) bool {
+	for _, s := range selections {
+		if s.Component != "flux" {
+			continue
+		}
+		if resolved, err := helper.ResolveVersion(s.Selector, embedded); err == nil && resolved == release {
+			return true
+		}
+	}
+	return false
 }
 
 // findExtension returns the enabled shoot-flux entry of spec.extensions and its index; nil if
@@ -119,11 +197,14 @@ func findExtension(shoot *gardencorev1beta1.Shoot) (int, *gardencorev1beta1.Exte
 }
 
 // sameProviderConfig compares two providerConfigs by content, so that a different serialisation
-// of the same document does not count as a change.
-func sameProviderConfig(a, b *runtime.RawExtension) bool {
+// of the same document does not count as a change; without decode, only by their bytes.
+func sameProviderConfig(a, b *runtime.RawExtension, decode bool) bool {
 	rawA, rawB := rawBytes(a), rawBytes(b)
 	if bytes.Equal(rawA, rawB) {
 		return true
+	}
+	if !decode {
+		return false
 	}
 	var objA, objB any
 	if yaml.Unmarshal(rawA, &objA) != nil || yaml.Unmarshal(rawB, &objB) != nil {

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package validator_test
 
 import (
@@ -233,6 +237,72 @@ var _ = Describe("Webhooks", func() {
 			resp = configMapWH.Webhook.Handle(ctx, request(cm, nil, configMapGVK, admissionv1.Create))
 			Expect(resp.Allowed).To(BeFalse())
 			Expect(resp.Result.Message).To(ContainSubstring(`data[config.yaml].flux.version: Invalid value: "` + older + `"`))
+		})
+	})
+
+	// The embedded Flux releases are v2.7.5 (Kubernetes 1.32 to 1.34) and v2.9.5 (1.34.1 to 1.36).
+	Describe("stackit's providerConfig and the Kubernetes ranges", func() {
+		var wh *extensionswebhook.Webhook
+
+		BeforeEach(func() {
+			var err error
+			wh, err = NewShootWebhook(mgr, defaultHosts, defaultLimits, nil)
+			Expect(err).NotTo(HaveOccurred())
+		})
+
+		onKubernetes := func(providerConfig, version string) *gardencorev1beta1.Shoot {
+			shoot := withTypeMeta(newShoot(providerConfig))
+			shoot.Spec.Kubernetes.Version = version
+			return shoot
+		}
+
+		It("admits stackit's providerConfig with a warning that names the native equivalent", func() {
+			shoot := onKubernetes(`{"apiVersion": "flux.extensions.gardener.cloud/v1alpha1", "kind": "FluxConfig",
+  "flux": {"version": "v2.9.5", "registry": "ghcr.io/fluxcd"},
+  "source": {"template": {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+    "spec": {"url": "https://github.com/fluxcd/flux2-kustomize-helm-example", "ref": {"branch": "main"}}}},
+  "kustomization": {"template": {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "spec": {"path": "clusters/production"}}}}`, "1.35.2")
+			resp := wh.Webhook.Handle(ctx, request(shoot, nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			Expect(resp.Warnings).To(ContainElement("spec.extensions[1].providerConfig is stackit's FluxConfig (it sets apiVersion flux.extensions.gardener.cloud/v1alpha1); " +
+				"it is converted into this extension's FluxConfig, which the Extension's status.providerStatus.nativeProviderConfig shows: write that instead"))
+		})
+
+		It("denies stackit's providerConfig with a field it cannot honour, naming it", func() {
+			shoot := onKubernetes(`{"apiVersion": "flux.extensions.gardener.cloud/v1alpha1", "kind": "FluxConfig",
+  "source": {"template": {"spec": {"url": "https://github.com/o/r", "ref": {"branch": "main"}, "verify": {"mode": "HEAD"}}}},
+  "kustomization": {"template": {"spec": {"path": "./"}}}}`, "1.35.2")
+			resp := wh.Webhook.Handle(ctx, request(shoot, nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeFalse())
+			Expect(resp.Result.Message).To(ContainSubstring("spec.extensions[1].providerConfig.source.template.spec.verify: Forbidden: is not supported by this extension's bootstrap objects"))
+		})
+
+		It("denies a new selection outside the shoot's Kubernetes range, naming the range and the fix", func() {
+			resp := wh.Webhook.Handle(ctx, request(onKubernetes(`{"flux": {"version": "v2.9"}}`, "1.33.4"), nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeFalse())
+			Expect(resp.Result.Message).To(ContainSubstring(`spec.extensions[1].providerConfig.flux.version: Invalid value: "v2.9": selects Flux v2.9.5, ` +
+				`which supports Kubernetes 1.34.1 to 1.36, not the shoot's 1.33.4; select flux.version v2.7, which supports it`))
+
+			By("a selection in range")
+			resp = wh.Webhook.Handle(ctx, request(onKubernetes(`{"flux": {"version": "v2.7"}}`, "1.33.4"), nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			Expect(resp.Warnings).To(BeEmpty())
+		})
+
+		It("warns on a Kubernetes upgrade that leaves the range of the selected release", func() {
+			old := onKubernetes(`{"flux": {"version": "v2.7"}}`, "1.34.3")
+			shoot := onKubernetes(`{"flux": {"version": "v2.7"}}`, "1.35.0")
+			resp := wh.Webhook.Handle(ctx, request(shoot, old, shootGVK, admissionv1.Update))
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			Expect(resp.Warnings).To(ConsistOf("spec.extensions[1].providerConfig.flux.version selects Flux v2.7.5, which supports Kubernetes 1.32 to 1.34, " +
+				"not the shoot's 1.35.0; select flux.version v2.9, which supports it; the extension keeps the installed Flux release until the selection fits"))
+
+			By("an upgrade beyond every embedded release without a selection")
+			old, shoot = onKubernetes("", "1.36.1"), onKubernetes("", "1.37.0")
+			resp = wh.Webhook.Handle(ctx, request(shoot, old, shootGVK, admissionv1.Update))
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			Expect(resp.Warnings).To(ConsistOf("no embedded Flux release supports Kubernetes 1.37.0 (v2.7.5: Kubernetes 1.32 to 1.34, " +
+				"v2.9.5: Kubernetes 1.34.1 to 1.36); the extension keeps the installed Flux release"))
 		})
 	})
 })

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package config
 
 import (
@@ -67,6 +71,11 @@ type ControllerConfiguration struct {
 	HealthCheckConfig *healthcheckconfigv1alpha1.HealthCheckConfig
 	// HostPolicy limits the hosts the controller connects to from the seed to scan SSH host keys.
 	HostPolicy HostPolicy
+	// GardenClusterIdentity is the garden's cluster identity, which gardenlet hands to the chart
+	// (gardener.garden.clusterIdentity) and the chart to the flag --garden-cluster-identity; the
+	// ConfigMap shoot-info carries it as stackit's extension did. Not part of the file.
+	// +k8s:conversion-gen=false
+	GardenClusterIdentity string
 	// Limits bound the inputs of project admins and shoot owners.
 	Limits Limits
 	// Rollout says when changes of a shoot's releases that nobody of its project asked for are
@@ -149,6 +158,8 @@ type Limits struct {
 	ProjectConfigMapMaxBytes int32
 	// ProjectConfigMaxBytes bounds the key config.yaml of a project ConfigMap flux-config.
 	ProjectConfigMaxBytes int32
+	// ProviderConfigMaxBytes bounds the providerConfig of a Shoot's shoot-flux extension.
+	ProviderConfigMaxBytes int32
 	// KluctlArgsMaxBytes bounds bootstrap.kluctl.args of one configuration layer, serialized as
 	// compact JSON.
 	KluctlArgsMaxBytes int32
@@ -168,6 +179,10 @@ type Limits struct {
 	HostPatternMaxLength int32
 	// HostPatternMaxWildcards bounds the wildcards (* and ?) of one host pattern.
 	HostPatternMaxWildcards int32
+	// PrivateKeyMaxBytes bounds a private key of a tenant in PEM format.
+	PrivateKeyMaxBytes int32
+	// PrivateKeyMaxBits bounds the modulus of an RSA private key of a tenant.
+	PrivateKeyMaxBits int32
 	// DeployKeysMaxEntries bounds the data keys of a project's Secret shoot-flux-deploy-keys.
 	DeployKeysMaxEntries int32
 	// DeployKeysMaxRotatedKeys bounds the key pairs one rotation request of a project generates.
@@ -175,6 +190,9 @@ type Limits struct {
 	// ProjectWorkersPercent bounds the share of the controller's workers the shoots of one
 	// project occupy at once, in percent.
 	ProjectWorkersPercent int32
+	// ReservedWorkersPercent is the share of the controller's workers, in percent, that only the
+	// first reconcile of a project with nothing in flight may take.
+	ReservedWorkersPercent int32
 }
 
 // KnownHostsLimits are the limits of a tenant's known_hosts, in the form of
@@ -191,6 +209,17 @@ func (l Limits) KnownHosts() KnownHostsLimits {
 		MaxPatternLength: int(l.HostPatternMaxLength),
 		MaxWildcards:     int(l.HostPatternMaxWildcards),
 	}
+}
+
+// PrivateKeyLimits are the limits of a tenant's private keys, in the form of
+// sshkey.PrivateKeyLimits, so that a conversion sshkey.PrivateKeyLimits(l) turns one into the other.
+type PrivateKeyLimits struct {
+	MaxBytes, MaxBits int
+}
+
+// PrivateKey returns the limits of a tenant's private keys.
+func (l Limits) PrivateKey() PrivateKeyLimits {
+	return PrivateKeyLimits{MaxBytes: int(l.PrivateKeyMaxBytes), MaxBits: int(l.PrivateKeyMaxBits)}
 }
 
 // HostPolicy limits the hosts the controller connects to from the seed to scan SSH host keys.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package flux
 
 import (
@@ -175,15 +179,18 @@ type OCISource struct {
 	SecretResourceName string
 }
 
-// OCIRef is a tag or a digest; exactly one is set.
+// OCIRef is a tag, a digest or a semantic version range; exactly one is set.
 type OCIRef struct {
 	// Tag is an image tag.
 	Tag string
 	// Digest is a manifest digest, algorithm:hex.
 	Digest string
+	// SemVer is a semantic version range of tags.
+	SemVer string
 }
 
-// GitRef is a branch, a tag or a commit; exactly one is set.
+// GitRef is a branch, a tag, a commit, a semantic version range or a reference name; exactly one
+// is set.
 type GitRef struct {
 	// Branch is a branch name.
 	Branch string
@@ -191,12 +198,18 @@ type GitRef struct {
 	Tag string
 	// Commit is a full commit SHA.
 	Commit string
+	// SemVer is a semantic version range of tags.
+	SemVer string
+	// Name is a reference name, e.g. refs/pull/42/head.
+	Name string
 }
 
 // Bootstrap configures the object that applies the repository.
 type Bootstrap struct {
 	// Mode selects the bootstrap object.
 	Mode BootstrapMode
+	// Name is the name of the bootstrap objects in the shoot.
+	Name string
 	// Kluctl configures the KluctlDeployment of mode kluctl.
 	Kluctl KluctlBootstrap
 	// Flux configures the Kustomization of mode flux.
@@ -290,6 +303,28 @@ type ForcedMove struct {
 	Time metav1.Time
 }
 
+// StoredVersions is the stored-version migration before the controllers' CRDs change.
+type StoredVersions struct {
+	// CheckedFor names the releases and components whose CRDs the shoot's CRDs were checked
+	// against.
+	CheckedFor string
+	// Migrated are the kinds the last migration rewrote.
+	Migrated []MigratedKind
+	// Time is when the last migration ran.
+	Time *metav1.Time
+}
+
+// MigratedKind is the migration of one CRD's objects.
+type MigratedKind struct {
+	// CRD is the CRD's name and Kind its kind.
+	CRD, Kind string
+	// From are the stored versions dropped, To the storage version the objects were rewritten at.
+	From []string
+	To   string
+	// Objects is the number of objects rewritten.
+	Objects int32
+}
+
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // FluxStatus is what the extension reports in the Extension providerStatus.
@@ -307,6 +342,9 @@ type FluxStatus struct {
 	Pending *PendingRelease
 	// ForcedMoves are the last move off an expired release of each component.
 	ForcedMoves []ForcedMove
+	// StoredVersions is the last check of the shoot's CRDs for stored versions the installed
+	// CRDs drop, and the migration it made.
+	StoredVersions *StoredVersions
 	// Images are the container images of the installed controllers, keyed by component.
 	Images map[string]string
 	// Management is the effective flux.management.
@@ -321,6 +359,8 @@ type FluxStatus struct {
 	Ref string
 	// BootstrapMode is the effective bootstrap mode.
 	BootstrapMode string
+	// BootstrapName is the name of the bootstrap objects; empty means shoot-flux-bootstrap.
+	BootstrapName string
 	// PublicKey is the authorized_keys line of the deploy key to add to the repository.
 	PublicKey string
 	// Fingerprint is the SHA256 fingerprint of the deploy key.
@@ -341,6 +381,11 @@ type FluxStatus struct {
 	// ProjectConfigHash identifies the data of the project ConfigMap flux-config this state was
 	// built from; empty when the project has none.
 	ProjectConfigHash string
+	// KubernetesVersion is the shoot's Kubernetes version this state was reconciled for.
+	KubernetesVersion string
+	// NativeProviderConfig is the providerConfig of this extension that a providerConfig written
+	// for stackit's extension converts to, as YAML.
+	NativeProviderConfig string
 	// Warnings are problems that do not stop the reconciliation.
 	Warnings []string
 	// Message summarises the state for humans.

@@ -1,9 +1,14 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bootstrap deploys the ManagedResource with the source credentials and the objects that
 // make the shoot's GitOps controller deploy the configured repository or OCI artifact: a
 // KluctlDeployment, or a Flux GitRepository or OCIRepository with a Kustomization.
 package bootstrap
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -91,6 +96,11 @@ func Namespace(cfg *fluxapi.FluxConfig) (string, bool) {
 	default:
 		return "", false
 	}
+}
+
+// ObjectName returns the name of the bootstrap objects in the shoot.
+func ObjectName(cfg *fluxapi.FluxConfig) string {
+	return cmp.Or(cfg.Bootstrap.Name, constants.BootstrapName)
 }
 
 // Data returns the brotli-compressed ManagedResource secret data for the given values.
@@ -231,6 +241,48 @@ func dockerConfigJSON(c *Credentials) ([]byte, error) {
 	return out, nil
 }
 
+// RegistryCredentials returns the credentials for registry of a kubernetes.io/dockerconfigjson
+// document, as the keys an OCI credentials Secret has: username and password, or token for a
+// registry token. Entries are matched by host, with or without a scheme.
+func RegistryCredentials(dockerConfig []byte, registry string) (map[string][]byte, error) {
+	var doc struct {
+		Auths map[string]struct {
+			Username      string `json:"username"`
+			Password      string `json:"password"`
+			Auth          string `json:"auth"`
+			RegistryToken string `json:"registrytoken"`
+		} `json:"auths"`
+	}
+	if err := json.Unmarshal(dockerConfig, &doc); err != nil {
+		return nil, fmt.Errorf("is no .dockerconfigjson document: %w", err)
+	}
+	for host, entry := range doc.Auths {
+		host = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(host, "https://"), "http://"), "/")
+		if host != registry {
+			continue
+		}
+		if entry.RegistryToken != "" {
+			return map[string][]byte{constants.SecretKeyToken: []byte(entry.RegistryToken)}, nil
+		}
+		username, password := entry.Username, entry.Password
+		if username == "" && entry.Auth != "" {
+			decoded, err := base64.StdEncoding.DecodeString(entry.Auth)
+			if err != nil {
+				return nil, fmt.Errorf("auths[%q].auth is not base64: %w", host, err)
+			}
+			var ok bool
+			if username, password, ok = strings.Cut(string(decoded), ":"); !ok {
+				return nil, fmt.Errorf("auths[%q].auth is not username:password", host)
+			}
+		}
+		if username == "" {
+			return nil, fmt.Errorf("auths[%q] has no username, auth or registrytoken", host)
+		}
+		return map[string][]byte{constants.SecretKeyUsername: []byte(username), constants.SecretKeyPassword: []byte(password)}, nil
+	}
+	return nil, fmt.Errorf("has no entry of registry %s in auths", registry)
+}
+
 func labels() map[string]string {
 	return map[string]string{constants.LabelManagedBy: constants.ExtensionName}
 }
@@ -242,6 +294,7 @@ func ref(r fluxapi.GitRef) *gitRef {
 func kluctlObjects(v Values, namespace string) (map[string]any, error) {
 	cfg := v.Config
 	k := cfg.Bootstrap.Kluctl
+	name := ObjectName(cfg)
 	args := k.Args
 	if v.Shoot != nil {
 		var err error
@@ -287,10 +340,10 @@ func kluctlObjects(v Values, namespace string) (map[string]any, error) {
 	}
 
 	return map[string]any{
-		"kluctldeployment__" + namespace + "__" + constants.BootstrapName + ".yaml": &kluctlDeployment{
+		"kluctldeployment__" + namespace + "__" + name + ".yaml": &kluctlDeployment{
 			APIVersion: KluctlDeploymentGVK.GroupVersion().String(),
 			Kind:       KluctlDeploymentGVK.Kind,
-			Metadata:   objectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()},
+			Metadata:   objectMeta{Name: name, Namespace: namespace, Labels: labels()},
 			Spec:       spec,
 		},
 	}, nil
@@ -299,6 +352,7 @@ func kluctlObjects(v Values, namespace string) (map[string]any, error) {
 func fluxObjects(v Values, namespace string) (map[string]any, error) {
 	cfg := v.Config
 	f := cfg.Bootstrap.Flux
+	name := ObjectName(cfg)
 
 	source, err := fluxSource(v, namespace)
 	if err != nil {
@@ -323,9 +377,9 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 	ks := &kustomization{
 		APIVersion: KustomizationGVK.GroupVersion().String(),
 		Kind:       KustomizationGVK.Kind,
-		Metadata:   objectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()},
+		Metadata:   objectMeta{Name: name, Namespace: namespace, Labels: labels()},
 		Spec: kustomizationSpec{
-			SourceRef:       sourceRef{Kind: sourceKind, Name: constants.BootstrapName},
+			SourceRef:       sourceRef{Kind: sourceKind, Name: name},
 			Path:            f.Path,
 			Prune:           f.Prune,
 			Interval:        f.Interval.Duration.String(),
@@ -344,15 +398,15 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 	}
 
 	return map[string]any{
-		strings.ToLower(sourceKind) + "__" + namespace + "__" + constants.BootstrapName + ".yaml": sourceObj,
-		"kustomization__" + namespace + "__" + constants.BootstrapName + ".yaml":                  ks,
+		strings.ToLower(sourceKind) + "__" + namespace + "__" + name + ".yaml": sourceObj,
+		"kustomization__" + namespace + "__" + name + ".yaml":                  ks,
 	}, nil
 }
 
 // fluxSource is the GitRepository or OCIRepository of mode flux.
 func fluxSource(v Values, namespace string) (client.Object, error) {
 	cfg := v.Config
-	meta := metav1.ObjectMeta{Name: constants.BootstrapName, Namespace: namespace, Labels: labels()}
+	meta := metav1.ObjectMeta{Name: ObjectName(cfg), Namespace: namespace, Labels: labels()}
 	interval := cfg.Bootstrap.Flux.Interval
 	if oci := cfg.Source.OCI; oci != nil {
 		repo := &sourcev1.OCIRepository{
@@ -361,7 +415,7 @@ func fluxSource(v Values, namespace string) (client.Object, error) {
 			Spec: sourcev1.OCIRepositorySpec{
 				URL:       v.URL,
 				Interval:  interval,
-				Reference: &sourcev1.OCIRepositoryRef{Tag: oci.Ref.Tag, Digest: oci.Ref.Digest},
+				Reference: &sourcev1.OCIRepositoryRef{Tag: oci.Ref.Tag, Digest: oci.Ref.Digest, SemVer: oci.Ref.SemVer},
 			},
 		}
 		if v.Credentials != nil {
@@ -379,6 +433,8 @@ func fluxSource(v Values, namespace string) (client.Object, error) {
 				Branch: cfg.Source.Ref.Branch,
 				Tag:    cfg.Source.Ref.Tag,
 				Commit: cfg.Source.Ref.Commit,
+				SemVer: cfg.Source.Ref.SemVer,
+				Name:   cfg.Source.Ref.Name,
 			},
 		},
 	}

@@ -1,7 +1,12 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package bootstrap_test
 
 import (
 	"encoding/base64"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,6 +111,44 @@ var _ = Describe("Data", func() {
 		Expect(objs).NotTo(HaveKey(HavePrefix("KluctlDeployment/")))
 	})
 
+	It("names the objects bootstrap.name in both modes, the Kustomization's source too", func() {
+		cfg := config(fluxapi.BootstrapModeFlux)
+		cfg.Bootstrap.Name = "flux-system"
+		objs := objects(Values{Config: cfg, URL: "ssh://git@git.example.com/org/repo"})
+		Expect(objs).To(HaveKey("GitRepository/flux-system/flux-system"))
+		Expect(objs["Kustomization/flux-system/flux-system"]["spec"]).To(HaveKeyWithValue("sourceRef", map[string]any{"kind": "GitRepository", "name": "flux-system"}))
+		Expect(objs).NotTo(HaveKey(HaveSuffix("/shoot-flux-bootstrap")))
+
+		cfg = config(fluxapi.BootstrapModeKluctl)
+		cfg.Bootstrap.Name = "fleet"
+		Expect(objects(Values{Config: cfg, URL: "ssh://git@git.example.com/org/repo"})).To(HaveKey("KluctlDeployment/kluctl-system/fleet"))
+	})
+
+	Describe("RegistryCredentials", func() {
+		It("takes the registry's entry of an image pull Secret, by host with or without scheme", func() {
+			doc := []byte(`{"auths":{"other.example.com":{"username":"x","password":"y"},"https://registry.example.com:5000/":{"username":"puller","password":"pw"}}}`)
+			Expect(RegistryCredentials(doc, "registry.example.com:5000")).To(Equal(map[string][]byte{"username": []byte("puller"), "password": []byte("pw")}))
+		})
+
+		It("reads auth and registry tokens", func() {
+			Expect(RegistryCredentials([]byte(`{"auths":{"r.example.com":{"auth":"cHVsbGVyOnA6dw=="}}}`), "r.example.com")).
+				To(Equal(map[string][]byte{"username": []byte("puller"), "password": []byte("p:w")}))
+			Expect(RegistryCredentials([]byte(`{"auths":{"r.example.com":{"registrytoken":"TOKEN"}}}`), "r.example.com")).
+				To(Equal(map[string][]byte{"token": []byte("TOKEN")}))
+		})
+
+		It("names what is wrong", func() {
+			_, err := RegistryCredentials([]byte(`{"auths":{"other.example.com":{"username":"x"}}}`), "r.example.com")
+			Expect(err).To(MatchError("has no entry of registry r.example.com in auths"))
+			_, err = RegistryCredentials([]byte(`{"auths":{"r.example.com":{"auth":"!!"}}}`), "r.example.com")
+			Expect(err).To(MatchError(ContainSubstring(`auths["r.example.com"].auth is not base64`)))
+			_, err = RegistryCredentials([]byte(`{"auths":{"r.example.com":{}}}`), "r.example.com")
+			Expect(err).To(MatchError(`auths["r.example.com"] has no username, auth or registrytoken`))
+			_, err = RegistryCredentials([]byte(`[]`), "r.example.com")
+			Expect(err).To(MatchError(ContainSubstring("is no .dockerconfigjson document")))
+		})
+	})
+
 	Describe("an OCI source", func() {
 		const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -177,6 +220,20 @@ var _ = Describe("Data", func() {
 		Expect(ObjectKinds(fluxapi.BootstrapModeFlux, false)).To(Equal([]schema.GroupVersionKind{GitRepositoryGVK, KustomizationGVK}))
 		Expect(ObjectKinds(fluxapi.BootstrapModeKluctl, true)).To(Equal([]schema.GroupVersionKind{KluctlDeploymentGVK}))
 		Expect(ObjectKinds(fluxapi.BootstrapModeNone, true)).To(BeEmpty())
+	})
+
+	It("lists every kind of every mode in AllObjectKinds, once", func() {
+		var kinds []schema.GroupVersionKind
+		for _, mode := range []fluxapi.BootstrapMode{fluxapi.BootstrapModeKluctl, fluxapi.BootstrapModeFlux, fluxapi.BootstrapModeNone} {
+			for _, oci := range []bool{false, true} {
+				for _, gvk := range ObjectKinds(mode, oci) {
+					if !slices.Contains(kinds, gvk) {
+						kinds = append(kinds, gvk)
+					}
+				}
+			}
+		}
+		Expect(AllObjectKinds()).To(ConsistOf(kinds))
 	})
 
 	It("refuses two objects of one kind, namespace and name instead of delivering one", func() {

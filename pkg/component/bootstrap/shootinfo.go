@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package bootstrap
 
 import (
@@ -30,6 +34,11 @@ type ShootInfo struct {
 	KubernetesVersion string
 	Purpose           string
 	Domain            string
+	// ClusterIdentity and TechnicalID are the shoot's status fields of those names.
+	ClusterIdentity string
+	TechnicalID     string
+	// GardenClusterIdentity is the garden's cluster identity.
+	GardenClusterIdentity string
 }
 
 // shootInfoField is one value of the identity under its two names: the ConfigMap key, which is
@@ -55,6 +64,17 @@ func (i *ShootInfo) fields() []shootInfoField {
 	}
 }
 
+// stackitVariables are the keys stackit's extension wrote into its ConfigMap shoot-info, which
+// the repositories of shoots switched from it substitute: they stay beside this extension's.
+func (i *ShootInfo) stackitVariables() map[string]string {
+	return map[string]string{
+		"SHOOT_INFO_NAME":                    i.Name,
+		"SHOOT_INFO_CLUSTER_IDENTITY":        i.ClusterIdentity,
+		"SHOOT_INFO_TECHNICAL_ID":            i.TechnicalID,
+		"SHOOT_INFO_GARDEN_CLUSTER_IDENTITY": i.GardenClusterIdentity,
+	}
+}
+
 // ShootInfoFromCluster reads the identity from the Cluster, which gardenlet updates before every
 // shoot operation, so that e.g. a Kubernetes upgrade reaches the shoot with the reconcile it
 // starts.
@@ -69,6 +89,8 @@ func ShootInfoFromCluster(cluster *extensionscontroller.Cluster) *ShootInfo {
 		ProviderType:      shoot.Spec.Provider.Type,
 		KubernetesVersion: shoot.Spec.Kubernetes.Version,
 		Purpose:           string(ptr.Deref(shoot.Spec.Purpose, "")),
+		ClusterIdentity:   ptr.Deref(shoot.Status.ClusterIdentity, ""),
+		TechnicalID:       shoot.Status.TechnicalID,
 	}
 	// The Cluster's seed is the one this extension runs on, also while the shoot migrates.
 	if cluster.Seed != nil && cluster.Seed.Name != "" {
@@ -103,6 +125,11 @@ func (i *ShootInfo) configMap(namespace string) *corev1.ConfigMap {
 	for _, f := range i.fields() {
 		if f.value != "" {
 			data[f.variable] = f.value
+		}
+	}
+	for k, v := range i.stackitVariables() {
+		if v != "" {
+			data[k] = v
 		}
 	}
 	return &corev1.ConfigMap{

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package bootstrap_test
 
 import (
@@ -29,6 +33,8 @@ var (
 		"SHOOT_PROJECT": "myproject", "SHOOT_NAME": "dev", "SHOOT_NAMESPACE": "garden-myproject", "SHOOT_SEED": "aws-eu1",
 		"SHOOT_REGION": "eu-west-1", "SHOOT_PROVIDER_TYPE": "aws", "SHOOT_KUBERNETES_VERSION": "1.33.2",
 		"SHOOT_PURPOSE": "production", "SHOOT_DOMAIN": "dev.myproject.example.com",
+		// stackit's extension's key of the name, beside this extension's.
+		"SHOOT_INFO_NAME": "dev",
 	}
 	shootInfoArg = map[string]any{
 		"project": "myproject", "name": "dev", "namespace": "garden-myproject", "seed": "aws-eu1", "region": "eu-west-1",
@@ -107,6 +113,20 @@ var _ = Describe("Shoot identity", func() {
 		Expect(kluctlSpec(objects(Values{Config: cfg, URL: "https://git.example.com/org/repo", Shoot: shootInfo()}))["args"]).To(Equal(map[string]any{"shoot": shootInfoArg}))
 	})
 
+	It("keeps the keys of stackit's extension beside its own in the ConfigMap, not in kluctl's argument", func() {
+		info := shootInfo()
+		info.ClusterIdentity, info.TechnicalID, info.GardenClusterIdentity = "shoot--myproject--dev-0a1b2c3d", "shoot--myproject--dev", "landscape-garden"
+		objs := objects(Values{Config: config(fluxapi.BootstrapModeKluctl), URL: "https://git.example.com/org/repo", Shoot: info})
+		Expect(objs["ConfigMap/kluctl-system/shoot-info"]["data"]).To(And(
+			HaveKeyWithValue("SHOOT_INFO_NAME", "dev"),
+			HaveKeyWithValue("SHOOT_INFO_CLUSTER_IDENTITY", "shoot--myproject--dev-0a1b2c3d"),
+			HaveKeyWithValue("SHOOT_INFO_TECHNICAL_ID", "shoot--myproject--dev"),
+			HaveKeyWithValue("SHOOT_INFO_GARDEN_CLUSTER_IDENTITY", "landscape-garden"),
+			HaveKeyWithValue("SHOOT_NAME", "dev"),
+		))
+		Expect(kluctlSpec(objs)["args"]).To(HaveKeyWithValue("shoot", Equal(shootInfoArg)))
+	})
+
 	Describe("ShootInfoFromCluster", func() {
 		cluster := func() *extensionscontroller.Cluster {
 			return &extensionscontroller.Cluster{
@@ -120,14 +140,16 @@ var _ = Describe("Shoot identity", func() {
 						DNS:        &gardencorev1beta1.DNS{Domain: ptr.To("dev.myproject.example.com")},
 						SeedName:   ptr.To("aws-eu2"),
 					},
-					Status: gardencorev1beta1.ShootStatus{TechnicalID: "shoot--myproject--dev", SeedName: ptr.To("aws-eu3")},
+					Status: gardencorev1beta1.ShootStatus{TechnicalID: "shoot--myproject--dev", SeedName: ptr.To("aws-eu3"), ClusterIdentity: ptr.To("shoot--myproject--dev-0a1b2c3d")},
 				},
 				Seed: &gardencorev1beta1.Seed{ObjectMeta: metav1.ObjectMeta{Name: "aws-eu1"}},
 			}
 		}
 
 		It("reads the shoot and the seed it runs on", func() {
-			Expect(ShootInfoFromCluster(cluster())).To(Equal(shootInfo()))
+			expected := shootInfo()
+			expected.TechnicalID, expected.ClusterIdentity = "shoot--myproject--dev", "shoot--myproject--dev-0a1b2c3d"
+			Expect(ShootInfoFromCluster(cluster())).To(Equal(expected))
 		})
 
 		It("falls back to the shoot's seed and leaves out what the shoot does not set", func() {

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package bootstrap
 
 import (
@@ -26,8 +30,14 @@ var (
 	KustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
 )
 
+// AllObjectKinds returns every kind ObjectKinds may return: all the health check reads in a shoot,
+// so that its shoot client maps exactly these without discovering the shoot's API.
+func AllObjectKinds() []schema.GroupVersionKind {
+	return []schema.GroupVersionKind{KluctlDeploymentGVK, GitRepositoryGVK, OCIRepositoryGVK, KustomizationGVK}
+}
+
 // ObjectKinds returns the kinds of the bootstrap objects a mode deploys for a git repository or,
-// with oci, an OCI artifact, all named constants.BootstrapName; none for a mode without bootstrap.
+// with oci, an OCI artifact, all named ObjectName; none for a mode without bootstrap.
 func ObjectKinds(mode fluxapi.BootstrapMode, oci bool) []schema.GroupVersionKind {
 	switch mode {
 	case fluxapi.BootstrapModeKluctl:

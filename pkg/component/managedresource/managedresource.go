@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package managedresource is the component behind each of the extension's ManagedResources: it
 // owns every operation on one (deploy, wait, destroy with or without the objects, force delete,
 // migrate), each bounded by the configured timeouts, so the actuator only sequences components.
@@ -46,11 +50,11 @@ var PollInterval = 250 * time.Millisecond
 // ApplyFailedGrace is how long an apply failure that gardener-resource-manager reports is waited
 // out. A failure that lasts longer (a missing namespace, an object the shoot's API server rejects)
 // ends the wait with the resource manager's message, so that one tenant's broken input does not
-// hold a worker until the timeout; the reconcile is retried with backoff. Shorter failures (a CRD
-// that is not established yet) are retried by the resource manager itself. A failure of content
-// that was written before counts from when it was reported: a retry that writes the same content
-// again triggers no new attempt of the resource manager, so waiting for one would hold the worker
-// until the timeout.
+// hold a worker until the timeout; the reconcile is retried after ApplyFailedRetry. Shorter
+// failures (a CRD that is not established yet) are retried by the resource manager itself. A
+// failure of content that was written before counts from when it was reported: a retry that writes
+// the same content again triggers no new attempt of the resource manager, so waiting for one would
+// hold the worker until the timeout.
 var ApplyFailedGrace = 5 * time.Second
 
 // ApplyFailedError is gardener-resource-manager's report that it cannot apply the ManagedResource.
@@ -75,6 +79,11 @@ type Write struct {
 	// UnchangedGeneration is the generation of the ManagedResource when it referenced SecretName
 	// already before the write, which then changed nothing; 0 otherwise.
 	UnchangedGeneration int64
+	// Generation and ResourceVersion are those of the ManagedResource as the write that changed it
+	// left it, empty without one. A report of the resource manager in another version of that
+	// generation came after the write.
+	Generation      int64
+	ResourceVersion string
 	// TakenOver is set when the write ended a handover. While ignored, the resource manager keeps
 	// the generation it observed last and reports ResourcesApplied with reason
 	// ManagedResourceIgnored, which looks applied although nothing was applied since.
@@ -88,7 +97,14 @@ type Write struct {
 // An apply failure of what was written that lasts ApplyFailedGrace ends the wait with an
 // *ApplyFailedError.
 func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name string, written Write, timeout time.Duration) error {
-	var lastErr error
+	var (
+		lastErr error
+		// The failure seen last and since when it counts: a failure whose message changes (a
+		// conflict on one object, then on another, while several writers share the shoot) is
+		// the resource manager still retrying, so the grace starts again.
+		failedMessage string
+		failedSince   time.Time
+	)
 	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		mr := &resourcesv1alpha1.ManagedResource{}
 		if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr); err != nil {
@@ -99,8 +115,16 @@ func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name
 			lastErr = fmt.Errorf("the ManagedResource does not reference Secret %s yet", written.SecretName)
 			return false, nil
 		}
-		if message, since, failed := applyFailure(mr, written); failed && !written.At.IsZero() && time.Since(since) >= ApplyFailedGrace {
-			return false, &ApplyFailedError{Namespace: namespace, Name: name, Message: message}
+		if message, since, failed := applyFailure(mr, written); failed && !written.At.IsZero() && !isConflict(message) {
+			switch {
+			case failedMessage == "" && !since.IsZero():
+				failedMessage, failedSince = message, since
+			case message != failedMessage:
+				failedMessage, failedSince = message, time.Now()
+			}
+			if time.Since(failedSince) >= ApplyFailedGrace {
+				return false, &ApplyFailedError{Namespace: namespace, Name: name, Message: message}
+			}
 		}
 		if err := health.CheckManagedResourceApplied(mr); err != nil {
 			lastErr = err
@@ -126,26 +150,45 @@ func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name
 	return nil
 }
 
+// conflictMessage starts the message of a Conflict from the API server (apimachinery's
+// errors.NewConflict): the object changed between the resource manager's read and its write.
+const conflictMessage = "Operation cannot be fulfilled on "
+
+// isConflict tells an apply failure that is another writer's race, which the resource manager
+// retries with its own backoff until it wins, from a failure of the content: the wait goes on to
+// its timeout. Its message may stay the same for many rounds (two writers of one object), and the
+// retry of an unchanged ManagedResource starts no new attempt, so ending the wait early would only
+// report the race again until the resource manager's backoff ends it.
+func isConflict(message string) bool {
+	return strings.Contains(message, conflictMessage)
+}
+
 // applyFailure returns the resource manager's message if it reported an apply failure of what was
-// written, and since when the failure counts. The resource manager records the observed generation
-// only when it succeeds, so a failure is one of the written content if it is one of the current
-// generation (applied before, failing now, or not changed by the write), from when it was
-// reported, or if it was reported after the write, from the write.
+// written, and since when the failure counts.
+//
+// The resource manager records the observed generation only when it succeeds, and its condition
+// keeps the timestamps of the last round when the new content fails with the same message (an
+// admission policy that denies every change), so neither tells a failure of the written content
+// from one of the content before. Versions do: while ResourcesApplied is not True, only the resource
+// manager's reconcile of the ManagedResource writes its status (its health checks wait for a
+// successful apply), and it does so with an Update that conflicts unless it read the current
+// version. So a failure in a later version of the written generation is one of the written content,
+// counted from when the wait first sees it (a zero time). A failure of the current generation (applied before, failing now, or not
+// changed by the write) is one of the written content too, counted from when it was reported.
 func applyFailure(mr *resourcesv1alpha1.ManagedResource, written Write) (string, time.Time, bool) {
 	for _, c := range mr.Status.Conditions {
 		if c.Type != resourcesv1alpha1.ResourcesApplied || c.Status != gardencorev1beta1.ConditionFalse || c.Reason != resourcesv1alpha1.ConditionApplyFailed {
 			continue
 		}
-		// Conditions have a resolution of seconds: the message was first reported before this.
-		reported := c.LastUpdateTime.Add(time.Second)
 		if mr.Status.ObservedGeneration == mr.Generation || (written.UnchangedGeneration != 0 && mr.Generation == written.UnchangedGeneration) {
-			if reported.Before(written.At) {
+			// Conditions have a resolution of seconds: the message was first reported before this.
+			if reported := c.LastUpdateTime.Add(time.Second); reported.Before(written.At) {
 				return c.Message, reported, true
 			}
 			return c.Message, written.At, true
 		}
-		if !c.LastUpdateTime.Time.Before(written.At.Truncate(time.Second)) {
-			return c.Message, written.At, true
+		if written.ResourceVersion != "" && mr.Generation == written.Generation && mr.ResourceVersion != written.ResourceVersion {
+			return c.Message, time.Time{}, true
 		}
 	}
 	return "", time.Time{}, false
@@ -237,17 +280,19 @@ func (m *ManagedResource) deploy(ctx context.Context, annotations map[string]str
 	// The same name also means the same content, so the Secret of content written before (by an
 	// earlier reconcile, or before a change that was reverted) is reused: Reconcile finds it
 	// unchanged and writes nothing.
-	writer := metrics.CountManagedResourceWrites(m.Client, m.Name)
+	writer := &writeRecorder{Client: metrics.CountManagedResourceWrites(m.Client, m.Name), managedResource: m.Name}
 	secretName, secret := managedresources.NewSecret(writer, m.Namespace, m.Name, data, true)
+	writer.secret = secretName
 	m.written = Write{SecretName: secretName, At: time.Now(), TakenOver: m.takenOver}
 	m.superseded = nil
 	existing := &resourcesv1alpha1.ManagedResource{}
+	referenced := false
 	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, existing); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("failed reading managed resource %s/%s: %w", m.Namespace, m.Name, err)
 		}
 	} else {
-		if slices.ContainsFunc(existing.Spec.SecretRefs, func(ref corev1.LocalObjectReference) bool { return ref.Name == secretName }) {
+		if referenced = slices.ContainsFunc(existing.Spec.SecretRefs, func(ref corev1.LocalObjectReference) bool { return ref.Name == secretName }); referenced {
 			m.written.UnchangedGeneration = existing.Generation
 		}
 		for _, ref := range existing.Spec.SecretRefs {
@@ -261,9 +306,69 @@ func (m *ManagedResource) deploy(ctx context.Context, annotations map[string]str
 	}
 	mr := managedresources.NewForShoot(writer, m.Namespace, m.Name, constants.Origin, false).WithSecretRef(secretName).WithAnnotations(annotations)
 	if err := mr.Reconcile(ctx); err != nil {
-		return fmt.Errorf("failed writing managed resource %s/%s: %w", m.Namespace, m.Name, err)
+		err = fmt.Errorf("failed writing managed resource %s/%s: %w", m.Namespace, m.Name, err)
+		if writer.secretCreated && !referenced && rejected(err) {
+			// No ManagedResource references the Secret just created: without this it would stay
+			// until the garbage collector's next run, one per failed write.
+			if delErr := writer.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: secretName}}); client.IgnoreNotFound(delErr) != nil {
+				return errors.Join(err, fmt.Errorf("failed deleting the unreferenced Secret %s of managed resource %s/%s: %w", secretName, m.Namespace, m.Name, delErr))
+			}
+		}
+		return err
+	}
+	if writer.written != nil {
+		m.written.Generation, m.written.ResourceVersion = writer.written.Generation, writer.written.ResourceVersion
 	}
 	return nil
+}
+
+// rejected tells whether the API server refused a request, so that it did not change anything. A
+// timeout or a lost connection may hide a write that went through (or is still under way), which
+// could then reference a Secret deleted in the meantime.
+func rejected(err error) bool {
+	switch apierrors.ReasonForError(err) {
+	case metav1.StatusReasonConflict, metav1.StatusReasonInvalid, metav1.StatusReasonForbidden, metav1.StatusReasonUnauthorized,
+		metav1.StatusReasonNotFound, metav1.StatusReasonAlreadyExists, metav1.StatusReasonBadRequest, metav1.StatusReasonTooManyRequests,
+		metav1.StatusReasonRequestEntityTooLarge, metav1.StatusReasonMethodNotAllowed, metav1.StatusReasonNotAcceptable,
+		metav1.StatusReasonUnsupportedMediaType, metav1.StatusReasonGone:
+		return true
+	}
+	return false
+}
+
+// writeRecorder records what gardener's builders do not return: whether the Secret was created and
+// the ManagedResource as the API server returned it from its write.
+type writeRecorder struct {
+	client.Client
+	managedResource, secret string
+
+	secretCreated bool
+	written       *resourcesv1alpha1.ManagedResource
+}
+
+func (w *writeRecorder) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := w.Client.Create(ctx, obj, opts...); err != nil {
+		return err
+	}
+	if _, ok := obj.(*corev1.Secret); ok && obj.GetName() == w.secret {
+		w.secretCreated = true
+	}
+	w.record(obj)
+	return nil
+}
+
+func (w *writeRecorder) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := w.Client.Update(ctx, obj, opts...); err != nil {
+		return err
+	}
+	w.record(obj)
+	return nil
+}
+
+func (w *writeRecorder) record(obj client.Object) {
+	if mr, ok := obj.(*resourcesv1alpha1.ManagedResource); ok && mr.Name == w.managedResource {
+		w.written = mr.DeepCopy()
+	}
 }
 
 // DeleteSuperseded deletes the Secrets that the ManagedResource referenced before the last Deploy

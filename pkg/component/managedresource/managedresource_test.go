@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package managedresource_test
 
 import (
@@ -87,9 +91,16 @@ var _ = Describe("WaitUntilApplied", func() {
 		DeferCleanup(func(old time.Duration) { managedresource.ApplyFailedGrace = old }, managedresource.ApplyFailedGrace)
 		managedresource.ApplyFailedGrace = 300 * time.Millisecond
 		written := time.Now()
-		Expect(reader.Create(ctx, failedMR("managedresource-"+name+"-new", written.Add(time.Second)))).To(Succeed())
+		mr := failedMR("managedresource-"+name+"-new", written.Add(time.Second))
+		status := mr.Status
+		mr.Status = resourcesv1alpha1.ManagedResourceStatus{}
+		Expect(reader.Create(ctx, mr)).To(Succeed())
+		write := managedresource.Write{SecretName: "managedresource-" + name + "-new", At: written, Generation: mr.Generation, ResourceVersion: mr.ResourceVersion}
+		// The resource manager reports the failure after the write.
+		mr.Status = status
+		Expect(reader.Update(ctx, mr)).To(Succeed())
 		start := time.Now()
-		err := managedresource.WaitUntilApplied(ctx, reader, namespace, name, managedresource.Write{SecretName: "managedresource-" + name + "-new", At: written}, time.Minute)
+		err := managedresource.WaitUntilApplied(ctx, reader, namespace, name, write, time.Minute)
 		var failed *managedresource.ApplyFailedError
 		Expect(errors.As(err, &failed)).To(BeTrue(), "got %v", err)
 		Expect(err).To(MatchError(ContainSubstring(`namespaces "apps" not found`)))

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package monitoring adds the delivered controllers to the shoot's own monitoring, Gardener's
 // contract for extensions (gardener docs/extensions/logging-and-monitoring.md): ScrapeConfigs and a
 // PrometheusRule labelled prometheus=shoot and a dashboard ConfigMap labelled
@@ -7,6 +11,7 @@
 package monitoring
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -66,8 +71,10 @@ type Controller struct {
 	Namespace string
 }
 
-// Bootstrap are the bootstrap objects in the shoot, named constants.BootstrapName.
+// Bootstrap are the bootstrap objects in the shoot.
 type Bootstrap struct {
+	// Name is the name of the bootstrap objects; empty means constants.BootstrapName.
+	Name string
 	// Mode is kluctl (a KluctlDeployment) or flux (a GitRepository or OCIRepository and a
 	// Kustomization).
 	Mode fluxapi.BootstrapMode
@@ -82,15 +89,41 @@ type Bootstrap struct {
 // JobName is the job label of a delivered controller's series in the shoot's Prometheus.
 func JobName(component string) string { return JobPrefix + component }
 
+// The bounds of every ScrapeConfig. The shoot owner can run pods that look like a delivered
+// controller in its namespace and make them export anything, and the shoot's Prometheus runs in
+// the seed and its shoot:* records are federated to the seed's and the garden's: so the shoot's
+// series of a controller are at most its MaxPods targets times SampleLimit.
+const (
+	// SampleLimit is the most samples a target may have after the metric relabelling, or its whole
+	// scrape fails. Of the recorded samples a controller keeps at most 27 (kluctl-controller) and
+	// source-controller at most 44 with all its reconcilers reporting; 100 leaves room for a new
+	// controller release (test/promrules checks the samples against it).
+	SampleLimit = 100
+	// LabelLimit is the most labels a kept sample may have, or the scrape fails. The recorded
+	// samples have at most 10 (gotk_reconcile_condition: __name__, its 5 and the 4 of the target).
+	LabelLimit = 12
+	// LabelValueLengthLimit is the longest label value a kept sample may have, or the scrape
+	// fails: a Kubernetes object name (a node's, a pod's), the longest value the real series have.
+	LabelValueLengthLimit = 253
+	// keepDroppedTargets bounds the targets that the shoot's Prometheus remembers after the
+	// relabelling dropped them (unbounded by default): every pod of the controllers' namespace.
+	keepDroppedTargets = 10
+)
+
+// keptLabels are the label names the metric relabelling keeps (labelkeep): those of the kept
+// series the rules and the dashboard use, and the target's (job, instance, pod, node).
+var keptLabels = []string{"__name__", "job", "instance", "pod", "node",
+	"controller", "result", "kind", "name", "namespace", "type", "status", "action", "le"}
+
+// reconcileResults are the values of the label result of controller_runtime_reconcile_total.
+var reconcileResults = []string{"error", "requeue", "requeue_after", "success"}
+
 // ScrapeConfigs return a ScrapeConfig per delivered controller. Each keeps only the series the
-// rules and the dashboard use, and of the per-object series only those of the bootstrap objects:
-// the shoot owner decides how many Flux and kluctl objects the shoot has, and the shoot's
-// Prometheus runs in the seed.
+// rules and the dashboard use, of the per-object series only those of the bootstrap objects, of
+// the reconcile series only those of the controller's own reconcilers, and only the labels the
+// rules and the dashboard use: the shoot owner decides how many Flux and kluctl objects the shoot
+// has, and the shoot's Prometheus runs in the seed.
 func ScrapeConfigs(namespace string, values Values) ([]*monitoringv1alpha1.ScrapeConfig, error) {
-	keep := []string{`controller_runtime_reconcile_(?:errors_)?total;;`}
-	if b := values.Bootstrap; b != nil {
-		keep = append(keep, `[^;]+;`+regexp.QuoteMeta(constants.BootstrapName)+`;`+regexp.QuoteMeta(b.Namespace))
-	}
 	var result []*monitoringv1alpha1.ScrapeConfig
 	for _, c := range values.Controllers {
 		endpoint, err := manifests.ControllerMetricsEndpoint(c.Component)
@@ -117,17 +150,66 @@ func ScrapeConfigs(namespace string, values Values) ([]*monitoringv1alpha1.Scrap
 				spec.RelabelConfigs[i].Replacement = new("/api/v1/namespaces/" + c.Namespace + "/pods/${1}:${2}/proxy/metrics")
 			}
 		}
-		spec.MetricRelabelConfigs = append(spec.MetricRelabelConfigs, monitoringv1.RelabelConfig{
-			SourceLabels: []monitoringv1.LabelName{"__name__", "name", "namespace"},
-			Action:       "keep",
-			Regex:        `(?:` + strings.Join(keep, "|") + `)`,
-		})
+		spec.MetricRelabelConfigs = append(spec.MetricRelabelConfigs,
+			monitoringv1.RelabelConfig{
+				SourceLabels: []monitoringv1.LabelName{"__name__", "name", "namespace", "controller", "result"},
+				Action:       "keep",
+				Regex:        keptSeriesRegex(endpoint.Reconcilers, values.Bootstrap),
+			},
+			monitoringv1.RelabelConfig{Action: "labelkeep", Regex: strings.Join(keptLabels, "|")},
+		)
+		spec.SampleLimit = new(int64(SampleLimit))
+		spec.TargetLimit = new(int64(endpoint.MaxPods))
+		spec.LabelLimit = new(int64(LabelLimit))
+		spec.LabelValueLengthLimit = new(int64(LabelValueLengthLimit))
+		spec.KeepDroppedTargets = new(int64(keepDroppedTargets))
+		serverDefaults(&spec)
 		result = append(result, &monitoringv1alpha1.ScrapeConfig{
 			ObjectMeta: withManagedBy(monitoringutils.ConfigObjectMeta(configName+"-"+c.Component, namespace, prometheusName)),
 			Spec:       spec,
 		})
 	}
 	return result, nil
+}
+
+func (b *Bootstrap) name() string {
+	return cmp.Or(b.Name, constants.BootstrapName)
+}
+
+// keptSeriesRegex matches "__name__;name;namespace;controller;result" of the series a controller's
+// ScrapeConfig keeps: the reconcile totals of its own reconcilers and results, and the per-object
+// series of the bootstrap objects.
+func keptSeriesRegex(reconcilers []string, b *Bootstrap) string {
+	own := `(?:` + quoteAll(reconcilers) + `)`
+	keep := []string{
+		`controller_runtime_reconcile_total;;;` + own + `;(?:` + quoteAll(reconcileResults) + `)`,
+		`controller_runtime_reconcile_errors_total;;;` + own + `;`,
+	}
+	if b != nil {
+		keep = append(keep, `[^;]+;`+regexp.QuoteMeta(b.name())+`;`+regexp.QuoteMeta(b.Namespace)+`;;`)
+	}
+	return `(?:` + strings.Join(keep, "|") + `)`
+}
+
+func quoteAll(values []string) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = regexp.QuoteMeta(v)
+	}
+	return strings.Join(quoted, "|")
+}
+
+// serverDefaults fills in what the API server defaults in a ScrapeConfig (the CRD's default
+// action replace of a relabelling), so that the spec Deploy compares is the one the API server
+// returns, and an unchanged shoot costs no write.
+func serverDefaults(spec *monitoringv1alpha1.ScrapeConfigSpec) {
+	for _, configs := range [][]monitoringv1.RelabelConfig{spec.RelabelConfigs, spec.MetricRelabelConfigs} {
+		for i := range configs {
+			if configs[i].Action == "" {
+				configs[i].Action = "replace"
+			}
+		}
+	}
 }
 
 // KeptMetrics are the metrics of the delivered controllers that the shoot's Prometheus keeps.

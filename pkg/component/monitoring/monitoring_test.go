@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package monitoring_test
 
 import (
@@ -106,29 +110,50 @@ var _ = Describe("Monitoring", func() {
 			}
 		})
 
-		It("keeps the controller totals and the series of the bootstrap objects only", func() {
+		It("keeps the controller totals of its own reconcilers and the series of the bootstrap objects only", func() {
 			scs, err := monitoring.ScrapeConfigs(namespace, kluctlShoot)
 			Expect(err).NotTo(HaveOccurred())
 			rules := scs[0].Spec.MetricRelabelConfigs
-			Expect(rules).To(HaveLen(2))
+			Expect(rules).To(HaveLen(3))
 			names := regexp.MustCompile(`^(?:` + rules[0].Regex + `)$`)
 			Expect(names.MatchString("gotk_reconcile_condition")).To(BeTrue())
 			Expect(names.MatchString("go_goroutines")).To(BeFalse())
 			objects := regexp.MustCompile(`^(?:` + rules[1].Regex + `)$`)
-			Expect(rules[1].SourceLabels).To(Equal([]monitoringv1.LabelName{"__name__", "name", "namespace"}))
-			Expect(objects.MatchString("gotk_reconcile_condition;shoot-flux-bootstrap;gitops")).To(BeTrue())
-			Expect(objects.MatchString("gotk_reconcile_condition;my-app;gitops")).To(BeFalse())
-			Expect(objects.MatchString("gotk_reconcile_condition;shoot-flux-bootstrap;other")).To(BeFalse())
-			Expect(objects.MatchString("controller_runtime_reconcile_total;;")).To(BeTrue())
-			Expect(objects.MatchString("controller_runtime_reconcile_errors_total;;")).To(BeTrue())
+			Expect(rules[1].SourceLabels).To(Equal([]monitoringv1.LabelName{"__name__", "name", "namespace", "controller", "result"}))
+			Expect(objects.MatchString("gotk_reconcile_condition;shoot-flux-bootstrap;gitops;;")).To(BeTrue())
+			Expect(objects.MatchString("gotk_reconcile_condition;my-app;gitops;;")).To(BeFalse())
+			Expect(objects.MatchString("gotk_reconcile_condition;shoot-flux-bootstrap;other;;")).To(BeFalse())
+			Expect(objects.MatchString("controller_runtime_reconcile_total;;;gitrepository;success")).To(BeTrue())
+			Expect(objects.MatchString("controller_runtime_reconcile_total;;;gitrepository;tenant")).To(BeFalse())
+			Expect(objects.MatchString("controller_runtime_reconcile_errors_total;;;ocirepository;")).To(BeTrue())
+			// Another controller's reconciler, or one the shoot owner names.
+			Expect(objects.MatchString("controller_runtime_reconcile_errors_total;;;kustomization;")).To(BeFalse())
+			Expect(objects.MatchString("controller_runtime_reconcile_errors_total;;;my-app;")).To(BeFalse())
+			Expect(rules[2].Action).To(Equal("labelkeep"))
+			labels := regexp.MustCompile(`^(?:` + rules[2].Regex + `)$`)
+			Expect(labels.MatchString("controller")).To(BeTrue())
+			Expect(labels.MatchString("__name__")).To(BeTrue())
+			Expect(labels.MatchString("tenant_label")).To(BeFalse())
+		})
+
+		It("bounds the targets, samples, labels and label values of every scrape", func() {
+			scs, err := monitoring.ScrapeConfigs(namespace, fluxShoot)
+			Expect(err).NotTo(HaveOccurred())
+			for _, sc := range scs {
+				Expect(sc.Spec.TargetLimit).To(HaveValue(BeEquivalentTo(2)), sc.Name)
+				Expect(sc.Spec.SampleLimit).To(HaveValue(BeEquivalentTo(monitoring.SampleLimit)), sc.Name)
+				Expect(sc.Spec.LabelLimit).To(HaveValue(BeEquivalentTo(monitoring.LabelLimit)), sc.Name)
+				Expect(sc.Spec.LabelValueLengthLimit).To(HaveValue(BeEquivalentTo(monitoring.LabelValueLengthLimit)), sc.Name)
+				Expect(sc.Spec.KeepDroppedTargets).To(HaveValue(BeNumerically(">", 0)), sc.Name)
+			}
 		})
 
 		It("keeps no per-object series without bootstrap objects", func() {
 			scs, err := monitoring.ScrapeConfigs(namespace, monitoring.Values{Controllers: kluctlShoot.Controllers})
 			Expect(err).NotTo(HaveOccurred())
 			objects := regexp.MustCompile(`^(?:` + scs[0].Spec.MetricRelabelConfigs[1].Regex + `)$`)
-			Expect(objects.MatchString("gotk_reconcile_condition;shoot-flux-bootstrap;gitops")).To(BeFalse())
-			Expect(objects.MatchString("controller_runtime_reconcile_total;;")).To(BeTrue())
+			Expect(objects.MatchString("gotk_reconcile_condition;shoot-flux-bootstrap;gitops;;")).To(BeFalse())
+			Expect(objects.MatchString("controller_runtime_reconcile_total;;;gitrepository;requeue_after")).To(BeTrue())
 		})
 
 		It("refuses a controller without a known metrics endpoint", func() {
@@ -222,6 +247,32 @@ var _ = Describe("Monitoring", func() {
 			// kluctl's ScrapeConfig deleted, kustomize's created, source-controller's updated (the
 			// bootstrap objects moved to flux-system), the rule updated.
 			Expect(w.n).To(Equal(4))
+		})
+
+		It("writes nothing when the API server returns the objects with its defaults filled in", func() {
+			w := &writes{}
+			c := newClient(w)
+			Expect(monitoring.New(c, c, namespace, kluctlShoot).Deploy(ctx)).To(Succeed())
+			// What the API server returns of a ScrapeConfig it stored: the CRD defaults the action
+			// of every relabelling to replace.
+			list := &monitoringv1alpha1.ScrapeConfigList{}
+			Expect(c.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+			Expect(list.Items).To(HaveLen(2))
+			for i := range list.Items {
+				sc := &list.Items[i]
+				for _, configs := range [][]monitoringv1.RelabelConfig{sc.Spec.RelabelConfigs, sc.Spec.MetricRelabelConfigs} {
+					for j := range configs {
+						if configs[j].Action == "" {
+							configs[j].Action = "replace"
+						}
+					}
+				}
+				Expect(c.Update(ctx, sc)).To(Succeed())
+			}
+
+			w.n = 0
+			Expect(monitoring.New(c, c, namespace, kluctlShoot).Deploy(ctx)).To(Succeed())
+			Expect(w.n).To(BeZero())
 		})
 
 		It("leaves others' objects alone and removes its own, without writes when there are none", func() {

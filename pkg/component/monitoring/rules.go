@@ -1,7 +1,12 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package monitoring
 
 import (
 	"fmt"
+	"strings"
 
 	monitoringutils "github.com/gardener/gardener/pkg/component/observability/monitoring/utils"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -9,6 +14,7 @@ import (
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
 
 const (
@@ -41,18 +47,20 @@ var Records = []string{RecordErrors, RecordSuccesses}
 // controller that is down, and, with bootstrap objects, a repository source or a deployment that
 // keeps failing. The alerts are for the shoot owner (visibility owner), who owns the repository.
 func PrometheusRule(namespace string, values Values) *monitoringv1.PrometheusRule {
-	jobs := JobPrefix + ".+"
-	rules := []monitoringv1.Rule{
-		{
-			Record: RecordErrors,
-			Expr:   intstr.FromString(fmt.Sprintf(`sum by (job, controller) (rate(controller_runtime_reconcile_errors_total{job=~%q}[10m]))`, jobs)),
-		},
-		// Flux's controllers requeue a successful reconcile after its interval (result
-		// requeue_after) and return failures as errors.
-		{
-			Record: RecordSuccesses,
-			Expr:   intstr.FromString(fmt.Sprintf(`sum by (job, controller) (rate(controller_runtime_reconcile_total{job=~%q,result=~"success|requeue_after"}[10m]))`, jobs)),
-		},
+	var rules []monitoringv1.Rule
+	if len(values.Controllers) > 0 {
+		rules = append(rules,
+			monitoringv1.Rule{
+				Record: RecordErrors,
+				Expr:   intstr.FromString(`sum by (job, controller) (` + reconcileRates("controller_runtime_reconcile_errors_total", "", values.Controllers) + `)`),
+			},
+			// Flux's controllers requeue a successful reconcile after its interval (result
+			// requeue_after) and return failures as errors.
+			monitoringv1.Rule{
+				Record: RecordSuccesses,
+				Expr:   intstr.FromString(`sum by (job, controller) (` + reconcileRates("controller_runtime_reconcile_total", `,result=~"success|requeue_after"`, values.Controllers) + `)`),
+			},
+		)
 	}
 	for _, c := range values.Controllers {
 		rules = append(rules, monitoringv1.Rule{
@@ -95,7 +103,7 @@ func bootstrapRules(b *Bootstrap) []monitoringv1.Rule {
 		return []monitoringv1.Rule{{
 			Alert: AlertDeploymentFailing,
 			Expr: intstr.FromString(fmt.Sprintf(`max by (namespace, name) (gotk_reconcile_condition{job=%q,kind="KluctlDeployment",name=%q,namespace=%q,type="Ready",status="False"}) == 1`,
-				JobName(fluxapi.ComponentKluctlController), constants.BootstrapName, b.Namespace)),
+				JobName(fluxapi.ComponentKluctlController), b.name(), b.Namespace)),
 			For:    new(monitoringv1.Duration(FailingFor)),
 			Labels: alertLabels("warning", nil),
 			Annotations: map[string]string{
@@ -118,12 +126,28 @@ func bootstrapRules(b *Bootstrap) []monitoringv1.Rule {
 		For:    new(monitoringv1.Duration(FailingFor)),
 		Labels: alertLabels("warning", map[string]string{"kind": sourceKind}),
 		Annotations: map[string]string{
-			"summary": fmt.Sprintf("%s %s/%s of the shoot cannot be fetched.", sourceKind, b.Namespace, constants.BootstrapName),
+			"summary": fmt.Sprintf("%s %s/%s of the shoot cannot be fetched.", sourceKind, b.Namespace, b.name()),
 			"description": fmt.Sprintf("source-controller has fetched no %s of the shoot for %s while its attempts fail, so the shoot "+
 				"keeps the revision fetched last. `kubectl -n %s describe %s %s` in the shoot names the cause: the "+
-				"URL, the ref, the credentials or the host.", sourceKind, FailingFor, b.Namespace, sourceController, constants.BootstrapName) + keyHint,
+				"URL, the ref, the credentials or the host.", sourceKind, FailingFor, b.Namespace, sourceController, b.name()) + keyHint,
 		},
 	}}
+}
+
+// reconcileRates is the 10 minutes' rate of metric of each delivered controller's own reconcilers,
+// so that the records, which Gardener federates, have at most one series per reconciler of a
+// delivered controller whatever a pod of the shoot exports (the ScrapeConfigs keep only these too).
+func reconcileRates(metric, matchers string, controllers []Controller) string {
+	var rates []string
+	for _, c := range controllers {
+		endpoint, err := manifests.ControllerMetricsEndpoint(c.Component)
+		if err != nil {
+			// ScrapeConfigs refuses the controller; it has no series.
+			continue
+		}
+		rates = append(rates, fmt.Sprintf(`rate(%s{job=%q,controller=~%q%s}[10m])`, metric, JobName(c.Component), quoteAll(endpoint.Reconcilers), matchers))
+	}
+	return strings.Join(rates, " or ")
 }
 
 // failingExpr is true while the controller's reconciles of the kind fail and none succeeds.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package extension
 
 import (
@@ -15,6 +19,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
+	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 	gardenerimagevector "github.com/gardener/gardener/pkg/utils/imagevector"
 	testutils "github.com/gardener/gardener/pkg/utils/test"
 	"github.com/go-logr/logr"
@@ -22,6 +27,7 @@ import (
 	. "github.com/onsi/gomega"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,6 +55,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/craftedkey"
 )
 
 const (
@@ -91,6 +98,8 @@ func (r *recorder) apply(ctx context.Context, c client.WithWatch, obj client.Obj
 	if !ok || r.noApply || mr.DeletionTimestamp != nil {
 		return nil
 	}
+	// The resource manager writes after the write, which keeps the API server's answer to it.
+	mr = mr.DeepCopy()
 	if mr.Annotations[resourcesv1alpha1.Ignore] == "true" {
 		// Like gardener-resource-manager: nothing applied, the last observed generation stays.
 		mr.Status.Conditions = []gardencorev1beta1.Condition{{Type: resourcesv1alpha1.ResourcesApplied, Status: gardencorev1beta1.ConditionTrue, Reason: resourcesv1alpha1.ConditionManagedResourceIgnored}}
@@ -225,7 +234,7 @@ var _ = Describe("Actuator", func() {
 	build := func(gardenObjs []client.Object, seedObjs ...client.Object) {
 		seed = newSeedClient(rec, append([]client.Object{clusterObject(theShoot), ex}, seedObjs...)...)
 		garden = fake.NewClientBuilder().WithObjects(gardenObjs...).Build()
-		act = NewActuator(seed, seed, garden, eventRecorder, cfg).(*actuator)
+		act = NewActuator(seed, seed, garden, eventRecorder, cfg, nil).(*actuator)
 		act.keys.Scanner = func(_ context.Context, hostPort string, _ time.Duration) ([]byte, error) {
 			scans++
 			if hostPort != "git.example.com:22" {
@@ -259,13 +268,90 @@ var _ = Describe("Actuator", func() {
 		managedresource.PollInterval = 5 * time.Millisecond
 	})
 
+	Describe("the Kubernetes ranges of the Flux releases", func() {
+		// The embedded Flux releases are v2.7.5 (Kubernetes 1.32 to 1.34) and v2.9.5 (1.34.1 to 1.36).
+		It("installs the newest release in range on the first installation, with a warning", func() {
+			theShoot.Spec.Kubernetes.Version = "1.33.4"
+			ex.Spec.ProviderConfig = providerConfig(`{"flux":{"version":"v2.9"}}`)
+			build(nil)
+			Expect(reconcile()).To(Succeed())
+			status := providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal("v2.7.5"))
+			Expect(status.KubernetesVersion).To(Equal("1.33.4"))
+			Expect(status.Warnings).To(ContainElement("installed Flux v2.7.5 instead: the selected Flux v2.9.5, which supports Kubernetes 1.34.1 to 1.36, " +
+				"not the shoot's 1.33.4; select flux.version v2.7, which supports it"))
+		})
+
+		It("fails the first installation when no release supports the shoot's Kubernetes version, naming the ranges", func() {
+			theShoot.Spec.Kubernetes.Version = "1.31.2"
+			build(nil)
+			err := reconcile()
+			Expect(err).To(MatchError("flux.version: no embedded Flux release supports the shoot's Kubernetes 1.31.2 (v2.7.5: Kubernetes 1.32 to 1.34, " +
+				"v2.9.5: Kubernetes 1.34.1 to 1.36); select a Kubernetes version in one of the ranges"))
+			Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+			Expect(rec.reset()).To(BeEmpty(), "nothing is written")
+		})
+
+		It("keeps the installed release when the selection leaves the shoot's range, with a warning naming the range and the fix", func() {
+			theShoot.Spec.Kubernetes.Version = "1.34.2"
+			ex.Spec.ProviderConfig = providerConfig(`{"flux":{"version":"v2.7"}}`)
+			build(nil)
+			Expect(reconcile()).To(Succeed())
+			Expect(providerStatus(ex).FluxVersion).To(Equal("v2.7.5"))
+
+			By("a Kubernetes upgrade out of v2.7's range")
+			theShoot.Spec.Kubernetes.Version = "1.35.1"
+			cluster := clusterObject(theShoot)
+			existing := &extensionsv1alpha1.Cluster{}
+			Expect(seed.Get(ctx, client.ObjectKeyFromObject(cluster), existing)).To(Succeed())
+			existing.Spec.Shoot = cluster.Spec.Shoot
+			Expect(seed.Update(ctx, existing)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+			status := providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal("v2.7.5"))
+			Expect(status.KubernetesVersion).To(Equal("1.35.1"))
+			Expect(status.Warnings).To(ContainElement("keeping Flux v2.7.5, which supports Kubernetes 1.32 to 1.34, not the shoot's 1.35.1; " +
+				"select flux.version v2.9, which supports it"))
+
+			By("a selection of a release that supports it")
+			ex.Spec.ProviderConfig = providerConfig(`{"flux":{"version":"v2.9"}}`)
+			Expect(seed.Update(ctx, ex)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+			status = providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal("v2.9.5"))
+			Expect(status.Warnings).To(BeEmpty())
+
+			By("a selection out of range again")
+			ex.Spec.ProviderConfig = providerConfig(`{"flux":{"version":"v2.7"}}`)
+			Expect(seed.Update(ctx, ex)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+			status = providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal("v2.9.5"))
+			Expect(status.Warnings).To(ContainElement("keeping Flux v2.9.5: the selected Flux v2.7.5, which supports Kubernetes 1.32 to 1.34, " +
+				"not the shoot's 1.35.1; select flux.version v2.9, which supports it"))
+		})
+
+		It("shows the native equivalent of stackit's providerConfig in the providerStatus", func() {
+			theShoot.Spec.Kubernetes.Version = "1.35.1"
+			ex.Spec.ProviderConfig = providerConfig(`{"apiVersion":"flux.extensions.gardener.cloud/v1alpha1","kind":"FluxConfig","flux":{"version":"v2.9.5"}}`)
+			build(nil)
+			Expect(reconcile()).To(Succeed())
+			status := providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal("v2.9.5"))
+			Expect(status.Management).To(Equal("handover"))
+			Expect(status.NativeProviderConfig).To(ContainSubstring("apiVersion: shoot-flux.extensions.gardener.cloud/v1alpha1"))
+			Expect(status.NativeProviderConfig).To(ContainSubstring("management: handover"))
+			Expect(status.Warnings).To(ContainElement(HavePrefix("spec.providerConfig is stackit's FluxConfig")))
+		})
+	})
+
 	Describe("releases nobody of the project asked for", func() {
 		var now *testclock.FakePassiveClock
 
 		// restart builds the actuator anew with cfg, as an extension restarted with another
 		// configuration, on the same seed and garden.
 		restart := func() {
-			act = NewActuator(seed, seed, garden, eventRecorder, cfg).(*actuator)
+			act = NewActuator(seed, seed, garden, eventRecorder, cfg, nil).(*actuator)
 			act.clock = now
 		}
 		controllersWrites := func() []string {
@@ -551,6 +637,34 @@ var _ = Describe("Actuator", func() {
 			Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
 			Expect(err.Error()).NotTo(ContainSubstring("PRIVATE KEY"))
 		})
+
+		DescribeTable("refuses an oversized private key in the credentials Secret of the shoot before parsing it",
+			func(identity []byte, message func(size int) string) {
+				theShoot.Spec.Resources = []gardencorev1beta1.NamedResourceReference{{Name: "git", ResourceRef: autoscalingRef("my-git")}}
+				build([]client.Object{legacyConfigMap(map[string]string{"repositoryUrl": "ssh://git@git.example.com/org/repo"})},
+					&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ref-my-git", Namespace: seedNamespace}, Data: map[string][]byte{
+						constants.SecretKeyIdentity:   identity,
+						constants.SecretKeyKnownHosts: []byte(hostKeyLine),
+					}})
+				ex.Spec.ProviderConfig = providerConfig(`{"source":{"secretResourceName":"git"}}`)
+				Expect(seed.Update(ctx, ex)).To(Succeed())
+
+				err := reconcile()
+				Expect(err).To(MatchError(message(len(identity) + len(hostKeyLine) + len("identity") + len("known_hosts"))))
+				Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+				Expect(err.Error()).NotTo(ContainSubstring("PRIVATE KEY"))
+			},
+			// 12.9 s of CPU per parse without the limits (issue 36), on every reconcile.
+			Entry("780 KiB, over the size of the Secrets the bootstrap delivers", craftedkey.PEM(craftedkey.PKCS1, 1<<20, 0), func(size int) string {
+				return fmt.Sprintf("source.secretResourceName: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has %d bytes, more than the operator's limit of 262144 bytes (limits.additionalSecretResourcesMaxBytes)", size)
+			}),
+			Entry("over the size of a private key", craftedkey.PEM(craftedkey.PKCS1, 24000, 0), func(int) string {
+				return fmt.Sprintf(`source.secretResourceName: Secret garden-foo/my-git key "identity": private key is %d bytes, more than the operator's limit of 16384 bytes (limits.privateKeyMaxBytes)`, len(craftedkey.PEM(craftedkey.PKCS1, 24000, 0)))
+			}),
+			Entry("a 96,000 bit modulus in 16 KiB", craftedkey.PEM(craftedkey.PKCS1, 96000, 8), func(int) string {
+				return `source.secretResourceName: Secret garden-foo/my-git key "identity": RSA private key has a modulus of 96000 bits, more than the operator's limit of 16384 bits (limits.privateKeyMaxBits)`
+			}),
+		)
 
 		It("shows a prepared key in the status and the shoot, and switches to it on rotation", func() {
 			build([]client.Object{legacyConfigMap(map[string]string{
@@ -951,7 +1065,12 @@ var _ = Describe("Actuator", func() {
 			for i := range 3 {
 				cm.Data["repositoryBranch"] = fmt.Sprintf("failing-%d", i)
 				Expect(garden.Update(ctx, cm)).To(Succeed())
-				Expect(reconcile()).To(MatchError(ContainSubstring("admission webhook denied the request")))
+				err := reconcile()
+				Expect(err).To(MatchError(ContainSubstring("admission webhook denied the request")))
+				var requeue *reconcilerutils.RequeueAfterError
+				Expect(errors.As(err, &requeue)).To(BeTrue(), "the retry waits instead of following within milliseconds: %v", err)
+				Expect(requeue.RequeueAfter).To(Equal(ApplyFailedRetry))
+				Expect(requeue.Cause).To(MatchError(ContainSubstring("admission webhook denied the request")), "lastError shows the resource manager's message")
 				Expect(secretNames()).To(ConsistOf(referenced()), "a failed apply leaves no Secret behind")
 			}
 			rec.failApply = false
@@ -1273,6 +1392,83 @@ var _ = Describe("Actuator", func() {
 			Expect(status.HandedOverAt).To(BeNil())
 		})
 
+		Describe("a repository that manages Flux itself", func() {
+			// As `flux bootstrap` leaves it: the repository's Kustomization applies Flux's own manifests.
+			selfManaged := func() *appsv1.Deployment {
+				return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "source-controller", Labels: map[string]string{
+					"kustomize.toolkit.fluxcd.io/name": "flux-system", "kustomize.toolkit.fluxcd.io/namespace": "flux-system", "app.kubernetes.io/version": "v2.4.0",
+				}}}
+			}
+
+			It("leaves the controllers to it in management handover, without applying or migrating anything", func() {
+				adoptionShoot.objects = []client.Object{selfManaged()}
+				build(nil)
+				setProviderConfig(`{"flux":{"management":"handover"}}`)
+				Expect(reconcile()).To(Succeed())
+				mr := controllersMR()
+				Expect(mr.Annotations).To(And(HaveKeyWithValue(resourcesv1alpha1.Ignore, "true"), HaveKeyWithValue(constants.AnnotationHandedOverVersion, "v2.4.0")))
+				Expect(fakeShoot.clients).To(BeZero(), "no stored-version check: the extension changes no CRD")
+				status := providerStatus(ex)
+				Expect(status.HandedOverVersion).To(Equal("v2.4.0"))
+				Expect(status.Warnings).To(ContainElement("Kustomization flux-system/flux-system of the shoot applies the Flux controllers (Deployment flux-system/source-controller) of Flux v2.4.0: " +
+					"the extension leaves the controllers to it (flux.management handover); to have the extension manage them, remove Flux from the repository and set flux.management to continuous"))
+
+				By("reconciling again")
+				clients := adoptionShoot.clients
+				rec.reset()
+				Expect(reconcile()).To(Succeed())
+				Expect(adoptionShoot.clients).To(Equal(clients), "checked once, when the controllers would first be applied")
+				for _, w := range rec.reset() {
+					Expect(w).NotTo(HaveSuffix(constants.ManagedResourceControllers))
+				}
+			})
+
+			It("refuses to fight it in management continuous, writing no controllers", func() {
+				adoptionShoot.objects = []client.Object{selfManaged()}
+				build(nil)
+				err := reconcile()
+				Expect(err).To(MatchError(ContainSubstring("flux.management is continuous, but Kustomization flux-system/flux-system of the shoot applies the Flux controllers")))
+				Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+				Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceControllers}, &resourcesv1alpha1.ManagedResource{})).To(BeNotFoundError())
+			})
+
+			It("checks again before taking handed-over controllers back", func() {
+				build(nil)
+				setProviderConfig(`{"flux":{"management":"handover"}}`)
+				Expect(reconcile()).To(Succeed())
+				Expect(controllersMR().Annotations).To(HaveKeyWithValue(resourcesv1alpha1.Ignore, "true"))
+
+				By("the repository taking Flux over, then the owner choosing continuous")
+				adoptionShoot.objects = []client.Object{selfManaged()}
+				setProviderConfig(`{"flux":{"management":"continuous"}}`)
+				Expect(reconcile()).To(MatchError(ContainSubstring("remove Flux from the repository, or set flux.management to handover")))
+				Expect(controllersMR().Annotations).To(HaveKeyWithValue(resourcesv1alpha1.Ignore, "true"), "still handed over")
+			})
+
+			It("deploys the controllers when the Kustomization does not apply them", func() {
+				d := selfManaged()
+				d.Labels = map[string]string{"app.kubernetes.io/version": "v2.4.0"}
+				adoptionShoot.objects = []client.Object{d}
+				build(nil)
+				Expect(reconcile()).To(Succeed())
+				Expect(controllersMR().Annotations).NotTo(HaveKey(resourcesv1alpha1.Ignore))
+				Expect(adoptionShoot.clients).To(Equal(1))
+			})
+		})
+
+		It("removes the condition FluxBootstrapped of stackit's extension and keeps the others", func() {
+			build(nil)
+			Expect(seed.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+			ex.Status.Conditions = []gardencorev1beta1.Condition{
+				{Type: "FluxBootstrapped", Status: gardencorev1beta1.ConditionTrue, Reason: "BootstrapSuccessful"},
+				{Type: "ExtensionHealthy", Status: gardencorev1beta1.ConditionTrue, Reason: "HealthCheckSuccessful"},
+			}
+			Expect(seed.Status().Update(ctx, ex)).To(Succeed())
+			Expect(reconcile()).To(Succeed())
+			Expect(seed.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+			Expect(ex.Status.Conditions).To(ConsistOf(HaveField("Type", gardencorev1beta1.ConditionType("ExtensionHealthy"))))
+		})
+
 		It("hands the controllers over once applied and changes them no more", func() {
 			oldest := manifests.FluxVersions()[0]
 			build(nil)
@@ -1324,7 +1520,7 @@ var _ = Describe("Actuator", func() {
 
 			By("waiting in vain while the resource manager does not apply")
 			cfg.Timeouts.ManagedResourceApplied = metav1.Duration{Duration: 50 * time.Millisecond}
-			act = NewActuator(seed, seed, garden, eventRecorder, cfg).(*actuator)
+			act = NewActuator(seed, seed, garden, eventRecorder, cfg, nil).(*actuator)
 			rec.noApply = true
 			setProviderConfig(`{"flux":{"management":"continuous"}}`)
 			Expect(reconcile()).To(MatchError(ContainSubstring("has not applied the ManagedResource since it was ignored")))
@@ -1359,7 +1555,7 @@ var _ = Describe("Actuator", func() {
 			mr.Finalizers = []string{"resources.gardener.cloud/gardener-resource-manager"}
 			Expect(seed.Update(ctx, mr)).To(Succeed())
 			cfg.Timeouts.Deletion = metav1.Duration{Duration: 50 * time.Millisecond}
-			act = NewActuator(seed, seed, garden, eventRecorder, cfg).(*actuator)
+			act = NewActuator(seed, seed, garden, eventRecorder, cfg, nil).(*actuator)
 
 			Expect(act.Delete(ctx, logr.Discard(), ex)).To(MatchError(ContainSubstring(constants.ManagedResourceControllers + " was not deleted")))
 			mr = controllersMR()

@@ -1,9 +1,12 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package extension contains the controller of shoot-flux Extension resources.
 package extension
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -21,8 +24,11 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/fairqueue"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/projectconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/gardencluster"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
 const (
@@ -30,10 +36,6 @@ const (
 	ControllerName = "shoot-flux"
 	// FinalizerSuffix is the suffix of the finalizer on Extension resources.
 	FinalizerSuffix = "shoot-flux"
-
-	// IndexShootNamespace indexes Cluster objects by the garden namespace of their shoot, so a
-	// project ConfigMap change finds its shoots without decoding every Cluster.
-	IndexShootNamespace = "shoot.metadata.namespace"
 )
 
 // AddOptions are options to apply when adding the shoot-flux controller to the manager.
@@ -46,6 +48,9 @@ type AddOptions struct {
 	ExtensionClasses []extensionsv1alpha1.ExtensionClass
 	// Config is the (defaulted) component configuration.
 	Config config.ControllerConfiguration
+	// Lifecycle is the operator's lifecycle of the embedded releases (package cmd builds it once
+	// for the controller, the metrics and the admission); nil builds it from Config.
+	Lifecycle *releases.Lifecycle
 	// GardenCluster gives access to the garden; it must be added to the manager by the caller.
 	GardenCluster *gardencluster.Cluster
 	// Resync is how often an unchanged Extension is reconciled again.
@@ -65,27 +70,26 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 	if opts.GardenCluster == nil {
 		return fmt.Errorf("the shoot-flux controller needs access to the garden cluster")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &extensionsv1alpha1.Cluster{}, IndexShootNamespace, indexShootNamespace); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &extensionsv1alpha1.Cluster{}, projectconfig.IndexShootNamespace, projectconfig.ShootNamespaceOf); err != nil {
 		return fmt.Errorf("failed indexing clusters by shoot namespace: %w", err)
 	}
 
 	garden := opts.GardenCluster
-	mapper := &projectMapper{client: mgr.GetClient()}
+	mapper := projectconfig.NewMapper(mgr.GetClient())
 	orphans := make(chan event.GenericEvent)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		enqueueConfigMapsDeletedWhileDown(ctx, mgr.GetLogger().WithName(ControllerName), mgr.GetCache(), garden, orphans)
+		projectconfig.EnqueueDeletedWhileDown(ctx, mgr.GetLogger().WithName(ControllerName), mgr.GetCache(), garden, orphans)
 		return nil
 	})); err != nil {
 		return fmt.Errorf("failed adding the start-up check for deleted project ConfigMaps: %w", err)
 	}
 	controllerOptions := opts.ControllerOptions
-	// A share of all workers (or none configured, as in tests with a configuration built by hand)
-	// needs no fair queue.
-	if percent := int(opts.Config.Limits.ProjectWorkersPercent); controllerOptions.NewQueue == nil && percent > 0 && percent < 100 {
-		controllerOptions.NewQueue = newFairQueue(max(1, controllerOptions.MaxConcurrentReconciles), percent)
+	// No share configured (tests with a configuration built by hand) needs no fair queue.
+	if percent := int(opts.Config.Limits.ProjectWorkersPercent); controllerOptions.NewQueue == nil && percent > 0 {
+		controllerOptions.NewQueue = fairqueue.New(max(1, controllerOptions.MaxConcurrentReconciles), percent, int(opts.Config.Limits.ReservedWorkersPercent))
 	}
 	return extension.Add(mgr, extension.AddArgs{
-		Actuator:                  metrics.InstrumentActuator(NewActuator(mgr.GetClient(), mgr.GetAPIReader(), garden.Client(), mgr.GetEventRecorder(ControllerName), opts.Config)),
+		Actuator:                  metrics.InstrumentActuator(NewActuator(mgr.GetClient(), mgr.GetAPIReader(), garden.Client(), mgr.GetEventRecorder(ControllerName), opts.Config, opts.Lifecycle)),
 		ControllerOptions:         controllerOptions,
 		Name:                      ControllerName,
 		FinalizerSuffix:           FinalizerSuffix,
@@ -101,7 +105,7 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 				return c.Watch(garden.WhenSynced(source.Kind[client.Object](
 					garden.Cache(),
 					&corev1.ConfigMap{},
-					projectConfigHandler(mapper),
+					projectconfig.Handler(mapper),
 					predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == constants.ProjectConfigMapName }),
 				)))
 			},
@@ -128,19 +132,3 @@ var hasOperationAnnotation = predicate.NewPredicateFuncs(func(o client.Object) b
 	_, ok := o.GetAnnotations()[v1beta1constants.GardenerOperation]
 	return ok
 })
-
-func indexShootNamespace(o client.Object) []string {
-	c, ok := o.(*extensionsv1alpha1.Cluster)
-	if !ok || c.Spec.Shoot.Raw == nil {
-		return nil
-	}
-	var shoot struct {
-		Metadata struct {
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(c.Spec.Shoot.Raw, &shoot); err != nil || shoot.Metadata.Namespace == "" {
-		return nil
-	}
-	return []string{shoot.Metadata.Namespace}
-}

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package extension
 
 import (
@@ -68,7 +72,7 @@ var _ = Describe("Actuator limits", func() {
 		}
 		seed = newSeedClient(rec, clusterObject(theShoot), ex, secret("a"), secret("b"))
 		garden = fake.NewClientBuilder().WithObjects(legacyConfigMap(map[string]string{"repositoryUrl": "https://git.example.com/org/repo.git"})).Build()
-		act = NewActuator(seed, seed, garden, events.NewFakeRecorder(100), cfg).(*actuator)
+		act = NewActuator(seed, seed, garden, events.NewFakeRecorder(100), cfg, nil).(*actuator)
 	}
 
 	reconcile := func() error {

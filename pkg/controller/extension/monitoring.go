@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package extension
 
 import (
@@ -49,7 +53,7 @@ func monitoringValues(cfg *fluxapi.FluxConfig, bootstrapped bool) monitoring.Val
 	if !bootstrapped || !ok {
 		return values
 	}
-	b := &monitoring.Bootstrap{Mode: cfg.Bootstrap.Mode, Namespace: namespace}
+	b := &monitoring.Bootstrap{Mode: cfg.Bootstrap.Mode, Name: bootstrap.ObjectName(cfg), Namespace: namespace}
 	if src := cfg.Source; src != nil {
 		b.OCI = src.OCI != nil
 		b.DeployKey = src.OCI == nil && src.SecretResourceName == "" && src.Type == fluxapi.RepositoryTypePrivate

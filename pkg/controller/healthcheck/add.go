@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package healthcheck registers the health checks of shoot-flux Extensions.
 //
 // The controllers ManagedResource needs no check of ours: since gardener v1.8x gardenlet's shoot
@@ -80,10 +84,9 @@ func AddToManagerWithOptions(mgr manager.Manager, opts healthcheck.DefaultAddArg
 }
 
 // ShootRequestTimeout bounds every request of the health check to a shoot's API server unless
-// healthCheckConfig.shootRESTOptions.timeout sets another bound. The library's shoot client
-// discovers the shoot's API with requests that take no context, so without a timeout a shoot
-// API server that accepts a request and does not answer holds the check, and its worker, until
-// it answers, if ever; the check's own deadline (the sync period) does not reach them.
+// healthCheckConfig.shootRESTOptions.timeout sets another bound. Without it a shoot API server
+// that accepts a request and does not answer holds the check, and its worker, until the check's
+// own deadline (the sync period), and ten such shoots every worker.
 var ShootRequestTimeout = 10 * time.Second
 
 // ShootRESTOptions returns the configured options of the health check's shoot clients with

@@ -1,6 +1,11 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package healthcheck
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -88,11 +93,12 @@ func CheckBootstrapState(ctx context.Context, seed, shoot client.Client, request
 	if len(kinds) == 0 {
 		return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue, Detail: "no bootstrap configured"}, "", nil
 	}
-	namespace, err := bootstrapNamespace(ctx, seed, request.Namespace, kinds[len(kinds)-1])
+	name := cmp.Or(status.BootstrapName, constants.BootstrapName)
+	namespace, err := bootstrapNamespace(ctx, seed, request.Namespace, kinds[len(kinds)-1], name)
 	if err != nil {
 		return nil, "", err
 	}
-	result, applied, err := checkObjects(ctx, shoot, namespace, kinds...)
+	result, applied, err := checkObjects(ctx, shoot, namespace, name, kinds...)
 	if err != nil || applied == status.LastAppliedRevision {
 		return result, "", err
 	}
@@ -112,16 +118,16 @@ func bootstrapStatus(ex *extensionsv1alpha1.Extension) *fluxv1alpha1.FluxStatus 
 // bootstrapNamespace returns the namespace of the bootstrap objects in the shoot, which
 // flux.namespace or kluctl.namespace chooses. gardener-resource-manager records it in the status
 // of the bootstrap ManagedResource in the seed, with the deploying object (deployer, named
-// constants.BootstrapName) it applied; before it did, the mode's default namespace is the best
+// name) it applied; before it did, the mode's default namespace is the best
 // guess. So the check reads a fixed number of objects of the shoot by name instead of listing
 // what the shoot's admin may have created in any number.
-func bootstrapNamespace(ctx context.Context, seed client.Client, seedNamespace string, deployer schema.GroupVersionKind) (string, error) {
+func bootstrapNamespace(ctx context.Context, seed client.Client, seedNamespace string, deployer schema.GroupVersionKind, name string) (string, error) {
 	mr := &resourcesv1alpha1.ManagedResource{}
 	if err := seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceBootstrap}, mr); client.IgnoreNotFound(err) != nil {
 		return "", fmt.Errorf("failed reading managed resource %s: %w", constants.ManagedResourceBootstrap, err)
 	}
 	for _, ref := range mr.Status.Resources {
-		if ref.Kind == deployer.Kind && ref.Name == constants.BootstrapName && ref.Namespace != "" {
+		if ref.Kind == deployer.Kind && ref.Name == name && ref.Namespace != "" {
 			if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == deployer.Group {
 				return ref.Namespace, nil
 			}
@@ -133,20 +139,20 @@ func bootstrapNamespace(ctx context.Context, seed client.Client, seedNamespace s
 	return fluxv1alpha1.DefaultFluxNamespace, nil
 }
 
-// checkObjects returns the readiness of the first object of gvks in namespace that is not ready,
+// checkObjects returns the readiness of the first object of gvks named name in namespace that is not ready,
 // and the revision that the last of them, the one that deploys, reports as applied.
-func checkObjects(ctx context.Context, shoot client.Client, namespace string, gvks ...schema.GroupVersionKind) (*healthcheck.SingleCheckResult, string, error) {
+func checkObjects(ctx context.Context, shoot client.Client, namespace, name string, gvks ...schema.GroupVersionKind) (*healthcheck.SingleCheckResult, string, error) {
 	var result *healthcheck.SingleCheckResult
 	applied := ""
 	for _, gvk := range gvks {
 		kind := gvk.Kind
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
-		if err := shoot.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.BootstrapName}, obj); err != nil {
+		if err := shoot.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-				return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: fmt.Sprintf("%s %s not found in the shoot (namespace %s)", kind, constants.BootstrapName, namespace)}, "", nil
+				return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionFalse, Detail: fmt.Sprintf("%s %s not found in the shoot (namespace %s)", kind, name, namespace)}, "", nil
 			}
-			return nil, "", fmt.Errorf("failed reading %s %s/%s in the shoot: %w", kind, namespace, constants.BootstrapName, err)
+			return nil, "", fmt.Errorf("failed reading %s %s/%s in the shoot: %w", kind, namespace, name, err)
 		}
 		if rev := appliedRevision(kind, obj); rev != "" {
 			applied = rev

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package loader_test
 
 import (
@@ -34,6 +38,7 @@ var _ = Describe("Loader", func() {
 			Limits: config.Limits{
 				ProjectConfigMapMaxBytes:          48 * 1024,
 				ProjectConfigMaxBytes:             32 * 1024,
+				ProviderConfigMaxBytes:            32 * 1024,
 				KluctlArgsMaxBytes:                16 * 1024,
 				ControllersMaxBytes:               16 * 1024,
 				AdditionalSecretResourcesMaxCount: 16,
@@ -42,9 +47,12 @@ var _ = Describe("Loader", func() {
 				KnownHostsMaxLines:                1000,
 				HostPatternMaxLength:              300,
 				HostPatternMaxWildcards:           3,
+				PrivateKeyMaxBytes:                16 * 1024,
+				PrivateKeyMaxBits:                 16384,
 				DeployKeysMaxEntries:              1500,
 				DeployKeysMaxRotatedKeys:          50,
 				ProjectWorkersPercent:             50,
+				ReservedWorkersPercent:            10,
 			},
 		}
 	}
@@ -85,6 +93,12 @@ var _ = Describe("Loader", func() {
 			cfg, err := Defaults()
 			Expect(err).NotTo(HaveOccurred())
 			Expect(sshkey.KnownHostsLimits(cfg.Limits.KnownHosts())).To(Equal(sshkey.DefaultKnownHostsLimits()))
+		})
+
+		It("hands the private key limits over in the form of sshkey.PrivateKeyLimits", func() {
+			cfg, err := Defaults()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(sshkey.PrivateKeyLimits(cfg.Limits.PrivateKey())).To(Equal(sshkey.DefaultPrivateKeyLimits()))
 		})
 	})
 

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package v1alpha1
 
 import (
@@ -79,6 +83,10 @@ const (
 	// 1000 projects keep at most 48 MiB.
 	DefaultProjectConfigMapMaxBytes = 48 << 10
 	DefaultProjectConfigMaxBytes    = 32 << 10
+	// A providerConfig is the same document as config.yaml, and the same size does for it. The
+	// admission decodes it several times per request and every reconcile once, so it is checked
+	// before decoding.
+	DefaultProviderConfigMaxBytes = 32 << 10
 	// kluctl args are deployment arguments (target, environment, a few flags), well below 1 KiB;
 	// they are copied into the KluctlDeployment of every shoot on every change.
 	DefaultKluctlArgsMaxBytes = 16 << 10
@@ -96,30 +104,39 @@ const (
 	// once with the chart's 20 workers), and a project whose reconciles hang leaves the other
 	// half to the rest of the seed.
 	DefaultProjectWorkersPercent = 50
+	// Two of the chart's 20 workers: one is enough for a project with nothing in flight to get
+	// the next free worker before the projects holding the others; the second serves it at once
+	// while one more project starts a reconcile. Projects with reconciles in flight share the
+	// other 18.
+	DefaultReservedWorkersPercent = 10
 )
 
 // SetDefaults_Limits sets the default limits.
 func SetDefaults_Limits(obj *Limits) {
-	knownHosts := sshkey.DefaultKnownHostsLimits()
+	knownHosts, privateKey := sshkey.DefaultKnownHostsLimits(), sshkey.DefaultPrivateKeyLimits()
 	for _, l := range []struct {
 		field **int32
 		value int32
 	}{
 		{&obj.ProjectConfigMapMaxBytes, DefaultProjectConfigMapMaxBytes},
 		{&obj.ProjectConfigMaxBytes, DefaultProjectConfigMaxBytes},
+		{&obj.ProviderConfigMaxBytes, DefaultProviderConfigMaxBytes},
 		{&obj.KluctlArgsMaxBytes, DefaultKluctlArgsMaxBytes},
 		{&obj.ControllersMaxBytes, DefaultControllersMaxBytes},
 		{&obj.AdditionalSecretResourcesMaxCount, DefaultAdditionalSecretResourcesMaxCount},
 		{&obj.AdditionalSecretResourcesMaxBytes, DefaultAdditionalSecretResourcesMaxBytes},
-		// The known_hosts and deploy key limits are owned by the packages that enforce them, where
+		// The known_hosts, private key and deploy key limits are owned by the packages that enforce them, where
 		// their reasons are written down.
 		{&obj.KnownHostsMaxBytes, int32(knownHosts.MaxBytes)},
 		{&obj.KnownHostsMaxLines, int32(knownHosts.MaxLines)},
 		{&obj.HostPatternMaxLength, int32(knownHosts.MaxPatternLength)},
 		{&obj.HostPatternMaxWildcards, int32(knownHosts.MaxWildcards)},
+		{&obj.PrivateKeyMaxBytes, int32(privateKey.MaxBytes)},
+		{&obj.PrivateKeyMaxBits, int32(privateKey.MaxBits)},
 		{&obj.DeployKeysMaxEntries, int32(constants.DefaultDeployKeysMaxDataKeys)},
 		{&obj.DeployKeysMaxRotatedKeys, int32(constants.DefaultDeployKeysMaxRotatedKeys)},
 		{&obj.ProjectWorkersPercent, DefaultProjectWorkersPercent},
+		{&obj.ReservedWorkersPercent, DefaultReservedWorkersPercent},
 	} {
 		if *l.field == nil {
 			*l.field = ptr.To(l.value)

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package v1alpha1
 
 import (
@@ -146,6 +150,10 @@ type Limits struct {
 	// projectConfigMapMaxBytes. Defaults to 32768 (32 KiB).
 	// +optional
 	ProjectConfigMaxBytes *int32 `json:"projectConfigMaxBytes,omitempty"`
+	// ProviderConfigMaxBytes bounds the providerConfig of a Shoot's shoot-flux extension, checked
+	// before it is decoded. Defaults to 32768 (32 KiB).
+	// +optional
+	ProviderConfigMaxBytes *int32 `json:"providerConfigMaxBytes,omitempty"`
 	// KluctlArgsMaxBytes bounds bootstrap.kluctl.args of one configuration layer (config.yaml or a
 	// providerConfig), serialized as compact JSON. Defaults to 16384 (16 KiB).
 	// +optional
@@ -175,6 +183,15 @@ type Limits struct {
 	// HostPatternMaxWildcards bounds the wildcards (* and ?) of one host pattern. Defaults to 3.
 	// +optional
 	HostPatternMaxWildcards *int32 `json:"hostPatternMaxWildcards,omitempty"`
+	// PrivateKeyMaxBytes bounds a private key of a tenant (a key pair of shoot-flux-deploy-keys, the
+	// identity of a credentials Secret) in PEM format, checked before it is parsed. Defaults to
+	// 16384 (16 KiB).
+	// +optional
+	PrivateKeyMaxBytes *int32 `json:"privateKeyMaxBytes,omitempty"`
+	// PrivateKeyMaxBits bounds the modulus of an RSA private key of a tenant, checked before it is
+	// parsed. At most 16384, the largest RSA key OpenSSH accepts. Defaults to 16384.
+	// +optional
+	PrivateKeyMaxBits *int32 `json:"privateKeyMaxBits,omitempty"`
 	// DeployKeysMaxEntries bounds the data keys of a project's Secret shoot-flux-deploy-keys.
 	// Defaults to 1500.
 	// +optional
@@ -190,6 +207,12 @@ type Limits struct {
 	// timeout) so cannot hold all workers. Defaults to 50.
 	// +optional
 	ProjectWorkersPercent *int32 `json:"projectWorkersPercent,omitempty"`
+	// ReservedWorkersPercent is the share of the controller's workers (--max-concurrent-reconciles),
+	// in percent, rounded up, at least one, that projects with a reconcile in flight do not take:
+	// it is kept for the first reconcile of a project with nothing in flight, so that projects
+	// holding their shares together (however many) do not hold every worker. Defaults to 10.
+	// +optional
+	ReservedWorkersPercent *int32 `json:"reservedWorkersPercent,omitempty"`
 }
 
 // RolloutWindow is when changes of a shoot's releases that nobody of its project asked for are

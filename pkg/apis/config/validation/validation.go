@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package validation validates the controller configuration.
 package validation
 
@@ -16,6 +20,7 @@ import (
 	fluxvalidation "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
 // Upper bounds of the timeouts.
@@ -41,7 +46,6 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 	if w := cfg.Rollout.Window; w != config.RolloutWindowMaintenance && w != config.RolloutWindowImmediate {
 		allErrs = append(allErrs, field.NotSupported(field.NewPath("rollout", "window"), w, []config.RolloutWindow{config.RolloutWindowMaintenance, config.RolloutWindowImmediate}))
 	}
-	allErrs = append(allErrs, ValidateReleases(cfg.Rollout.Releases, field.NewPath("rollout", "releases"))...)
 	sshKeyPath := field.NewPath("sshKey")
 	if !slices.Contains(keyAlgorithms, string(cfg.SSHKey.Algorithm)) {
 		allErrs = append(allErrs, field.NotSupported(sshKeyPath.Child("algorithm"), cfg.SSHKey.Algorithm, keyAlgorithms))
@@ -113,33 +117,6 @@ func validateVersionSelector(version string, fldPath *field.Path) field.ErrorLis
 	return nil
 }
 
-var releaseClassifications = []config.ReleaseClassification{config.ReleaseSupported, config.ReleaseDeprecated, config.ReleasePreview}
-
-// ValidateReleases validates the lifecycle of the embedded releases as far as it can without
-// knowing them (releases.Validate checks that each is embedded): each entry a release, once.
-func ValidateReleases(r config.Releases, fldPath *field.Path) field.ErrorList {
-	allErrs := field.ErrorList{}
-	for _, c := range []struct {
-		name   string
-		listed []config.ReleaseLifecycle
-	}{{"flux", r.Flux}, {"kluctl", r.Kluctl}} {
-		seen := map[string]bool{}
-		for i, release := range c.listed {
-			idxPath := fldPath.Child(c.name).Index(i)
-			if canonical, ok := fluxhelper.CanonicalVersionSelector(release.Version); !ok || canonical != release.Version || fluxhelper.IsMinorSelector(canonical) {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("version"), release.Version, "must be a release with a leading v, e.g. v2.9.5"))
-			} else if seen[release.Version] {
-				allErrs = append(allErrs, field.Duplicate(idxPath.Child("version"), release.Version))
-			}
-			seen[release.Version] = true
-			if !slices.Contains(releaseClassifications, release.Classification) {
-				allErrs = append(allErrs, field.NotSupported(idxPath.Child("classification"), release.Classification, releaseClassifications))
-			}
-		}
-	}
-	return allErrs
-}
-
 // validateLimits checks that every limit is positive: a limit of zero would refuse every input,
 // and no limit at all is what the limits exist to prevent.
 func validateLimits(l config.Limits, fldPath *field.Path) field.ErrorList {
@@ -150,6 +127,7 @@ func validateLimits(l config.Limits, fldPath *field.Path) field.ErrorList {
 	}{
 		{"projectConfigMapMaxBytes", l.ProjectConfigMapMaxBytes},
 		{"projectConfigMaxBytes", l.ProjectConfigMaxBytes},
+		{"providerConfigMaxBytes", l.ProviderConfigMaxBytes},
 		{"kluctlArgsMaxBytes", l.KluctlArgsMaxBytes},
 		{"controllersMaxBytes", l.ControllersMaxBytes},
 		{"additionalSecretResourcesMaxCount", l.AdditionalSecretResourcesMaxCount},
@@ -158,9 +136,12 @@ func validateLimits(l config.Limits, fldPath *field.Path) field.ErrorList {
 		{"knownHostsMaxLines", l.KnownHostsMaxLines},
 		{"hostPatternMaxLength", l.HostPatternMaxLength},
 		{"hostPatternMaxWildcards", l.HostPatternMaxWildcards},
+		{"privateKeyMaxBytes", l.PrivateKeyMaxBytes},
+		{"privateKeyMaxBits", l.PrivateKeyMaxBits},
 		{"deployKeysMaxEntries", l.DeployKeysMaxEntries},
 		{"deployKeysMaxRotatedKeys", l.DeployKeysMaxRotatedKeys},
 		{"projectWorkersPercent", l.ProjectWorkersPercent},
+		{"reservedWorkersPercent", l.ReservedWorkersPercent},
 	} {
 		if f.value <= 0 {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child(f.name), f.value, "must be positive"))
@@ -168,6 +149,15 @@ func validateLimits(l config.Limits, fldPath *field.Path) field.ErrorList {
 	}
 	if l.ProjectWorkersPercent > 100 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("projectWorkersPercent"), l.ProjectWorkersPercent, "must not exceed 100"))
+	}
+	if l.ReservedWorkersPercent > 100 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("reservedWorkersPercent"), l.ReservedWorkersPercent, "must not exceed 100"))
+	}
+	// A larger key cannot log in at an OpenSSH-based git server, and x/crypto refuses it in OpenSSH
+	// format whatever the limit.
+	if l.PrivateKeyMaxBits > sshkey.MaxRSABits {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("privateKeyMaxBits"), l.PrivateKeyMaxBits,
+			fmt.Sprintf("must not exceed %d, the largest RSA key OpenSSH accepts", sshkey.MaxRSABits)))
 	}
 	// config.yaml is one of the ConfigMap's keys; a larger limit for it could never be reached.
 	if l.ProjectConfigMaxBytes > l.ProjectConfigMapMaxBytes {

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package validation_test
 
 import (
@@ -49,24 +53,6 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 		cfg.SSHKey = config.SSHKeyConfig{Algorithm: config.KeyAlgorithmRSA4096, Scope: config.KeyScopeShoot}
 		cfg.HealthCheckConfig = &healthcheckconfigv1alpha1.HealthCheckConfig{SyncPeriod: metav1.Duration{Duration: 30 * time.Second}}
 		Expect(validate()).To(BeEmpty())
-	})
-
-	It("rejects release lifecycles that name no single release or an unknown classification", func() {
-		cfg.Rollout.Releases = config.Releases{
-			Flux: []config.ReleaseLifecycle{
-				{Version: "v2.7.5", Classification: config.ReleaseDeprecated},
-				{Version: "2.9.5", Classification: config.ReleaseSupported},
-				{Version: "v2.9", Classification: config.ReleaseSupported},
-				{Version: "v2.7.5", Classification: config.ReleasePreview},
-			},
-			Kluctl: []config.ReleaseLifecycle{{Version: "v2.28.2", Classification: "retired"}},
-		}
-		Expect(validate()).To(ConsistOf(
-			`rollout.releases.flux[1].version: Invalid value: "2.9.5": must be a release with a leading v, e.g. v2.9.5`,
-			`rollout.releases.flux[2].version: Invalid value: "v2.9": must be a release with a leading v, e.g. v2.9.5`,
-			`rollout.releases.flux[3].version: Duplicate value: "v2.7.5"`,
-			`rollout.releases.kluctl[0].classification: Unsupported value: "retired": supported values: "supported", "deprecated", "preview"`,
-		))
 	})
 
 	It("rejects empty default versions", func() {
@@ -194,6 +180,29 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 			`limits.kluctlArgsMaxBytes: Invalid value: 0: must be positive`,
 			`limits.hostPatternMaxWildcards: Invalid value: -1: must be positive`,
 			`limits.deployKeysMaxEntries: Invalid value: 0: must be positive`,
+		))
+	})
+
+	It("rejects shares of the workers above 100 percent", func() {
+		cfg.Limits.ProjectWorkersPercent = 101
+		cfg.Limits.ReservedWorkersPercent = 0
+		Expect(validate()).To(ConsistOf(
+			`limits.projectWorkersPercent: Invalid value: 101: must not exceed 100`,
+			`limits.reservedWorkersPercent: Invalid value: 0: must be positive`,
+		))
+		cfg.Limits.ProjectWorkersPercent = 100
+		cfg.Limits.ReservedWorkersPercent = 101
+		Expect(validate()).To(ConsistOf(`limits.reservedWorkersPercent: Invalid value: 101: must not exceed 100`))
+	})
+
+	It("rejects a private key modulus limit above what OpenSSH accepts, and new limits that are not positive", func() {
+		cfg.Limits.PrivateKeyMaxBits = 16385
+		cfg.Limits.PrivateKeyMaxBytes = 0
+		cfg.Limits.ProviderConfigMaxBytes = 0
+		Expect(validate()).To(ConsistOf(
+			`limits.privateKeyMaxBits: Invalid value: 16385: must not exceed 16384, the largest RSA key OpenSSH accepts`,
+			`limits.privateKeyMaxBytes: Invalid value: 0: must be positive`,
+			`limits.providerConfigMaxBytes: Invalid value: 0: must be positive`,
 		))
 	})
 

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package v1alpha1
 
 import (
@@ -104,7 +108,7 @@ func SetDefaults_Source(obj *Source) {
 	if obj.OCI != nil {
 		return
 	}
-	if obj.Ref == nil || (obj.Ref.Branch == nil && obj.Ref.Tag == nil && obj.Ref.Commit == nil) {
+	if obj.Ref == nil || (obj.Ref.Branch == nil && obj.Ref.Tag == nil && obj.Ref.Commit == nil && obj.Ref.SemVer == nil && obj.Ref.Name == nil) {
 		obj.Ref = &GitRef{Branch: ptr.To(DefaultBranch)}
 	}
 	if obj.Path == nil {
@@ -123,7 +127,7 @@ func SetDefaults_Source(obj *Source) {
 // SetDefaults_OCISource sets the defaults of the OCI artifact; Flux and kluctl pull tag latest
 // without a ref, too.
 func SetDefaults_OCISource(obj *OCISource) {
-	if obj.Ref == nil || (obj.Ref.Tag == nil && obj.Ref.Digest == nil) {
+	if obj.Ref == nil || (obj.Ref.Tag == nil && obj.Ref.Digest == nil && obj.Ref.SemVer == nil) {
 		obj.Ref = &OCIRef{Tag: ptr.To(DefaultOCITag)}
 	}
 	if obj.Path == nil {

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package v1alpha1
 
 import (
@@ -195,7 +199,7 @@ type Source struct {
 	// https://host[:port]/path.
 	// +optional
 	URL *string `json:"url,omitempty"`
-	// Ref is the revision to check out: exactly one of branch, tag and commit. A configuration layer
+	// Ref is the revision to check out: exactly one of branch, tag, commit, semver and name. A layer
 	// that sets any of them replaces the whole ref of lower layers. Defaults to branch main.
 	// +optional
 	Ref *GitRef `json:"ref,omitempty"`
@@ -226,7 +230,7 @@ type OCISource struct {
 	// URL is the artifact repository: oci://registry[:port]/repository, without tag or digest.
 	// +optional
 	URL *string `json:"url,omitempty"`
-	// Ref is the artifact version: exactly one of tag and digest. A configuration layer that sets
+	// Ref is the artifact version: exactly one of tag, digest and semver. A configuration layer that sets
 	// either replaces the whole ref of lower layers. Defaults to tag latest.
 	// +optional
 	Ref *OCIRef `json:"ref,omitempty"`
@@ -247,9 +251,12 @@ type OCIRef struct {
 	// Digest is a manifest digest, e.g. sha256:<64 hex characters>.
 	// +optional
 	Digest *string `json:"digest,omitempty"`
+	// SemVer is a semantic version range; the newest tag in range is pulled (bootstrap mode flux).
+	// +optional
+	SemVer *string `json:"semver,omitempty"`
 }
 
-// GitRef is a branch, a tag or a commit.
+// GitRef is a branch, a tag, a semantic version range, a reference name or a commit.
 type GitRef struct {
 	// Branch is a branch name.
 	// +optional
@@ -260,6 +267,13 @@ type GitRef struct {
 	// Commit is a full (40 or 64 character) commit SHA.
 	// +optional
 	Commit *string `json:"commit,omitempty"`
+	// SemVer is a semantic version range; the newest tag in range is checked out (bootstrap mode
+	// flux).
+	// +optional
+	SemVer *string `json:"semver,omitempty"`
+	// Name is a reference name, e.g. refs/pull/42/head (bootstrap mode flux).
+	// +optional
+	Name *string `json:"name,omitempty"`
 }
 
 // Bootstrap configures the object that applies the repository.
@@ -267,6 +281,12 @@ type Bootstrap struct {
 	// Mode is kluctl, flux or none. Defaults to kluctl; it is none whenever no source URL is configured.
 	// +optional
 	Mode *BootstrapMode `json:"mode,omitempty"`
+	// Name is the name of the bootstrap objects in the shoot (the KluctlDeployment, or the source
+	// and the Kustomization of mode flux). Defaults to shoot-flux-bootstrap; stackit's
+	// configuration converts to flux-system, the name its extension gave them, which the
+	// repository's own Kustomizations may reference.
+	// +optional
+	Name *string `json:"name,omitempty"`
 	// Kluctl configures the KluctlDeployment of mode kluctl.
 	// +optional
 	Kluctl *KluctlBootstrap `json:"kluctl,omitempty"`
@@ -351,138 +371,4 @@ type AdditionalSecretResource struct {
 	// (the Flux namespace if kluctl is disabled).
 	// +optional
 	Namespace *string `json:"namespace,omitempty"`
-}
-
-// RequestedVersions are the version selectors of the tenants' configuration layers (project
-// ConfigMap, providerConfig); empty where they leave the version to the operator's default.
-type RequestedVersions struct {
-	// Flux is the selector of flux.version.
-	// +optional
-	Flux string `json:"flux,omitempty"`
-	// Kluctl is the selector of kluctl.version.
-	// +optional
-	Kluctl string `json:"kluctl,omitempty"`
-}
-
-// PendingRelease is a release change that waits for the shoot's maintenance time window.
-type PendingRelease struct {
-	// FluxVersion is the Flux release the shoot moves to in its window; empty if Flux stays.
-	// +optional
-	FluxVersion string `json:"fluxVersion,omitempty"`
-	// KluctlVersion is the kluctl release the shoot moves to in its window; empty if kluctl stays.
-	// +optional
-	KluctlVersion string `json:"kluctlVersion,omitempty"`
-	// Reason tells why the change waits.
-	Reason string `json:"reason"`
-	// NextMaintenance is the begin of the shoot's next maintenance time window.
-	// +optional
-	NextMaintenance *metav1.Time `json:"nextMaintenance,omitempty"`
-}
-
-// ForcedMove is a move of a shoot off an expired release, to the newest supported patch of its
-// minor or else of the next minor with a supported release.
-type ForcedMove struct {
-	// Component is flux or kluctl.
-	Component string `json:"component"`
-	// From is the expired release.
-	From string `json:"from"`
-	// To is the release that replaced it.
-	To string `json:"to"`
-	// ExpirationDate is when From expired.
-	ExpirationDate metav1.Time `json:"expirationDate"`
-	// Time is when the shoot was moved.
-	Time metav1.Time `json:"time"`
-}
-
-// +genclient
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-
-// FluxStatus is what the extension reports in the Extension providerStatus.
-type FluxStatus struct {
-	metav1.TypeMeta `json:",inline"`
-
-	// FluxVersion is the installed Flux release, the one flux.version selected (a minor selects
-	// its newest embedded patch).
-	// +optional
-	FluxVersion string `json:"fluxVersion,omitempty"`
-	// KluctlVersion is the installed kluctl release; empty when kluctl is disabled.
-	// +optional
-	KluctlVersion string `json:"kluctlVersion,omitempty"`
-	// Requested are the version selectors the shoot's owner and project admin wrote when the
-	// installed releases were selected; a release that changes while they stay the same is a
-	// change nobody of the project asked for, installed in the maintenance time window.
-	// +optional
-	Requested *RequestedVersions `json:"requested,omitempty"`
-	// Pending is a change of the releases nobody of the project asked for that waits for the
-	// shoot's maintenance time window; nil if none.
-	// +optional
-	Pending *PendingRelease `json:"pending,omitempty"`
-	// ForcedMoves are the last move of each component off a release the operator let expire
-	// (rollout.releases of the extension's configuration), made in the shoot's maintenance time
-	// window; the Extension has an event ReleaseExpired for each.
-	// +optional
-	ForcedMoves []ForcedMove `json:"forcedMoves,omitempty"`
-	// Images are the container images of the installed controllers, keyed by component:
-	// source-controller, kustomize-controller, helm-controller, notification-controller and
-	// kluctl-controller, as far as installed.
-	// +optional
-	Images map[string]string `json:"images,omitempty"`
-	// Management is the effective flux.management: continuous or handover.
-	// +optional
-	Management string `json:"management,omitempty"`
-	// HandedOverAt is when the extension handed the controllers over and stopped managing them;
-	// unset while it manages them (management continuous).
-	// +optional
-	HandedOverAt *metav1.Time `json:"handedOverAt,omitempty"`
-	// HandedOverVersion is the Flux release the extension installed before handing the controllers
-	// over. In management handover, fluxVersion and images tell what the configuration selects,
-	// which the extension does not roll out.
-	// +optional
-	HandedOverVersion string `json:"handedOverVersion,omitempty"`
-	// Repository is the bootstrapped repository URL.
-	// +optional
-	Repository string `json:"repository,omitempty"`
-	// Ref is the bootstrapped revision.
-	// +optional
-	Ref string `json:"ref,omitempty"`
-	// BootstrapMode is the effective bootstrap mode.
-	// +optional
-	BootstrapMode string `json:"bootstrapMode,omitempty"`
-	// PublicKey is the authorized_keys line of the deploy key to add to the repository.
-	// +optional
-	PublicKey string `json:"publicKey,omitempty"`
-	// Fingerprint is the SHA256 fingerprint of the deploy key.
-	// +optional
-	Fingerprint string `json:"fingerprint,omitempty"`
-	// NextPublicKey is the authorized_keys line of the pending deploy key a staged rotation
-	// prepared: add it to the repository before the rotation makes it the deploy key.
-	// +optional
-	NextPublicKey string `json:"nextPublicKey,omitempty"`
-	// NextFingerprint is the SHA256 fingerprint of the pending deploy key.
-	// +optional
-	NextFingerprint string `json:"nextFingerprint,omitempty"`
-	// LastAppliedRevision is the revision of the repository the bootstrap last applied in the
-	// shoot, as its controller reports it: the commit of kluctl's last deployment, the
-	// lastAppliedRevision of the Flux Kustomization (e.g. main@sha1:<commit>). The health check
-	// updates it within a sync period of the controller's report.
-	// +optional
-	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
-	// DeployKeySecret is the garden Secret that holds the deploy key.
-	// +optional
-	DeployKeySecret string `json:"deployKeySecret,omitempty"`
-	// DeployKey is the name of the deploy key in DeployKeySecret; its public key is in the data
-	// key "<name>.identity.pub".
-	// +optional
-	DeployKey string `json:"deployKey,omitempty"`
-	// ProjectConfigHash identifies the data of the project ConfigMap flux-config this state was
-	// built from; empty when the project has none. After a restart, the extension reconciles only
-	// the shoots whose hash differs from their project's current ConfigMap.
-	// +optional
-	ProjectConfigHash string `json:"projectConfigHash,omitempty"`
-	// Warnings are problems that do not stop the reconciliation.
-	// +optional
-	Warnings []string `json:"warnings,omitempty"`
-	// Message summarises the state for humans.
-	// +optional
-	Message string `json:"message,omitempty"`
 }

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package validation validates the internal shoot-flux configuration. Besides the validation of a
 // whole configuration it exports the per-field checks, which the configuration resolution applies
 // to partial configuration layers so that an error names the layer a bad value came from.
@@ -12,6 +16,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/Masterminds/semver/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -140,7 +145,7 @@ func ValidateOCIURL(url string, fldPath *field.Path) field.ErrorList {
 	return nil
 }
 
-// ValidateOCIRef checks that exactly one of tag and digest is set and valid.
+// ValidateOCIRef checks that exactly one of tag, digest and semver is set and valid.
 func ValidateOCIRef(ref flux.OCIRef, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	if ref.Tag != "" && !helper.IsOCITag(ref.Tag) {
@@ -149,8 +154,12 @@ func ValidateOCIRef(ref flux.OCIRef, fldPath *field.Path) field.ErrorList {
 	if ref.Digest != "" && !helper.IsOCIDigest(ref.Digest) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("digest"), ref.Digest, "must be a manifest digest: sha256:<64 lower-case hexadecimal characters> or sha512:<128>"))
 	}
-	if (ref.Tag == "") == (ref.Digest == "") {
-		allErrs = append(allErrs, field.Invalid(fldPath, fmt.Sprintf("{tag=%s, digest=%s}", ref.Tag, ref.Digest), "exactly one of tag and digest must be set"))
+	if ref.SemVer != "" {
+		allErrs = append(allErrs, ValidateSemVerRange(ref.SemVer, fldPath.Child("semver"))...)
+	}
+	if set := countSet(ref.Tag, ref.Digest, ref.SemVer); set != 1 {
+		allErrs = append(allErrs, field.Invalid(fldPath, setFields([]struct{ name, value string }{{"tag", ref.Tag}, {"digest", ref.Digest}, {"semver", ref.SemVer}}),
+			"exactly one of tag, digest and semver must be set"))
 	}
 	return allErrs
 }
@@ -160,11 +169,18 @@ func validateBootstrap(cfg *flux.FluxConfig, fldPath *field.Path) field.ErrorLis
 	b := cfg.Bootstrap
 	modePath := fldPath.Child("mode")
 	allErrs = append(allErrs, ValidateBootstrapMode(b.Mode, modePath)...)
+	if b.Name != "" {
+		allErrs = append(allErrs, ValidateBootstrapName(b.Name, fldPath.Child("name"))...)
+	}
 
 	switch b.Mode {
 	case flux.BootstrapModeKluctl:
 		if !cfg.Kluctl.Enabled {
 			allErrs = append(allErrs, field.Invalid(modePath, b.Mode, "needs kluctl.enabled to be true; use mode flux or none without kluctl"))
+		}
+		// The KluctlDeployment's git reference knows branches, tags and commits only.
+		if src := cfg.Source; src != nil && src.OCI == nil && (src.Ref.SemVer != "" || src.Ref.Name != "") {
+			allErrs = append(allErrs, field.Invalid(modePath, b.Mode, "source.ref.semver and source.ref.name need mode flux; kluctl checks out a branch, tag or commit"))
 		}
 	case flux.BootstrapModeFlux:
 		if !slices.Contains(cfg.Flux.Components, flux.ComponentKustomizeController) {
@@ -266,7 +282,7 @@ func ValidateGitURL(url string, fldPath *field.Path) field.ErrorList {
 	return nil
 }
 
-// ValidateGitRef checks that exactly one of branch, tag and commit is set and valid.
+// ValidateGitRef checks that exactly one of branch, tag, commit, semver and name is set and valid.
 func ValidateGitRef(ref flux.GitRef, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	set := 0
@@ -284,15 +300,50 @@ func ValidateGitRef(ref flux.GitRef, fldPath *field.Path) field.ErrorList {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("commit"), ref.Commit, "must be a full commit SHA: 40 or 64 lower-case hexadecimal characters"))
 		}
 	}
+	if ref.SemVer != "" {
+		set++
+		allErrs = append(allErrs, ValidateSemVerRange(ref.SemVer, fldPath.Child("semver"))...)
+	}
+	if ref.Name != "" {
+		set++
+		if !strings.HasPrefix(ref.Name, "refs/") {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("name"), ref.Name, "must be a full reference name starting with refs/, e.g. refs/pull/42/head"))
+		} else {
+			allErrs = append(allErrs, ValidateRefName(strings.TrimPrefix(ref.Name, "refs/"), fldPath.Child("name"))...)
+		}
+	}
 	if set != 1 {
-		allErrs = append(allErrs, field.Invalid(fldPath, refString(ref), "exactly one of branch, tag and commit must be set"))
+		allErrs = append(allErrs, field.Invalid(fldPath, refString(ref), "exactly one of branch, tag, commit, semver and name must be set"))
 	}
 	return allErrs
 }
 
+// ValidateSemVerRange checks a semantic version range the way Flux's source-controller parses it.
+func ValidateSemVerRange(r string, fldPath *field.Path) field.ErrorList {
+	if _, err := semver.NewConstraint(r); err != nil {
+		return field.ErrorList{field.Invalid(fldPath, r, fmt.Sprintf("must be a semantic version range, e.g. >=1.0.0 <2.0.0: %v", err))}
+	}
+	return nil
+}
+
+func countSet(values ...string) int {
+	n := 0
+	for _, v := range values {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
 func refString(ref flux.GitRef) string {
+	return setFields([]struct{ name, value string }{{"branch", ref.Branch}, {"tag", ref.Tag}, {"commit", ref.Commit}, {"semver", ref.SemVer}, {"name", ref.Name}})
+}
+
+// setFields shows the fields of a reference that are set, e.g. {tag=v1, digest=sha256:...}.
+func setFields(fields []struct{ name, value string }) string {
 	var parts []string
-	for _, p := range []struct{ name, value string }{{"branch", ref.Branch}, {"tag", ref.Tag}, {"commit", ref.Commit}} {
+	for _, p := range fields {
 		if p.value != "" {
 			parts = append(parts, p.name+"="+p.value)
 		}
@@ -360,6 +411,19 @@ func ValidateBootstrapMode(mode flux.BootstrapMode, fldPath *field.Path) field.E
 		return field.ErrorList{field.NotSupported(fldPath, mode, bootstrapModes)}
 	}
 	return nil
+}
+
+// ValidateBootstrapName checks that name can name the bootstrap objects: the controllers write it
+// into label values of what they apply, so it is a DNS-1123 label.
+func ValidateBootstrapName(name string, fldPath *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(fldPath, "must not be empty")}
+	}
+	allErrs := field.ErrorList{}
+	for _, msg := range apivalidation.IsDNS1123Label(name) {
+		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
+	}
+	return allErrs
 }
 
 // ValidateKnownHosts checks that every line of knownHosts is empty, a comment or a known_hosts

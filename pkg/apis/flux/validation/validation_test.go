@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package validation_test
 
 import (
@@ -56,6 +60,19 @@ var _ = Describe("ValidateFluxConfig", func() {
 	validate := func() []string {
 		return messages(ValidateFluxConfig(cfg, supported, nil))
 	}
+
+	// fluxModeFor bootstraps with Flux for the refs only the GitRepository knows.
+	fluxModeFor := func(ref flux.GitRef) {
+		if ref.SemVer != "" || ref.Name != "" {
+			cfg.Bootstrap.Mode = flux.BootstrapModeFlux
+			cfg.Flux.Components = append(cfg.Flux.Components, flux.ComponentKustomizeController)
+		}
+	}
+
+	It("refuses the refs only Flux knows with mode kluctl", func() {
+		cfg.Source.Ref = flux.GitRef{SemVer: "1.x"}
+		Expect(validate()).To(ConsistOf(`bootstrap.mode: Invalid value: "kluctl": source.ref.semver and source.ref.name need mode flux; kluctl checks out a branch, tag or commit`))
+	})
 
 	It("accepts a valid configuration", func() {
 		Expect(validate()).To(BeEmpty())
@@ -186,17 +203,19 @@ var _ = Describe("ValidateFluxConfig", func() {
 			cfg.Source = &flux.Source{OCI: &flux.OCISource{URL: "oci://ghcr.io/org/fleet", Ref: flux.OCIRef{Tag: "v1.2.3"}, Path: "."}}
 		})
 
-		It("accepts a tag or a digest", func() {
+		It("accepts a tag, a digest or a semver range", func() {
 			Expect(validate()).To(BeEmpty())
 			cfg.Source.OCI.Ref = flux.OCIRef{Digest: digest}
+			Expect(validate()).To(BeEmpty())
+			cfg.Source.OCI.Ref = flux.OCIRef{SemVer: "~1.2"}
 			Expect(validate()).To(BeEmpty())
 		})
 
 		It("needs exactly one of tag and digest", func() {
 			cfg.Source.OCI.Ref = flux.OCIRef{Tag: "v1", Digest: digest}
-			Expect(validate()).To(ConsistOf(`source.oci.ref: Invalid value: "{tag=v1, digest=` + digest + `}": exactly one of tag and digest must be set`))
+			Expect(validate()).To(ConsistOf(`source.oci.ref: Invalid value: "{tag=v1, digest=` + digest + `}": exactly one of tag, digest and semver must be set`))
 			cfg.Source.OCI.Ref = flux.OCIRef{}
-			Expect(validate()).To(ConsistOf(`source.oci.ref: Invalid value: "{tag=, digest=}": exactly one of tag and digest must be set`))
+			Expect(validate()).To(ConsistOf(`source.oci.ref: Invalid value: "{}": exactly one of tag, digest and semver must be set`))
 		})
 
 		It("rejects a bad tag, digest and path", func() {
@@ -259,22 +278,26 @@ var _ = Describe("ValidateFluxConfig", func() {
 		DescribeTable("accepts valid refs",
 			func(ref flux.GitRef) {
 				cfg.Source.Ref = ref
+				fluxModeFor(ref)
 				Expect(validate()).To(BeEmpty())
 			},
 			Entry("branch with slashes", flux.GitRef{Branch: "feature/x-1.2"}),
 			Entry("tag", flux.GitRef{Tag: "v1.2.3"}),
 			Entry("SHA-1 commit", flux.GitRef{Commit: validCommit}),
 			Entry("SHA-256 commit", flux.GitRef{Commit: strings.Repeat("ab", 32)}),
+			Entry("semver range", flux.GitRef{SemVer: ">=1.2.0 <2.0.0"}),
+			Entry("reference name", flux.GitRef{Name: "refs/pull/42/head"}),
 		)
 
 		DescribeTable("rejects invalid refs",
 			func(ref flux.GitRef, message string) {
 				cfg.Source.Ref = ref
+				fluxModeFor(ref)
 				Expect(validate()).To(ConsistOf(message))
 			},
-			Entry("none", flux.GitRef{}, `source.ref: Invalid value: "{}": exactly one of branch, tag and commit must be set`),
-			Entry("branch and tag", flux.GitRef{Branch: "main", Tag: "v1"}, `source.ref: Invalid value: "{branch=main, tag=v1}": exactly one of branch, tag and commit must be set`),
-			Entry("tag and commit", flux.GitRef{Tag: "v1", Commit: validCommit}, `source.ref: Invalid value: "{tag=v1, commit=`+validCommit+`}": exactly one of branch, tag and commit must be set`),
+			Entry("none", flux.GitRef{}, `source.ref: Invalid value: "{}": exactly one of branch, tag, commit, semver and name must be set`),
+			Entry("branch and tag", flux.GitRef{Branch: "main", Tag: "v1"}, `source.ref: Invalid value: "{branch=main, tag=v1}": exactly one of branch, tag, commit, semver and name must be set`),
+			Entry("tag and commit", flux.GitRef{Tag: "v1", Commit: validCommit}, `source.ref: Invalid value: "{tag=v1, commit=`+validCommit+`}": exactly one of branch, tag, commit, semver and name must be set`),
 			Entry("short commit", flux.GitRef{Commit: "0123abc"}, `source.ref.commit: Invalid value: "0123abc": must be a full commit SHA: 40 or 64 lower-case hexadecimal characters`),
 			Entry("upper-case commit", flux.GitRef{Commit: strings.ToUpper(validCommit)}, `source.ref.commit: Invalid value: "`+strings.ToUpper(validCommit)+`": must be a full commit SHA: 40 or 64 lower-case hexadecimal characters`),
 			Entry("branch with whitespace", flux.GitRef{Branch: "my branch"}, `source.ref.branch: Invalid value: "my branch": must not contain whitespace or control characters`),
@@ -282,6 +305,9 @@ var _ = Describe("ValidateFluxConfig", func() {
 			Entry("branch with a colon", flux.GitRef{Branch: "a:b"}, `source.ref.branch: Invalid value: "a:b": must not contain any of ~ ^ : ? * [ \`),
 			Entry("branch starting with -", flux.GitRef{Branch: "-x"}, `source.ref.branch: Invalid value: "-x": must not start with "-" or "/" or end with "/" or "."`),
 			Entry("tag ending with .lock", flux.GitRef{Tag: "v1.lock"}, `source.ref.tag: Invalid value: "v1.lock": must not end with ".lock" or be "@"`),
+			Entry("semver that is no range", flux.GitRef{SemVer: "one"}, `source.ref.semver: Invalid value: "one": must be a semantic version range, e.g. >=1.0.0 <2.0.0: improper constraint: "one"`),
+			Entry("name without refs/", flux.GitRef{Name: "pull/42/head"}, `source.ref.name: Invalid value: "pull/42/head": must be a full reference name starting with refs/, e.g. refs/pull/42/head`),
+			Entry("semver and branch", flux.GitRef{SemVer: "1.x", Branch: "main"}, `source.ref: Invalid value: "{branch=main, semver=1.x}": exactly one of branch, tag, commit, semver and name must be set`),
 		)
 
 		DescribeTable("rejects invalid paths",

@@ -1,4 +1,8 @@
-package extension
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package rollout_test
 
 import (
 	. "github.com/onsi/ginkgo/v2"
@@ -6,16 +10,17 @@ import (
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rollout"
 )
 
-var _ = Describe("checkDowngrade", func() {
+var _ = Describe("CheckDowngrade", func() {
 	config := func(flux, kluctl string, kluctlEnabled bool) *fluxapi.FluxConfig {
 		return &fluxapi.FluxConfig{Flux: fluxapi.Flux{Version: flux}, Kluctl: fluxapi.Kluctl{Enabled: kluctlEnabled, Version: kluctl}}
 	}
 
 	DescribeTable("accepts",
 		func(previous *fluxv1alpha1.FluxStatus, cfg *fluxapi.FluxConfig) {
-			Expect(checkDowngrade(previous, cfg)).To(Succeed())
+			Expect(rollout.CheckDowngrade(previous, cfg)).To(Succeed())
 		},
 		Entry("a new shoot", nil, config("v2.7.5", "v2.28.2", true)),
 		Entry("a status without versions", &fluxv1alpha1.FluxStatus{}, config("v2.7.5", "v2.28.2", true)),
@@ -29,7 +34,7 @@ var _ = Describe("checkDowngrade", func() {
 
 	DescribeTable("refuses",
 		func(previous *fluxv1alpha1.FluxStatus, cfg *fluxapi.FluxConfig, message string) {
-			err := checkDowngrade(previous, cfg)
+			err := rollout.CheckDowngrade(previous, cfg)
 			Expect(err).To(MatchError(HavePrefix(message)))
 		},
 		Entry("an older Flux minor", &fluxv1alpha1.FluxStatus{FluxVersion: "v2.9.5"}, config("v2.7.5", "v2.28.2", true),

@@ -1,9 +1,14 @@
-package extension
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package source
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
@@ -13,51 +18,52 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
-	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/bootstrap"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/configerror"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
-// keyScope maps the operator's setting to the deploy key scope; "project", the name of earlier
+// KeyScope maps the operator's setting to the deploy key scope; "project", the name of earlier
 // releases, now means one key per repository.
-func keyScope(cfg config.ControllerConfiguration) deploykey.Scope {
+func KeyScope(cfg config.ControllerConfiguration) deploykey.Scope {
 	if cfg.SSHKey.Scope == config.KeyScopeShoot {
 		return deploykey.ScopeShoot
 	}
 	return deploykey.ScopeRepository
 }
 
-func sshkeyAlgorithm(cfg config.ControllerConfiguration) sshkey.Algorithm {
+// KeyAlgorithm maps the operator's setting to the algorithm of generated deploy keys.
+func KeyAlgorithm(cfg config.ControllerConfiguration) sshkey.Algorithm {
 	if cfg.SSHKey.Algorithm == config.KeyAlgorithmRSA4096 {
 		return sshkey.AlgorithmRSA4096
 	}
 	return sshkey.AlgorithmED25519
 }
 
-// deployKey returns the generated deploy key of the shoot's repository and records where users
-// find it in the status.
-func (a *actuator) deployKey(ctx context.Context, log logr.Logger, seedNamespace string, cluster *extensionscontroller.Cluster, cfg *fluxapi.FluxConfig, url *helper.GitURL, previous, status *fluxv1alpha1.FluxStatus) (*deploykey.DeployKey, error) {
+// deployKey returns the generated deploy key of the shoot's repository; in gets the warnings.
+func (r *Resolver) deployKey(ctx context.Context, log logr.Logger, req Request, url *helper.GitURL, in *Result) (*deploykey.DeployKey, error) {
+	cluster, cfg, previous := req.Cluster, req.Config, req.Previous
 	if url.Scheme != helper.SchemeSSH {
-		return nil, configurationError(fmt.Errorf("source.type: private repositories over %s need credentials in source.secretResourceName; generated deploy keys only work with ssh URLs", url.Scheme))
+		return nil, configerror.Wrap(fmt.Errorf("source.type: private repositories over %s need credentials in source.secretResourceName; generated deploy keys only work with ssh URLs", url.Scheme))
 	}
 	shoot := cluster.Shoot
-	scope := keyScope(a.config)
+	scope := KeyScope(r.Config)
 	repository := url.Repository()
 	comment := "shoot-flux " + shoot.Namespace + " " + repository
 	if scope == deploykey.ScopeShoot {
 		comment = "shoot-flux " + shoot.Namespace + "/" + shoot.Name + " " + repository
 	}
-	policy, err := hostpolicy.New(a.config.HostPolicy.AllowedNetworks, a.config.HostPolicy.AllowedPorts, seedNetworks(log, cluster))
+	policy, err := hostpolicy.New(r.Config.HostPolicy.AllowedNetworks, r.Config.HostPolicy.AllowedPorts, seedNetworks(log, cluster))
 	if err != nil {
 		return nil, fmt.Errorf("host policy: %w", err)
 	}
-	inUse, migrateErr := a.keyInUse(ctx, seedNamespace, shoot.Namespace, previous, url)
-	key, err := a.keys.Ensure(ctx, log, deploykey.Request{
+	inUse, migrateErr := r.keyInUse(ctx, req.SeedNamespace, shoot.Namespace, previous, url)
+	key, err := r.Keys.Ensure(ctx, log, deploykey.Request{
 		Namespace:            shoot.Namespace,
 		KeyName:              deploykey.KeyName(scope, shoot.Name, repository),
 		Repository:           repository,
@@ -69,31 +75,27 @@ func (a *actuator) deployKey(ctx context.Context, log logr.Logger, seedNamespace
 	})
 	if err != nil {
 		if _, ok := errors.AsType[*deploykey.DataKeysError](err); ok {
-			return nil, configurationError(fmt.Errorf("failed ensuring deploy key: %w", err))
+			return nil, configerror.Wrap(fmt.Errorf("failed ensuring deploy key: %w", err))
 		}
 		return nil, fmt.Errorf("failed ensuring deploy key: %w", err)
 	}
 	if migrateErr != nil && key.Created && !key.Adopted {
 		log.Info("Generated a new deploy key: the one this shoot used cannot be read", "reason", migrateErr.Error())
-		status.Warnings = append(status.Warnings, fmt.Sprintf("The deploy key of an earlier release (%s) could not be moved into Secret %s, so a new key was generated: register it at the repository.", previous.DeployKeySecret, constants.DeployKeysSecretName))
+		in.Warnings = append(in.Warnings, fmt.Sprintf("The deploy key of an earlier release (%s) could not be moved into Secret %s, so a new key was generated: register it at the repository.", previous.DeployKeySecret, constants.DeployKeysSecretName))
 	}
 
 	if key.RotationSkipped != "" {
 		// Only the reconcile that carried the rotation out reports it, in its own shoot's status:
 		// the request is gone from the Secret then.
-		status.Warnings = append(status.Warnings, fmt.Sprintf("The rotation requested on Secret %s/%s left data keys alone that are no key pairs of the extension: %s.", shoot.Namespace, key.SecretName, key.RotationSkipped))
+		in.Warnings = append(in.Warnings, fmt.Sprintf("The rotation requested on Secret %s/%s left data keys alone that are no key pairs of the extension: %s.", shoot.Namespace, key.SecretName, key.RotationSkipped))
 	}
 
 	if key.RotationRefused != "" {
-		status.Warnings = append(status.Warnings, fmt.Sprintf("The rotation requested on Secret %s/%s was refused, no key was changed: %s.", shoot.Namespace, key.SecretName, key.RotationRefused))
+		in.Warnings = append(in.Warnings, fmt.Sprintf("The rotation requested on Secret %s/%s was refused, no key was changed: %s.", shoot.Namespace, key.SecretName, key.RotationRefused))
 	}
 
-	status.PublicKey = key.AuthorizedKey
-	status.Fingerprint = key.Fingerprint
-	status.NextPublicKey = key.NextAuthorizedKey
-	status.NextFingerprint = key.NextFingerprint
-	status.DeployKeySecret = shoot.Namespace + "/" + key.SecretName
-	status.DeployKey = key.KeyName
+	in.DeployKey = key
+	in.DeployKeySecret = shoot.Namespace + "/" + key.SecretName
 	return key, nil
 }
 
@@ -102,7 +104,7 @@ func (a *actuator) deployKey(ctx context.Context, log logr.Logger, seedNamespace
 // registered at the git host, so it must stay the repository's key. It reads the key the seed
 // delivers to the shoot, or else the project's Secret of that release. nil without error means
 // there is nothing to migrate.
-func (a *actuator) keyInUse(ctx context.Context, seedNamespace, projectNamespace string, previous *fluxv1alpha1.FluxStatus, url *helper.GitURL) ([]byte, error) {
+func (r *Resolver) keyInUse(ctx context.Context, seedNamespace, projectNamespace string, previous *fluxv1alpha1.FluxStatus, url *helper.GitURL) ([]byte, error) {
 	if previous == nil || previous.Fingerprint == "" {
 		return nil, nil
 	}
@@ -115,30 +117,60 @@ func (a *actuator) keyInUse(ctx context.Context, seedNamespace, projectNamespace
 		return nil, nil //nolint:nilerr // nothing to migrate
 	}
 
-	delivered, err := bootstrap.DeliveredIdentity(ctx, a.client, seedNamespace)
+	delivered, err := bootstrap.DeliveredIdentity(ctx, r.Seed, seedNamespace)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading the delivered deploy key: %w", err)
 	}
-	if matchesFingerprint(delivered, previous.Fingerprint) {
+	if r.matchesFingerprint(delivered, previous.Fingerprint) {
 		return delivered, nil
 	}
 	if name != constants.LegacyDeployKeySecretName {
 		return nil, fmt.Errorf("the shoot no longer has the key with fingerprint %s", previous.Fingerprint)
 	}
 	legacy := &corev1.Secret{}
-	if err := a.garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: name}, legacy); err != nil {
+	if err := r.Garden.Get(ctx, client.ObjectKey{Namespace: projectNamespace, Name: name}, legacy); err != nil {
 		return nil, fmt.Errorf("reading Secret %s/%s: %w", projectNamespace, name, err)
 	}
-	if identity := legacy.Data[constants.SecretKeyIdentity]; matchesFingerprint(identity, previous.Fingerprint) {
+	if identity := legacy.Data[constants.SecretKeyIdentity]; r.matchesFingerprint(identity, previous.Fingerprint) {
 		return identity, nil
 	}
 	return nil, fmt.Errorf("neither the shoot nor Secret %s/%s has the key with fingerprint %s", projectNamespace, name, previous.Fingerprint)
 }
 
-func matchesFingerprint(privateKey []byte, fingerprint string) bool {
+func (r *Resolver) matchesFingerprint(privateKey []byte, fingerprint string) bool {
 	if len(privateKey) == 0 {
 		return false
 	}
-	got, err := deploykey.Fingerprint(privateKey)
+	// The legacy Secret is the project's to write.
+	got, err := deploykey.Fingerprint(privateKey, r.PrivateKeyLimits)
 	return err == nil && got == fingerprint
+}
+
+// seedNetworks are the seed's pod, service and node networks and the networks the seed blocks for
+// shoot control planes, which a host key scan must never reach.
+func seedNetworks(log logr.Logger, cluster *extensionscontroller.Cluster) []netip.Prefix {
+	if cluster.Seed == nil {
+		return nil
+	}
+	n := cluster.Seed.Spec.Networks
+	cidrs := []*string{&n.Pods, &n.Services, n.Nodes}
+	for i := range n.BlockCIDRs {
+		cidrs = append(cidrs, &n.BlockCIDRs[i])
+	}
+	var out []netip.Prefix
+	for _, cidr := range cidrs {
+		if cidr == nil || *cidr == "" {
+			continue
+		}
+		// A seed may list several networks of a kind, separated by commas (dual-stack).
+		for _, c := range strings.Split(*cidr, ",") {
+			prefix, err := netip.ParsePrefix(strings.TrimSpace(c))
+			if err != nil {
+				log.Info("Ignoring invalid seed network", "cidr", c)
+				continue
+			}
+			out = append(out, prefix.Masked())
+		}
+	}
+	return out
 }

@@ -1,4 +1,8 @@
-package extension
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package projectconfig
 
 import (
 	"context"
@@ -16,13 +20,13 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/gardencluster"
 )
 
-// enqueueConfigMapsDeletedWhileDown sends the Extensions that were built from a project ConfigMap
+// EnqueueDeletedWhileDown sends the Extensions that were built from a project ConfigMap
 // which no longer exists. The initial list of the ConfigMap watch has no event for a ConfigMap
 // deleted while the extension was down, so without this those shoots would keep the deleted
 // configuration until the resync. A failure is only logged: the resync repairs what it misses, and
 // stopping the manager for it would stop every shoot's reconciles. It runs once the garden cache
 // synced, which may be long after the start.
-func enqueueConfigMapsDeletedWhileDown(ctx context.Context, log logr.Logger, seed cache.Cache, garden *gardencluster.Cluster, events chan<- event.GenericEvent) {
+func EnqueueDeletedWhileDown(ctx context.Context, log logr.Logger, seed cache.Cache, garden *gardencluster.Cluster, events chan<- event.GenericEvent) {
 	select {
 	case <-ctx.Done():
 		return
@@ -67,7 +71,7 @@ func extensionsWithDeletedConfigMap(ctx context.Context, seed, garden client.Rea
 			}
 			return nil, fmt.Errorf("failed reading cluster %s: %w", ex.Namespace, err)
 		}
-		projects := indexShootNamespace(cluster)
+		projects := ShootNamespaceOf(cluster)
 		if len(projects) == 0 {
 			continue
 		}

@@ -1,7 +1,15 @@
-package extension
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+// Package projectconfig brings the changes of project ConfigMaps to the shoots of the project:
+// the events of a project are coalesced, and the shoots whose ConfigMap was deleted while the
+// extension was down are found at the start.
+package projectconfig
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -35,9 +43,9 @@ var CoalesceWindow = time.Second
 // edits now and then keeps CoalesceWindow.
 var MaxCoalesceWindow = 8 * time.Second
 
-// projectMapper maps a project ConfigMap to the shoot-flux Extensions of all shoots of the
+// Mapper maps a project ConfigMap to the shoot-flux Extensions of all shoots of the
 // project, so that a change reaches them without waiting for the resync.
-type projectMapper struct {
+type Mapper struct {
 	client client.Client
 
 	mu sync.Mutex
@@ -56,7 +64,7 @@ type lastWindow struct {
 }
 
 // nextWindow returns the length of the window the project's event opens now; m.mu is held.
-func (m *projectMapper) nextWindow(project string, now time.Time) time.Duration {
+func (m *Mapper) nextWindow(project string, now time.Time) time.Duration {
 	prev, ok := m.last[project]
 	if !ok || now.Sub(prev.end) >= prev.length {
 		return CoalesceWindow
@@ -64,7 +72,7 @@ func (m *projectMapper) nextWindow(project string, now time.Time) time.Duration 
 	return min(2*prev.length, max(MaxCoalesceWindow, CoalesceWindow))
 }
 
-// projectConfigHandler enqueues the Extensions of a project when its ConfigMap changes. The initial
+// Handler enqueues the Extensions of a project when its ConfigMap changes. The initial
 // list after a (re)start only enqueues the Extensions whose providerStatus records other ConfigMap
 // data, i.e. the shoots that missed a change while the extension was down: the others were built
 // from this very data, and reconciling all of them on every restart would only rewrite their
@@ -73,7 +81,7 @@ func (m *projectMapper) nextWindow(project string, now time.Time) time.Duration 
 //
 // A shoot whose reconciles are failing keeps its backoff: one project's ConfigMap edits must not
 // turn the failing reconciles of its shoots into a stream that occupies the workers.
-func projectConfigHandler(m *projectMapper) handler.EventHandler {
+func Handler(m *Mapper) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if !e.IsInInitialList {
@@ -97,7 +105,7 @@ func projectConfigHandler(m *projectMapper) handler.EventHandler {
 // enqueueCoalesced enqueues the Extensions of the project's shoots when the project's window ends,
 // opening the window if none is open. The shoots are looked up then, so that the list is current
 // and looked up once per window.
-func (m *projectMapper) enqueueCoalesced(ctx context.Context, project string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (m *Mapper) enqueueCoalesced(ctx context.Context, project string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.pending[project]; ok {
@@ -142,13 +150,13 @@ func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], requests
 	}
 }
 
-func (m *projectMapper) extensionsOfProject(ctx context.Context, project string) []reconcile.Request {
+func (m *Mapper) extensionsOfProject(ctx context.Context, project string) []reconcile.Request {
 	return m.requests(ctx, project, func(*extensionsv1alpha1.Extension) bool { return true })
 }
 
 // outdatedExtensionsOfProject returns the Extensions whose providerStatus does not record the
 // ConfigMap's current data.
-func (m *projectMapper) outdatedExtensionsOfProject(ctx context.Context, o client.Object) []reconcile.Request {
+func (m *Mapper) outdatedExtensionsOfProject(ctx context.Context, o client.Object) []reconcile.Request {
 	cm, ok := o.(*corev1.ConfigMap)
 	if !ok {
 		return m.extensionsOfProject(ctx, o.GetNamespace())
@@ -157,7 +165,7 @@ func (m *projectMapper) outdatedExtensionsOfProject(ctx context.Context, o clien
 	return m.requests(ctx, o.GetNamespace(), func(ex *extensionsv1alpha1.Extension) bool { return recordedConfigHash(ex) != hash })
 }
 
-func (m *projectMapper) requests(ctx context.Context, project string, include func(*extensionsv1alpha1.Extension) bool) []reconcile.Request {
+func (m *Mapper) requests(ctx context.Context, project string, include func(*extensionsv1alpha1.Extension) bool) []reconcile.Request {
 	clusters := &extensionsv1alpha1.ClusterList{}
 	if err := m.client.List(ctx, clusters, client.MatchingFields{IndexShootNamespace: project}); err != nil {
 		logf.FromContext(ctx).Error(err, "Failed listing clusters of project", "namespace", project)
@@ -188,4 +196,31 @@ func recordedConfigHash(ex *extensionsv1alpha1.Extension) string {
 		return ""
 	}
 	return status.ProjectConfigHash
+}
+
+// NewMapper returns the mapper of the Extensions of a project; c must have the index
+// IndexShootNamespace of Clusters.
+func NewMapper(c client.Client) *Mapper {
+	return &Mapper{client: c}
+}
+
+// IndexShootNamespace indexes Cluster objects by the garden namespace of their shoot, so a
+// project ConfigMap change finds its shoots without decoding every Cluster.
+const IndexShootNamespace = "shoot.metadata.namespace"
+
+// ShootNamespaceOf is the index function of IndexShootNamespace.
+func ShootNamespaceOf(o client.Object) []string {
+	c, ok := o.(*extensionsv1alpha1.Cluster)
+	if !ok || c.Spec.Shoot.Raw == nil {
+		return nil
+	}
+	var shoot struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(c.Spec.Shoot.Raw, &shoot); err != nil || shoot.Metadata.Namespace == "" {
+		return nil
+	}
+	return []string{shoot.Metadata.Namespace}
 }

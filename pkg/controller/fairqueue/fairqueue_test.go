@@ -1,4 +1,8 @@
-package extension
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package fairqueue
 
 import (
 	"time"
@@ -18,7 +22,7 @@ var _ = Describe("fairQueue", func() {
 	var q *fairQueue
 
 	BeforeEach(func() {
-		q = wrapFair(priorityqueue.New[reconcile.Request]("test"), 2)
+		q = wrapFair(priorityqueue.New[reconcile.Request]("test"), fairShares{workers: 10, share: 2, reserve: 1})
 		DeferCleanup(q.ShutDown)
 	})
 
@@ -116,11 +120,11 @@ var _ = Describe("fairQueue", func() {
 		next()
 	})
 
-	It("gives a project its share of the workers, rounded up, at least one", func() {
-		Expect(projectShare(20, 50)).To(Equal(10))
-		Expect(projectShare(5, 50)).To(Equal(3))
-		Expect(projectShare(1, 10)).To(Equal(1))
-		Expect(projectShare(3, 1)).To(Equal(1))
+	It("gives a project its share of the workers and keeps the reserve, rounded up, at least one", func() {
+		Expect(newFairShares(20, 50, 10)).To(Equal(fairShares{workers: 20, share: 10, reserve: 2}))
+		Expect(newFairShares(5, 50, 10)).To(Equal(fairShares{workers: 5, share: 3, reserve: 1}))
+		Expect(newFairShares(3, 1, 1)).To(Equal(fairShares{workers: 3, share: 1, reserve: 1}))
+		Expect(newFairShares(1, 10, 10)).To(Equal(fairShares{workers: 1, share: 1, reserve: 0}), "a single worker has no reserve")
 	})
 
 	It("reads the project from the shoot's seed namespace", func() {

@@ -1,0 +1,398 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package stackit
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	fluxmeta "github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+)
+
+// What stackit's extension defaulted: Flux's default components, its objects' name and namespace,
+// their interval and the registry its images came from.
+const (
+	defaultNamespace = "flux-system"
+	defaultName      = "flux-system"
+	defaultRegistry  = "ghcr.io/fluxcd"
+	syncModeOnce     = "Once"
+)
+
+var (
+	defaultInterval   = metav1.Duration{Duration: time.Minute}
+	defaultComponents = []string{
+		fluxapi.ComponentSourceController,
+		fluxapi.ComponentKustomizeController,
+		fluxapi.ComponentHelmController,
+		fluxapi.ComponentNotificationController,
+	}
+)
+
+const unsupported = "is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)"
+
+// Convert converts stackit's FluxConfig into this extension's, keeping what stackit's extension made
+// of it: Flux installed once and then left to the repository (flux.management: handover), its
+// default components, no kluctl, prune and interval as stackit defaulted them, the shoot-info
+// ConfigMap. A field this extension cannot honour is an error naming its path below fldPath;
+// warnings tell where the result behaves differently from stackit's extension.
+func Convert(in *FluxConfig, fldPath *field.Path) (*v1alpha1.FluxConfig, []string, field.ErrorList) {
+	c := &converter{}
+	out := &v1alpha1.FluxConfig{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "FluxConfig"},
+		Kluctl:   &v1alpha1.Kluctl{Enabled: ptr.To(false)},
+	}
+	out.Flux, c.namespace = c.flux(in.Flux, fldPath.Child("flux"))
+
+	switch {
+	case in.Source != nil && in.Kustomization != nil:
+		src, kind, name := c.source(in.Source, fldPath.Child("source"))
+		out.Source = src
+		out.Bootstrap = c.kustomization(in.Kustomization, kind, name, fldPath.Child("kustomization", "template"))
+	case in.Source != nil:
+		c.errs = append(c.errs, field.Required(fldPath.Child("kustomization"), "stackit's source needs a kustomization, as there"))
+	case in.Kustomization != nil:
+		c.errs = append(c.errs, field.Required(fldPath.Child("source"), "stackit's kustomization needs a source, as there"))
+	}
+
+	for i, r := range in.AdditionalSecretResources {
+		out.AdditionalSecretResources = append(out.AdditionalSecretResources, v1alpha1.AdditionalSecretResource{Name: r.Name, TargetName: r.TargetName})
+		if r.Name == "" {
+			c.errs = append(c.errs, field.Required(fldPath.Child("additionalSecretResources").Index(i).Child("name"), "must name a Shoot spec.resources entry"))
+		}
+	}
+	for _, name := range in.AdditionalSecretResourceNames {
+		out.AdditionalSecretResources = append(out.AdditionalSecretResources, v1alpha1.AdditionalSecretResource{Name: name})
+	}
+	if m := ptr.Deref(in.SyncMode, syncModeOnce); m != syncModeOnce {
+		c.errs = append(c.errs, field.NotSupported(fldPath.Child("syncMode"), m, []string{syncModeOnce}))
+	}
+	return out, c.warnings, c.errs
+}
+
+type converter struct {
+	namespace string
+	errs      field.ErrorList
+	warnings  []string
+	// sourceIntervalValue is the interval the source template sets; nil if it sets none.
+	sourceIntervalValue *metav1.Duration
+	sourceIntervalPath  *field.Path
+}
+
+func (c *converter) flux(in *FluxInstallation, fldPath *field.Path) (*v1alpha1.Flux, string) {
+	if in == nil {
+		in = &FluxInstallation{}
+	}
+	out := &v1alpha1.Flux{
+		Version: in.Version,
+		// stackit's extension installed Flux once and left it to the repository from then on.
+		Management: ptr.To(v1alpha1.ManagementHandover),
+	}
+	namespace := ptr.Deref(in.Namespace, defaultNamespace)
+	out.Namespace = &namespace
+
+	if r := ptr.Deref(in.Registry, defaultRegistry); r != defaultRegistry {
+		c.errs = append(c.errs, field.Invalid(fldPath.Child("registry"), r,
+			"the operator's image vector decides where the controller images come from; remove flux.registry"))
+	}
+	components := defaultComponents
+	if in.Components != nil {
+		components = nil
+		c.addComponents(&components, in.Components, fldPath.Child("components"))
+	} else {
+		components = slices.Clone(components)
+	}
+	c.addComponents(&components, in.ComponentsExtra, fldPath.Child("componentsExtra"))
+	out.Components = components
+	return out, namespace
+}
+
+func (c *converter) addComponents(to *[]string, names []string, fldPath *field.Path) {
+	for i, name := range names {
+		if !slices.Contains(fluxapi.KnownComponents, name) {
+			c.errs = append(c.errs, field.NotSupported(fldPath.Index(i), name, fluxapi.KnownComponents))
+			continue
+		}
+		if !slices.Contains(*to, name) {
+			*to = append(*to, name)
+		}
+	}
+}
+
+// source converts the source object and returns it with its kind and name.
+func (c *converter) source(in *Source, fldPath *field.Path) (*v1alpha1.Source, string, string) {
+	var (
+		template   json.RawMessage
+		secretName *string
+		tmplPath   *field.Path
+		kind       string
+		set        []string
+	)
+	if len(in.Template) > 0 {
+		set = append(set, "template")
+		template, secretName, tmplPath = in.Template, in.SecretResourceName, fldPath.Child("template")
+	} else if in.SecretResourceName != nil {
+		set = append(set, "secretResourceName")
+	}
+	if in.GitRepository != nil {
+		set = append(set, "gitRepository")
+		template, secretName, tmplPath, kind = in.GitRepository.Template, in.GitRepository.SecretResourceName, fldPath.Child("gitRepository", "template"), sourcev1.GitRepositoryKind
+	}
+	if in.OCIRepository != nil {
+		set = append(set, "ociRepository")
+		template, secretName, tmplPath, kind = in.OCIRepository.Template, in.OCIRepository.SecretResourceName, fldPath.Child("ociRepository", "template"), sourcev1.OCIRepositoryKind
+	}
+	if len(set) != 1 || len(template) == 0 {
+		c.errs = append(c.errs, field.Invalid(fldPath, strings.Join(set, ", "), "must set exactly one of template, gitRepository.template and ociRepository.template"))
+		return nil, "", ""
+	}
+
+	var typeMeta metav1.TypeMeta
+	if err := json.Unmarshal(template, &typeMeta); err != nil {
+		c.errs = append(c.errs, field.Invalid(tmplPath, "", err.Error()))
+		return nil, "", ""
+	}
+	if typeMeta.APIVersion != "" && typeMeta.APIVersion != sourcev1.GroupVersion.String() {
+		c.errs = append(c.errs, field.NotSupported(tmplPath.Child("apiVersion"), typeMeta.APIVersion, []string{sourcev1.GroupVersion.String()}))
+	}
+	switch {
+	case kind == "" && (typeMeta.Kind == "" || typeMeta.Kind == sourcev1.GitRepositoryKind):
+		kind = sourcev1.GitRepositoryKind
+	case kind == "" && typeMeta.Kind == sourcev1.OCIRepositoryKind:
+		kind = sourcev1.OCIRepositoryKind
+	case kind == "":
+		c.errs = append(c.errs, field.NotSupported(tmplPath.Child("kind"), typeMeta.Kind, []string{sourcev1.GitRepositoryKind, sourcev1.OCIRepositoryKind}))
+		return nil, "", ""
+	case typeMeta.Kind != "" && typeMeta.Kind != kind:
+		c.errs = append(c.errs, field.NotSupported(tmplPath.Child("kind"), typeMeta.Kind, []string{kind}))
+		return nil, "", ""
+	}
+
+	out := &v1alpha1.Source{}
+	var meta metav1.ObjectMeta
+	if kind == sourcev1.OCIRepositoryKind {
+		repo := &sourcev1.OCIRepository{}
+		if !c.template(template, repo, tmplPath, map[string][]string{"spec": {"url", "ref", "interval", "secretRef"}, "spec.ref": {"tag", "digest", "semver"}}) {
+			return nil, "", ""
+		}
+		meta = repo.ObjectMeta
+		oci := &v1alpha1.OCISource{URL: ptr.To(repo.Spec.URL), SecretResourceName: secretName}
+		if ref := repo.Spec.Reference; ref != nil {
+			oci.Ref = &v1alpha1.OCIRef{Tag: nonEmpty(ref.Tag), Digest: nonEmpty(ref.Digest), SemVer: nonEmpty(ref.SemVer)}
+		}
+		out.OCI = oci
+		c.secretRef(repo.Spec.SecretRef, secretName, tmplPath.Child("spec", "secretRef"), "source.ociRepository.secretResourceName")
+		c.sourceInterval(repo.Spec.Interval, tmplPath.Child("spec", "interval"))
+	} else {
+		repo := &sourcev1.GitRepository{}
+		if !c.template(template, repo, tmplPath, map[string][]string{"spec": {"url", "ref", "interval", "secretRef"}, "spec.ref": {"branch", "tag", "semver", "name", "commit"}}) {
+			return nil, "", ""
+		}
+		meta = repo.ObjectMeta
+		out.URL = ptr.To(repo.Spec.URL)
+		ref := repo.Spec.Reference
+		if ref == nil || (ref.Branch == "" && ref.Tag == "" && ref.SemVer == "" && ref.Name == "" && ref.Commit == "") {
+			c.errs = append(c.errs, field.Required(tmplPath.Child("spec", "ref"), "stackit's extension needs one of branch, tag, semver, name and commit, and so does this one"))
+		} else {
+			out.Ref = &v1alpha1.GitRef{Branch: nonEmpty(ref.Branch), Tag: nonEmpty(ref.Tag), SemVer: nonEmpty(ref.SemVer), Name: nonEmpty(ref.Name), Commit: nonEmpty(ref.Commit)}
+		}
+		out.SecretResourceName = secretName
+		// stackit's extension has no deploy keys: without credentials the repository is public.
+		repoType := v1alpha1.RepositoryTypePublic
+		if secretName != nil {
+			repoType = v1alpha1.RepositoryTypePrivate
+		}
+		out.Type = &repoType
+		c.secretRef(repo.Spec.SecretRef, secretName, tmplPath.Child("spec", "secretRef"), "source.secretResourceName")
+		c.sourceInterval(repo.Spec.Interval, tmplPath.Child("spec", "interval"))
+	}
+	c.metadata(meta, tmplPath.Child("metadata"))
+	return out, kind, ptr.Deref(nonEmpty(meta.Name), defaultName)
+}
+
+// template checks that a template sets only the fields this extension honours (allowed lists the
+// allowed fields of spec and its nested objects) and decodes it strictly into obj.
+func (c *converter) template(data json.RawMessage, obj any, fldPath *field.Path, allowed map[string][]string) bool {
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		c.errs = append(c.errs, field.Invalid(fldPath, "", err.Error()))
+		return false
+	}
+	allowed[""] = []string{"apiVersion", "kind", "metadata", "spec"}
+	allowed["metadata"] = []string{"name", "namespace", "labels", "annotations"}
+	before := len(c.errs)
+	c.checkFields(doc, "", fldPath, allowed)
+	if errs := decodeStrict(data, obj, fldPath, "unknown field"); len(errs) > 0 {
+		c.errs = append(c.errs, errs...)
+	}
+	return len(c.errs) == before
+}
+
+func (c *converter) checkFields(obj map[string]any, at string, fldPath *field.Path, allowed map[string][]string) {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		path := k
+		if at != "" {
+			path = at + "." + k
+		}
+		if !slices.Contains(allowed[at], k) {
+			c.errs = append(c.errs, field.Forbidden(child(fldPath, path), unsupported))
+			continue
+		}
+		if nested, ok := obj[k].(map[string]any); ok {
+			if _, checked := allowed[path]; checked {
+				c.checkFields(nested, path, fldPath, allowed)
+			}
+		}
+	}
+}
+
+// metadata checks the namespace of a template: the bootstrap objects live in Flux's namespace.
+func (c *converter) metadata(meta metav1.ObjectMeta, fldPath *field.Path) {
+	if meta.Namespace != "" && meta.Namespace != c.namespace {
+		c.errs = append(c.errs, field.Invalid(fldPath.Child("namespace"), meta.Namespace,
+			fmt.Sprintf("the bootstrap objects live in Flux's namespace %s; set flux.namespace to %s or remove metadata.namespace", c.namespace, meta.Namespace)))
+	}
+	if len(meta.Labels) > 0 || len(meta.Annotations) > 0 {
+		c.warnings = append(c.warnings, fmt.Sprintf("%s: labels and annotations are not set on the bootstrap objects", fldPath))
+	}
+}
+
+// secretRef refuses a credentials Secret the user had to create in the shoot himself: this
+// extension delivers the credentials from a Shoot resource under a name of its own.
+func (c *converter) secretRef(ref *fluxmeta.LocalObjectReference, secretName *string, fldPath *field.Path, native string) {
+	if ref == nil || ref.Name == "" || secretName != nil {
+		return
+	}
+	c.errs = append(c.errs, field.Invalid(fldPath.Child("name"), ref.Name, fmt.Sprintf(
+		"names a Secret in the shoot that this extension does not deliver; name the Shoot spec.resources entry with the credentials in %s instead", native)))
+}
+
+func (c *converter) sourceInterval(d metav1.Duration, fldPath *field.Path) {
+	if d.Duration != 0 {
+		c.sourceIntervalValue, c.sourceIntervalPath = &d, fldPath
+	}
+}
+
+// kustomization converts the Kustomization template into bootstrap mode flux; sourceKind and
+// sourceName are those of the source template.
+func (c *converter) kustomization(in *Kustomization, sourceKind, sourceName string, fldPath *field.Path) *v1alpha1.Bootstrap {
+	ks := &kustomizev1.Kustomization{}
+	if !c.template(in.Template, ks, fldPath, map[string][]string{
+		"spec":           {"path", "prune", "interval", "targetNamespace", "sourceRef", "postBuild"},
+		"spec.postBuild": {"substituteFrom"},
+	}) {
+		return nil
+	}
+	if ks.APIVersion != "" && ks.APIVersion != kustomizev1.GroupVersion.String() {
+		c.errs = append(c.errs, field.NotSupported(fldPath.Child("apiVersion"), ks.APIVersion, []string{kustomizev1.GroupVersion.String()}))
+	}
+	if ks.Kind != "" && ks.Kind != kustomizev1.KustomizationKind {
+		c.errs = append(c.errs, field.NotSupported(fldPath.Child("kind"), ks.Kind, []string{kustomizev1.KustomizationKind}))
+	}
+	c.metadata(ks.ObjectMeta, fldPath.Child("metadata"))
+	// The repository's Kustomizations may depend on the objects by name: they keep stackit's.
+	name := ptr.Deref(nonEmpty(ks.Name), defaultName)
+	if sourceName != "" && sourceName != name {
+		c.errs = append(c.errs, field.Invalid(fldPath.Child("metadata", "name"), name, fmt.Sprintf(
+			"this extension gives the source and the Kustomization one name (bootstrap.name): name both %s or both %s", sourceName, name)))
+	}
+
+	spec := ks.Spec
+	refPath := fldPath.Child("spec", "sourceRef")
+	if sourceKind != "" && spec.SourceRef.Kind != "" && spec.SourceRef.Kind != sourceKind {
+		c.errs = append(c.errs, field.Invalid(refPath.Child("kind"), spec.SourceRef.Kind, fmt.Sprintf("must be the source template's kind %s", sourceKind)))
+	}
+	if sourceName != "" && spec.SourceRef.Name != "" && spec.SourceRef.Name != sourceName {
+		c.errs = append(c.errs, field.Invalid(refPath.Child("name"), spec.SourceRef.Name, fmt.Sprintf("must be the source template's name %s", sourceName)))
+	}
+	if spec.SourceRef.Namespace != "" && spec.SourceRef.Namespace != c.namespace {
+		c.errs = append(c.errs, field.Invalid(refPath.Child("namespace"), spec.SourceRef.Namespace, fmt.Sprintf("must be Flux's namespace %s", c.namespace)))
+	}
+	if spec.SourceRef.APIVersion != "" && spec.SourceRef.APIVersion != sourcev1.GroupVersion.String() {
+		c.errs = append(c.errs, field.NotSupported(refPath.Child("apiVersion"), spec.SourceRef.APIVersion, []string{sourcev1.GroupVersion.String()}))
+	}
+	if spec.Path == "" {
+		c.errs = append(c.errs, field.Required(fldPath.Child("spec", "path"), "stackit's extension needs it, and so does this one"))
+	}
+	if spec.PostBuild != nil {
+		for i, ref := range spec.PostBuild.SubstituteFrom {
+			if ref.Kind != "ConfigMap" || ref.Name != constants.ShootInfoConfigMapName {
+				c.errs = append(c.errs, field.Invalid(fldPath.Child("spec", "postBuild", "substituteFrom").Index(i), ref.Kind+" "+ref.Name,
+					fmt.Sprintf("only the ConfigMap %s, which this extension delivers, can be substituted from; remove the others", constants.ShootInfoConfigMapName)))
+			}
+		}
+	}
+
+	interval := defaultInterval
+	if spec.Interval.Duration != 0 {
+		interval = spec.Interval
+	}
+	if c.sourceIntervalValue != nil && c.sourceIntervalValue.Duration != interval.Duration {
+		c.warnings = append(c.warnings, fmt.Sprintf("%s: the source and the Kustomization share one interval here, the Kustomization's %s", c.sourceIntervalPath, interval.Duration))
+	}
+	flux := &v1alpha1.FluxBootstrap{
+		Path: ptr.To(spec.Path),
+		// A Kustomization's prune is false unless set; stackit's extension kept it so.
+		Prune:           ptr.To(spec.Prune),
+		Interval:        &interval,
+		TargetNamespace: nonEmpty(spec.TargetNamespace),
+	}
+	return &v1alpha1.Bootstrap{Mode: ptr.To(v1alpha1.BootstrapModeFlux), Name: &name, Flux: flux, ShootInfo: ptr.To(true)}
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// FieldPath returns the path in stackit's document of a field of the converted FluxConfig, e.g.
+// source.template.spec.url for source.url, so that a problem the validation of the converted
+// configuration finds names what the user wrote; other paths are returned as they are.
+func FieldPath(in *FluxConfig, native string) string {
+	tmpl, secret := "source.template", "source.secretResourceName"
+	if in.Source != nil {
+		switch {
+		case in.Source.GitRepository != nil:
+			tmpl, secret = "source.gitRepository.template", "source.gitRepository.secretResourceName"
+		case in.Source.OCIRepository != nil:
+			tmpl, secret = "source.ociRepository.template", "source.ociRepository.secretResourceName"
+		}
+	}
+	ks := "kustomization.template.spec."
+	for _, m := range []struct{ native, stackit string }{
+		{"source.oci.url", tmpl + ".spec.url"},
+		{"source.oci.ref", tmpl + ".spec.ref"},
+		{"source.oci.secretResourceName", secret},
+		{"source.url", tmpl + ".spec.url"},
+		{"source.ref", tmpl + ".spec.ref"},
+		{"source.secretResourceName", secret},
+		{"bootstrap.flux.path", ks + "path"},
+		{"bootstrap.flux.interval", ks + "interval"},
+		{"bootstrap.flux.targetNamespace", ks + "targetNamespace"},
+	} {
+		if native == m.native || strings.HasPrefix(native, m.native+".") {
+			return m.stackit + strings.TrimPrefix(native, m.native)
+		}
+	}
+	return native
+}

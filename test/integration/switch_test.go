@@ -1,0 +1,284 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/adoption"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+)
+
+// What stackit's extension (v0.27) leaves in a shoot: Flux applied directly, without a
+// ManagedResource; the source and the Kustomization flux-system/flux-system from its templates;
+// the credentials of source.secretResourceName synced as the Secret the template names; its
+// ConfigMap shoot-info with the SHOOT_INFO_* keys; both labelled as its own.
+const (
+	stackitName          = "flux-system"
+	stackitSecretName    = "flux-system"
+	stackitCredentials   = "git-credentials"
+	stackitChild         = "apps"
+	stackitChildTarget   = "apps"
+	stackitManagedBy     = "gardener-extension-shoot-flux"
+	stackitShootInfoName = "SHOOT_INFO_NAME"
+)
+
+var _ = Describe("Switching a shoot from stackit's extension", func() {
+	It("takes over a v0.27 shoot (Flux v2.9, git) with every object kept and the repository's Kustomizations still reconciling", Label(labelDeployed), func(ctx SpecContext) {
+		project := "stackit"
+		projectNamespace := newProject(ctx, project)
+		key, err := sshkey.Generate(sshkey.AlgorithmED25519, "stackit")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(git.AddAuthorizedKey(key.AuthorizedKey)).To(Succeed())
+		credentials := map[string][]byte{constants.SecretKeyIdentity: key.PrivateKey, constants.SecretKeyKnownHosts: []byte(git.KnownHostsLine())}
+		Expect(sb.Garden.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: projectNamespace, Name: stackitCredentials}, Data: credentials})).To(Succeed())
+
+		h := createShoot(ctx, sandbox.ShootSpec{
+			Project:        project,
+			Name:           "switched",
+			RunControllers: true,
+			DeferExtension: true,
+			Resources: []gardencorev1beta1.NamedResourceReference{{Name: stackitCredentials, ResourceRef: autoscalingv1.CrossVersionObjectReference{
+				APIVersion: "v1", Kind: "Secret", Name: stackitCredentials,
+			}}},
+			ProviderConfig: stackitProviderConfig(git.URL(repoName)),
+		})
+		logs := func() string { return "controller logs:\n" + h.ControllerLogs() }
+		shoot := h.Shoot.Client
+
+		By("installing Flux and the bootstrap objects as stackit's extension did")
+		installFluxDirectly(ctx, shoot, []string{"source-controller", "kustomize-controller"})
+		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
+		Expect(shoot.Create(ctx, &corev1.Secret{ObjectMeta: stackitMeta(stackitSecretName), Data: credentials})).To(Succeed())
+		Expect(shoot.Create(ctx, &corev1.ConfigMap{ObjectMeta: stackitMeta(constants.ShootInfoConfigMapName), Data: map[string]string{
+			stackitShootInfoName: "switched", "SHOOT_INFO_TECHNICAL_ID": "shoot--stackit--switched",
+		}})).To(Succeed())
+		Expect(shoot.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stackitChildTarget}})).To(Succeed())
+		createFlux(ctx, shoot, gitRepositoryGVK, stackitName, map[string]any{
+			"url": git.URL(repoName), "ref": map[string]any{"branch": gitserver.Branch}, "interval": "1m", "secretRef": map[string]any{"name": stackitSecretName},
+		})
+		createFlux(ctx, shoot, kustomizationGVK, stackitName, map[string]any{
+			"path": "./configmap", "prune": false, "interval": "1m", "sourceRef": map[string]any{"kind": "GitRepository", "name": stackitName},
+		})
+		// A child Kustomization of the repository's, which references the bootstrap source by name.
+		createFlux(ctx, shoot, kustomizationGVK, stackitChild, map[string]any{
+			"path": "./configmap", "prune": true, "interval": "1m", "targetNamespace": stackitChildTarget,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": stackitName},
+		})
+		Eventually(func(g Gomega) {
+			for _, o := range []struct {
+				gvk  schema.GroupVersionKind
+				name string
+			}{{gitRepositoryGVK, stackitName}, {kustomizationGVK, stackitName}, {kustomizationGVK, stackitChild}} {
+				g.Expect(readyConditionOf(g, ctx, h, o.gvk, fluxNamespace, o.name)).To(HaveKeyWithValue("status", "True"), "%s %s", o.gvk.Kind, o.name)
+			}
+		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+		before := stackitUIDs(ctx, shoot)
+
+		By("enabling this extension on the shoot with stackit's providerConfig")
+		Expect(h.CreateExtension(ctx)).To(Succeed())
+		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
+		Expect(err).NotTo(HaveOccurred(), logs)
+
+		By("checking that every object is the one stackit's extension left, now applied by the resource manager")
+		Expect(stackitUIDs(ctx, shoot)).To(Equal(before))
+		for _, gvk := range []schema.GroupVersionKind{gitRepositoryGVK, kustomizationGVK} {
+			obj, err := shootObject(ctx, h, gvk, fluxNamespace, stackitName)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(obj.GetAnnotations()).To(HaveKey("resources.gardener.cloud/origin"), "%s %s is managed by the bootstrap ManagedResource", gvk.Kind, stackitName)
+		}
+		shootInfo := &corev1.ConfigMap{}
+		Expect(get(ctx, shoot, shootInfo, fluxNamespace, constants.ShootInfoConfigMapName)).To(Succeed())
+		Expect(shootInfo.Data).To(HaveKeyWithValue(stackitShootInfoName, "switched"))
+		Expect(shootInfo.Data).To(HaveKeyWithValue("SHOOT_INFO_TECHNICAL_ID", "shoot--stackit--switched"))
+		Expect(shootInfo.Data).To(HaveKeyWithValue("SHOOT_NAME", "switched"))
+		Expect(get(ctx, shoot, &corev1.Secret{}, fluxNamespace, stackitSecretName)).To(Succeed(), "stackit's synced Secret stays")
+		for _, crd := range []string{"gitrepositories.source.toolkit.fluxcd.io", "kustomizations.kustomize.toolkit.fluxcd.io"} {
+			expectOnlyServedStoredVersions(ctx, shoot, crd)
+		}
+		status, err := h.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.BootstrapName).To(Equal(stackitName))
+		Expect(status.Management).To(Equal("handover"))
+		Expect(status.NativeProviderConfig).To(ContainSubstring("name: " + stackitName))
+		mr, err := h.ManagedResource(ctx, constants.ManagedResourceControllers)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mr.Annotations).To(HaveKeyWithValue(resourcesv1alpha1.Ignore, "true"), "installed once, then left to the repository, as stackit's extension did")
+
+		By("asking the child Kustomization to reconcile again")
+		requestReconcile(ctx, shoot, stackitChild)
+		Eventually(func(g Gomega) {
+			ks, err := shootObject(ctx, h, kustomizationGVK, fluxNamespace, stackitChild)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(nestedString(ks, "status", "lastHandledReconcileAt")).To(Equal(ks.GetAnnotations()["reconcile.fluxcd.io/requestedAt"]))
+			g.Expect(readyConditionOf(g, ctx, h, kustomizationGVK, fluxNamespace, stackitChild)).To(HaveKeyWithValue("status", "True"))
+		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+
+		By("removing the condition stackit's extension set")
+		ex, err := h.Extension(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		patch := client.MergeFrom(ex.DeepCopy())
+		ex.Status.Conditions = append(ex.Status.Conditions, gardencorev1beta1.Condition{
+			Type: adoption.ConditionFluxBootstrapped, Status: gardencorev1beta1.ConditionTrue, Reason: "BootstrapSuccessful",
+			LastTransitionTime: metav1.Now(), LastUpdateTime: metav1.Now(),
+		})
+		Expect(sb.Seed.Client.Status().Patch(ctx, ex, patch)).To(Succeed())
+		Expect(h.TriggerReconcile(ctx)).To(Succeed())
+		Eventually(func(g Gomega) {
+			ex, err := h.Extension(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ex.Status.Conditions).NotTo(ContainElement(HaveField("Type", adoption.ConditionFluxBootstrapped)))
+		}).WithTimeout(reconcileTimeout).Should(Succeed())
+	})
+})
+
+// stackitProviderConfig is a providerConfig of stackit's v0.27 shape for the git repository url.
+func stackitProviderConfig(url string) []byte {
+	return mustJSON(map[string]any{
+		"apiVersion": "flux.extensions.gardener.cloud/v1alpha1",
+		"kind":       "FluxConfig",
+		"flux":       map[string]any{"components": []string{"source-controller", "kustomize-controller"}},
+		"source": map[string]any{
+			"template": map[string]any{
+				"apiVersion": "source.toolkit.fluxcd.io/v1",
+				"kind":       "GitRepository",
+				"metadata":   map[string]any{"name": stackitName, "namespace": fluxNamespace},
+				"spec": map[string]any{
+					"url": url, "ref": map[string]any{"branch": gitserver.Branch}, "interval": "1m", "secretRef": map[string]any{"name": stackitSecretName},
+				},
+			},
+			"secretResourceName": stackitCredentials,
+		},
+		"kustomization": map[string]any{
+			"template": map[string]any{
+				"apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+				"kind":       "Kustomization",
+				"metadata":   map[string]any{"name": stackitName, "namespace": fluxNamespace},
+				"spec": map[string]any{
+					"path": "./configmap", "interval": "1m", "sourceRef": map[string]any{"kind": "GitRepository", "name": stackitName},
+				},
+			},
+		},
+	})
+}
+
+func stackitMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: fluxNamespace, Name: name, Labels: map[string]string{constants.LabelManagedBy: stackitManagedBy}}
+}
+
+// installFluxDirectly applies the embedded Flux release's install manifests into the shoot as
+// stackit's extension did (`flux install --export`, applied with a client): no ManagedResource.
+// The newest embedded release stands in for v2.9.2, whose controllers the module proxy cannot
+// build here; the objects and their names are those of every v2.9 release.
+func installFluxDirectly(ctx context.Context, shoot client.Client, components []string) {
+	GinkgoHelper()
+	versions := manifests.FluxVersions()
+	stream, err := manifests.RenderFlux(manifests.FluxOptions{Version: versions[len(versions)-1], Components: components, Namespace: fluxNamespace})
+	Expect(err).NotTo(HaveOccurred())
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			Expect(err).NotTo(HaveOccurred())
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		Eventually(func() error { return shoot.Create(ctx, obj) }).WithContext(ctx).WithTimeout(reconcileTimeout).Should(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+	}
+}
+
+// createFlux creates a Flux object of kind gvk in Flux's namespace, labelled as stackit's
+// extension's, once its CRD is served.
+func createFlux(ctx context.Context, shoot client.Client, gvk schema.GroupVersionKind, name string, spec map[string]any) {
+	GinkgoHelper()
+	obj := unstructuredObject(gvk)
+	obj.SetNamespace(fluxNamespace)
+	obj.SetName(name)
+	Expect(unstructured.SetNestedMap(obj.Object, spec, "spec")).To(Succeed())
+	Eventually(func() error { return shoot.Create(ctx, obj) }).WithContext(ctx).WithTimeout(reconcileTimeout).Should(Succeed())
+}
+
+// stackitUIDs returns the UIDs of what stackit's extension and the repository left in the shoot.
+func stackitUIDs(ctx context.Context, shoot client.Client) map[string]types.UID {
+	GinkgoHelper()
+	uids := map[string]types.UID{}
+	for _, o := range []struct {
+		gvk             schema.GroupVersionKind
+		namespace, name string
+	}{
+		{corev1.SchemeGroupVersion.WithKind("Namespace"), "", fluxNamespace},
+		{apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), "", "gitrepositories.source.toolkit.fluxcd.io"},
+		{apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), "", "kustomizations.kustomize.toolkit.fluxcd.io"},
+		{adoption.DeploymentKind, fluxNamespace, "source-controller"},
+		{adoption.DeploymentKind, fluxNamespace, "kustomize-controller"},
+		{gitRepositoryGVK, fluxNamespace, stackitName},
+		{kustomizationGVK, fluxNamespace, stackitName},
+		{kustomizationGVK, fluxNamespace, stackitChild},
+		{corev1.SchemeGroupVersion.WithKind("Secret"), fluxNamespace, stackitSecretName},
+		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), fluxNamespace, constants.ShootInfoConfigMapName},
+		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), gitserver.ConfigMapNamespace, gitserver.ConfigMapName},
+		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), stackitChildTarget, gitserver.ConfigMapName},
+	} {
+		obj := unstructuredObject(o.gvk)
+		Expect(get(ctx, shoot, obj, o.namespace, o.name)).To(Succeed(), "%s %s/%s", o.gvk.Kind, o.namespace, o.name)
+		uids[o.gvk.Kind+" "+o.namespace+"/"+o.name] = obj.GetUID()
+	}
+	return uids
+}
+
+// expectOnlyServedStoredVersions checks that a CRD stores no version it does not serve.
+func expectOnlyServedStoredVersions(ctx context.Context, shoot client.Client, name string) {
+	GinkgoHelper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	Expect(get(ctx, shoot, crd, "", name)).To(Succeed())
+	served := map[string]bool{}
+	for _, v := range crd.Spec.Versions {
+		served[v.Name] = v.Served
+	}
+	for _, v := range crd.Status.StoredVersions {
+		Expect(served).To(HaveKeyWithValue(v, true), "CRD %s stores %s", name, v)
+	}
+}
+
+// requestReconcile asks kustomize-controller to reconcile a Kustomization of Flux's namespace now.
+func requestReconcile(ctx context.Context, shoot client.Client, name string) {
+	GinkgoHelper()
+	ks := unstructuredObject(kustomizationGVK)
+	Expect(get(ctx, shoot, ks, fluxNamespace, name)).To(Succeed())
+	patch := client.MergeFrom(ks.DeepCopy())
+	annotations := ks.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations["reconcile.fluxcd.io/requestedAt"] = time.Now().UTC().Format(time.RFC3339Nano)
+	ks.SetAnnotations(annotations)
+	Expect(shoot.Patch(ctx, ks, patch)).To(Succeed())
+}

@@ -1,0 +1,74 @@
+// SPDX-FileCopyrightText: The gardener-extension-shoot-flux authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+// Package storedversions_test migrates stored versions in a real kube-apiserver: the API server
+// is what refuses a CRD that drops a stored version and what re-encodes an object on a write.
+package storedversions_test
+
+import (
+	"net/http"
+	"os"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/shootclient"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/storedversions"
+)
+
+func TestStoredVersions(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Stored Versions Migration Suite")
+}
+
+var (
+	restConfig *rest.Config
+	// k8s discovers the API server's kinds, like a user's kubectl.
+	k8s client.Client
+	// desired are the CRDs of the newest embedded Flux release.
+	desired []apiextensionsv1.CustomResourceDefinition
+	scheme  = runtime.NewScheme()
+)
+
+var _ = BeforeSuite(func() {
+	// make test-integration provides it; a missing one is a broken setup, not a reason to skip.
+	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
+	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	env := &envtest.Environment{}
+	var err error
+	restConfig, err = env.Start()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+	k8s, err = client.New(restConfig, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	versions := manifests.FluxVersions()
+	stream, err := manifests.RenderFlux(manifests.FluxOptions{Version: versions[len(versions)-1], Components: manifests.FluxComponents(), Namespace: "flux-system"})
+	Expect(err).NotTo(HaveOccurred())
+	desired, err = storedversions.CRDs(stream)
+	Expect(err).NotTo(HaveOccurred())
+})
+
+// shootClient returns a client like the extension's shoot client: a static mapper and responses
+// bounded by shootclient.MaxResponseBytes.
+func shootClient() client.Client {
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return shootclient.LimitResponses(rt, shootclient.MaxResponseBytes)
+	})
+	httpClient, err := rest.HTTPClientFor(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: storedversions.RESTMapper(desired), HTTPClient: httpClient})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
