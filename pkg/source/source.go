@@ -270,13 +270,14 @@ func (r *Resolver) userCredentials(cfg *fluxapi.FluxConfig, url *helper.GitURL, 
 		if len(knownHosts) > 0 {
 			creds.Data[constants.SecretKeyKnownHosts] = knownHosts
 		}
-		// Sizes come before parsing, which costs up to the square of a key's size: what the
-		// bootstrap delivers (secretResources counts it again with the other Secrets), then the key.
-		if err := fluxconfig.SecretsSizeError(r.Config.Limits, field.NewPath("source", "secretResourceName"), fluxconfig.SecretDataSize(creds.Data)); err != nil {
-			return nil, false, err
-		}
+		// Sizes come before parsing, which costs up to the square of a key's size: the key's own
+		// limits first (their error names the Secret and its key), then what the bootstrap
+		// delivers (secretResources counts it again with the other Secrets).
 		if err := sshkey.CheckPrivateKey(identity, r.PrivateKeyLimits); err != nil {
 			return nil, false, configerror.Wrap(fmt.Errorf("%s: Secret %s key %q: %w", fieldName, secretName, constants.SecretKeyIdentity, err))
+		}
+		if err := fluxconfig.SecretsSizeError(r.Config.Limits, field.NewPath("source", "secretResourceName"), fluxconfig.SecretDataSize(creds.Data)); err != nil {
+			return nil, false, err
 		}
 		if _, err := sshkey.ParsePrivateKey(identity, r.PrivateKeyLimits); err != nil {
 			return nil, false, configerror.Wrap(fmt.Errorf("%s: Secret key %q is not a valid unencrypted SSH private key", fieldName, constants.SecretKeyIdentity))

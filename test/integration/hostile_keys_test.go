@@ -75,8 +75,8 @@ var _ = Describe("Hostile tenant: private keys", func() {
 		})
 		lastErr, err = withCredentials.WaitError(ctx, errorTimeout)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(lastErr.Description).To(ContainSubstring("source.secretResourceName: Too long: with this Secret, the data of the Secrets the bootstrap delivers"))
-		Expect(lastErr.Description).To(ContainSubstring("more than the operator's limit of 262144 bytes (limits.additionalSecretResourcesMaxBytes)"))
+		Expect(lastErr.Description).To(ContainSubstring(fmt.Sprintf(`source.secretResourceName: Secret %s/my-creds key %q: private key is %d bytes, more than the operator's limit of 16384 bytes (limits.privateKeyMaxBytes)`,
+			credentialsNamespace, constants.SecretKeyIdentity, len(hugeKey))))
 		Expect(lastErr.Codes).To(ContainElement(gardencorev1beta1.ErrorConfigurationProblem))
 
 		By(fmt.Sprintf("reconciling both shoots %d times, measuring the extension's CPU per reconcile", hugeKeyRounds))

@@ -655,8 +655,8 @@ var _ = Describe("Actuator", func() {
 				Expect(err.Error()).NotTo(ContainSubstring("PRIVATE KEY"))
 			},
 			// 12.9 s of CPU per parse without the limits (issue 36), on every reconcile.
-			Entry("780 KiB, over the size of the Secrets the bootstrap delivers", craftedkey.PEM(craftedkey.PKCS1, 1<<20, 0), func(size int) string {
-				return fmt.Sprintf("source.secretResourceName: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has %d bytes, more than the operator's limit of 262144 bytes (limits.additionalSecretResourcesMaxBytes)", size)
+			Entry("780 KiB, named by its Secret and key before the size of the Secrets the bootstrap delivers", craftedkey.PEM(craftedkey.PKCS1, 1<<20, 0), func(int) string {
+				return fmt.Sprintf(`source.secretResourceName: Secret garden-foo/my-git key "identity": private key is %d bytes, more than the operator's limit of 16384 bytes (limits.privateKeyMaxBytes)`, len(craftedkey.PEM(craftedkey.PKCS1, 1<<20, 0)))
 			}),
 			Entry("over the size of a private key", craftedkey.PEM(craftedkey.PKCS1, 24000, 0), func(int) string {
 				return fmt.Sprintf(`source.secretResourceName: Secret garden-foo/my-git key "identity": private key is %d bytes, more than the operator's limit of 16384 bytes (limits.privateKeyMaxBytes)`, len(craftedkey.PEM(craftedkey.PKCS1, 24000, 0)))
