@@ -6,6 +6,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,7 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/monitoring"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/promscrape"
 )
 
 // countingClient counts the write requests of c. A write that changes nothing leaves the object's
@@ -75,6 +82,80 @@ var _ = Describe("The shoot's monitoring at rest", func() {
 			Expect(sc.Spec.SampleLimit).To(HaveValue(BeEquivalentTo(monitoring.SampleLimit)), sc.Name)
 			Expect(sc.Spec.TargetLimit).To(HaveValue(BeEquivalentTo(2)), sc.Name)
 			Expect(sc.Spec.MetricRelabelConfigs).To(ContainElement(HaveField("Action", "labelkeep")), sc.Name)
+		}
+	})
+})
+
+var _ = Describe("A shoot owner's crafted series", func() {
+	It("stay within the bound of the shoot's Prometheus with the ScrapeConfigs the extension wrote", Label(labelDeployed), func(ctx SpecContext) {
+		h, _, logs := kluctlShoot(ctx, "monhostile", kluctlShootSpec{kluctl: map[string]any{"target": gitserver.TargetBlue}})
+		token, err := h.PrometheusShootAccess(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		list := &monitoringv1alpha1.ScrapeConfigList{}
+		Expect(sb.Seed.Client.List(ctx, list, client.InNamespace(h.SeedNamespace), client.MatchingLabels{"prometheus": "shoot"})).To(Succeed())
+		Expect(list.Items).To(HaveLen(2), "source-controller and kluctl-controller")
+		shoot, err := client.New(h.TokenConfig(token), client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+
+		for _, sc := range list.Items {
+			component := strings.TrimPrefix(sc.Name, "shoot-flux-")
+			endpoint, err := manifests.ControllerMetricsEndpoint(component)
+			Expect(err).NotTo(HaveOccurred())
+			namespace := sc.Spec.KubernetesSDConfigs[0].Namespaces.Names[0]
+			bound := endpoint.MaxPods * monitoring.SampleLimit
+
+			By(component + ": scraping the real controller through the shoot's API server")
+			var real []promscrape.Target
+			Eventually(func(g Gomega) {
+				real = nil
+				pods := &corev1.PodList{}
+				g.Expect(shoot.List(ctx, pods, client.InNamespace(namespace))).To(Succeed())
+				for _, target := range podTargets(pods.Items) {
+					labels, keep, err := promscrape.Relabel(target, sc.Spec.RelabelConfigs)
+					g.Expect(err).NotTo(HaveOccurred())
+					if !keep {
+						continue
+					}
+					body, err := h.ScrapePod(ctx, token, labels["__metrics_path__"])
+					g.Expect(err).NotTo(HaveOccurred())
+					real = append(real, promscrape.Target{Labels: target, Exposition: body})
+				}
+				g.Expect(real).To(HaveLen(1))
+			}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+
+			By(component + ": a pod named like the controller serving 10,000 crafted series stores none of them")
+			flood := promscrape.PodTarget(namespace, component+"-tenant", endpoint.Container, endpoint.Port,
+				promscrape.Crafted(10000, monitoring.KeptMetrics, constants.BootstrapName, fluxv1alpha1.DefaultKluctlNamespace))
+			result, err := promscrape.Scrape(sc.Spec, append(real, flood))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(result.Failures).To(ConsistOf(ContainSubstring(component + "-tenant")))
+			Expect(result.Up).To(ContainElement(1), "the real controller is still scraped")
+			Expect(len(result.Series)).To(BeNumerically("<=", bound))
+
+			By(component + ": under the sample limit, tenant-chosen controllers, extra labels and long values store nothing new")
+			small := promscrape.PodTarget(namespace, component+"-tenant", endpoint.Container, endpoint.Port,
+				promscrape.Crafted(80, monitoring.KeptMetrics, constants.BootstrapName, fluxv1alpha1.DefaultKluctlNamespace))
+			result, err = promscrape.Scrape(sc.Spec, append(real, small))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(len(result.Series)).To(BeNumerically("<=", bound))
+			for _, series := range result.Series {
+				Expect(series["controller"]).To(Or(BeEmpty(), BeElementOf(endpoint.Reconcilers)), "%v", series)
+				for label, value := range series {
+					Expect(label).NotTo(HavePrefix("extra_"))
+					Expect(len(value)).To(BeNumerically("<=", monitoring.LabelValueLengthLimit))
+				}
+			}
+
+			By(component + ": more pods than the Deployment runs fail the job rather than add series")
+			targets := append([]promscrape.Target{}, real...)
+			for i := range 1000 {
+				targets = append(targets, promscrape.PodTarget(namespace, fmt.Sprintf("%s-tenant-%d", component, i), endpoint.Container, endpoint.Port,
+					promscrape.Crafted(40, monitoring.KeptMetrics, constants.BootstrapName, fluxv1alpha1.DefaultKluctlNamespace)))
+			}
+			result, err = promscrape.Scrape(sc.Spec, targets)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(result.Series).To(BeEmpty())
+			Expect(result.Failures).To(ConsistOf(ContainSubstring("exceed the target limit")))
 		}
 	})
 })

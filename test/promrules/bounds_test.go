@@ -36,22 +36,12 @@ func scrapeConfig(values monitoring.Values, component string) *monitoringv1alpha
 	return nil
 }
 
-// podTarget is what the kubernetes service discovery (role pod) finds of a pod of component's
-// Deployment, or of a pod named like it: its metrics container and port.
+// podTarget is a pod of component's Deployment, or a pod named like it (promscrape.PodTarget).
 func podTarget(component, namespace, pod string, exposition []byte) promscrape.Target {
 	GinkgoHelper()
 	endpoint, err := manifests.ControllerMetricsEndpoint(component)
 	Expect(err).NotTo(HaveOccurred())
-	return promscrape.Target{Labels: map[string]string{
-		"__address__":                                 "10.0.0.1:8080",
-		"__metrics_path__":                            "/metrics",
-		"__meta_kubernetes_namespace":                 namespace,
-		"__meta_kubernetes_pod_name":                  pod,
-		"__meta_kubernetes_pod_node_name":             "worker-a",
-		"__meta_kubernetes_pod_container_name":        endpoint.Container,
-		"__meta_kubernetes_pod_container_port_name":   endpoint.Port,
-		"__meta_kubernetes_pod_container_port_number": "8080",
-	}, Exposition: exposition}
+	return promscrape.PodTarget(namespace, pod, endpoint.Container, endpoint.Port, exposition)
 }
 
 func readSample(file string) []byte {
@@ -100,26 +90,9 @@ func allReconcilers(sample []byte, component string) []byte {
 	return []byte(out)
 }
 
-// crafted is an exposition a shoot owner's pod serves: n series of every kept metric name with
-// tenant-chosen controller values, extra labels and long values, and the bootstrap's names.
+// crafted is promscrape.Crafted over the kept metrics, naming the bootstrap object.
 func crafted(n int, bootstrapNamespace string) []byte {
-	var b strings.Builder
-	for _, name := range monitoring.KeptMetrics {
-		fmt.Fprintf(&b, "# TYPE %s gauge\n", name)
-		for i := range n / len(monitoring.KeptMetrics) {
-			switch i % 4 {
-			case 0:
-				fmt.Fprintf(&b, "%s{controller=\"tenant-%d\",result=\"success\"} 1\n", name, i)
-			case 1:
-				fmt.Fprintf(&b, "%s{controller=\"gitrepository\",result=\"success\",extra_%d=\"x\"} 1\n", name, i)
-			case 2:
-				fmt.Fprintf(&b, "%s{name=%q,namespace=%q,kind=\"K%d\",status=\"True\",type=\"Ready\"} 1\n", name, constants.BootstrapName, bootstrapNamespace, i)
-			default:
-				fmt.Fprintf(&b, "%s{name=%q,namespace=%q,kind=\"K\",status=%q} 1\n", name, constants.BootstrapName, bootstrapNamespace, strings.Repeat("v", 300)+fmt.Sprint(i))
-			}
-		}
-	}
-	return []byte(b.String())
+	return promscrape.Crafted(n, monitoring.KeptMetrics, constants.BootstrapName, bootstrapNamespace)
 }
 
 var _ = Describe("The bounds of the shoots' Prometheus", func() {

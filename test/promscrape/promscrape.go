@@ -282,3 +282,42 @@ func toLabelSet(labels map[string]string) model.LabelSet {
 	}
 	return ls
 }
+
+// PodTarget is what Prometheus' kubernetes service discovery (role pod) finds of a pod serving
+// exposition from a container and port of the given names: a controller's pod, or a shoot
+// owner's pod named like it.
+func PodTarget(namespace, pod, container, port string, exposition []byte) Target {
+	return Target{Labels: map[string]string{
+		"__address__":                                 "10.0.0.1:8080",
+		"__metrics_path__":                            "/metrics",
+		"__meta_kubernetes_namespace":                 namespace,
+		"__meta_kubernetes_pod_name":                  pod,
+		"__meta_kubernetes_pod_node_name":             "worker-a",
+		"__meta_kubernetes_pod_container_name":        container,
+		"__meta_kubernetes_pod_container_port_name":   port,
+		"__meta_kubernetes_pod_container_port_number": "8080",
+	}, Exposition: exposition}
+}
+
+// Crafted is an exposition a shoot owner's pod serves to inflate the shoot's Prometheus: about n
+// series spread over metrics, with tenant-chosen controller values, extra labels, many kinds and
+// long label values, all naming the bootstrap object so that a keep rule on the object lets them by.
+func Crafted(n int, metrics []string, bootstrapName, bootstrapNamespace string) []byte {
+	var b strings.Builder
+	for _, name := range metrics {
+		fmt.Fprintf(&b, "# TYPE %s gauge\n", name)
+		for i := range n / len(metrics) {
+			switch i % 4 {
+			case 0:
+				fmt.Fprintf(&b, "%s{controller=\"tenant-%d\",result=\"success\"} 1\n", name, i)
+			case 1:
+				fmt.Fprintf(&b, "%s{controller=\"gitrepository\",result=\"success\",extra_%d=\"x\"} 1\n", name, i)
+			case 2:
+				fmt.Fprintf(&b, "%s{name=%q,namespace=%q,kind=\"K%d\",status=\"True\",type=\"Ready\"} 1\n", name, bootstrapName, bootstrapNamespace, i)
+			default:
+				fmt.Fprintf(&b, "%s{name=%q,namespace=%q,kind=\"K\",status=%q} 1\n", name, bootstrapName, bootstrapNamespace, strings.Repeat("v", 300)+strconv.Itoa(i))
+			}
+		}
+	}
+	return []byte(b.String())
+}
