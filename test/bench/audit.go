@@ -29,7 +29,6 @@ const (
 	// ownerProcess are the writes of the extension process that are for no shoot: the leases of
 	// its leader election and of gardener's heartbeat.
 	ownerProcess = "extension process (leases)"
-	ownerOther   = "other"
 )
 
 // classify names what a write of the extension process was for and whose code did it: the events
@@ -41,7 +40,8 @@ const (
 // library is the only one that updates (replaces) the status, to set its conditions.
 func classify(ev sandbox.AuditEvent) (what, owner string) {
 	if ev.ObjectRef == nil {
-		return ev.Verb + " (no object)", ownerOther
+		// Still a write of the extension's user: it counts against "0 writes at rest".
+		return ev.Verb + " (no object)", ownerExtension
 	}
 	resource := ev.ObjectRef.Resource
 	if ev.ObjectRef.Subresource != "" {
@@ -98,7 +98,7 @@ func breakdown(events []sandbox.AuditEvent) writeBreakdown {
 		what, owner := classify(ev)
 		b.byWhat[what]++
 		b.byOwner[owner]++
-		if owner == ownerExtension && ev.ObjectRef != nil {
+		if owner == ownerExtension {
 			b.ownByResource[resourceName(ev.ObjectRef)]++
 		}
 		if name := managedResourceOf(ev); name != "" {
@@ -115,6 +115,9 @@ func breakdown(events []sandbox.AuditEvent) writeBreakdown {
 
 // resourceName is the group-qualified resource of a request, with its subresource.
 func resourceName(ref *sandbox.AuditObjectRef) string {
+	if ref == nil {
+		return "(no object)"
+	}
 	name := ref.Resource
 	if ref.APIGroup != "" {
 		name += "." + ref.APIGroup

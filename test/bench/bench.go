@@ -36,11 +36,13 @@ var (
 )
 
 const (
-	// extensionUserAgent is the prefix of the user agent client-go derives from the extension
-	// binary's name; the audit logs are filtered by it.
-	extensionUserAgent = "gardener-extension-shoot-flux/"
-	repoName           = "fleet"
-	publicURL          = "https://git.example.com/platform/fleet.git"
+	// extensionUser is the extension's own identity in the garden and the seed (a client
+	// certificate in system:masters, so that its permissions are not what the bench measures):
+	// the audit logs are filtered by it, so every write the process makes counts, whatever its
+	// client's user agent.
+	extensionUser = "gardener-extension-shoot-flux"
+	repoName      = "fleet"
+	publicURL     = "https://git.example.com/platform/fleet.git"
 	// minOwnWrites is the least the actuator must write for a new shoot: the Secret and the
 	// ManagedResource of both ManagedResources, the providerStatus, and the shoot's monitoring
 	// objects (a ScrapeConfig per delivered controller, the bench's shoots have two, the
@@ -126,8 +128,8 @@ func (b *bench) buildExtension(ctx context.Context) error {
 	step("building the extension binary")
 	b.extArgs = extensionArgs{
 		binary:                  filepath.Join(b.tmpDir, "gardener-extension-shoot-flux"),
-		seedKubeconfig:          filepath.Join(b.tmpDir, "seed.kubeconfig"),
-		gardenKubeconfig:        filepath.Join(b.tmpDir, "garden.kubeconfig"),
+		seedKubeconfig:          filepath.Join(b.tmpDir, "extension-seed.kubeconfig"),
+		gardenKubeconfig:        filepath.Join(b.tmpDir, "extension-garden.kubeconfig"),
 		configPath:              filepath.Join(b.tmpDir, "config.yaml"),
 		maxConcurrentReconciles: b.opts.workers,
 		clientQPS:               b.opts.clientQPS,
@@ -169,7 +171,7 @@ func (b *bench) setup(ctx context.Context) error {
 	if b.sb, err = sandbox.Start(startCtx, sandbox.Options{WithoutExtension: true, AuditLogDir: b.tmpDir, MarkSharedApplied: b.opts.markApplied, Log: b.log}); err != nil {
 		return err
 	}
-	if err := b.sb.WriteKubeconfigs(b.tmpDir); err != nil {
+	if err := b.writeExtensionKubeconfigs(); err != nil {
 		return err
 	}
 	// The sandbox's host policy lets the extension scan the local git server. The shoots follow
@@ -382,4 +384,16 @@ func countInFile(path string, offset int64, s string) int {
 		return 0
 	}
 	return bytes.Count(data[offset:], []byte(s))
+}
+
+// writeExtensionKubeconfigs writes the sandbox's admin kubeconfigs, and the extension's own for
+// the garden and the seed (extensionUser).
+func (b *bench) writeExtensionKubeconfigs() error {
+	if err := b.sb.WriteKubeconfigs(b.tmpDir); err != nil {
+		return err
+	}
+	if err := b.sb.Seed.WriteUserKubeconfig(b.extArgs.seedKubeconfig, extensionUser, "system:masters"); err != nil {
+		return err
+	}
+	return b.sb.Garden.WriteUserKubeconfig(b.extArgs.gardenKubeconfig, extensionUser, "system:masters")
 }

@@ -115,7 +115,7 @@ func (b *bench) setupFirstDeploy(ctx context.Context) error {
 	if b.sb, err = sandbox.Start(startCtx, sandbox.Options{WithoutExtension: true, FluxControllers: flux, KluctlControllers: kluctl, Log: b.log}); err != nil {
 		return err
 	}
-	if err := b.sb.WriteKubeconfigs(b.tmpDir); err != nil {
+	if err := b.writeExtensionKubeconfigs(); err != nil {
 		return err
 	}
 	if err := b.sb.WriteExtensionConfig(b.extArgs.configPath); err != nil {

@@ -72,11 +72,11 @@ func (b *bench) measure(ctx context.Context, fn func(context.Context) error) (*p
 		// A restarted process counts from zero.
 		before = nil
 	}
-	seedEvents, err := b.seedAudit.Read(sandbox.ByUserAgent(extensionUserAgent))
+	seedEvents, err := b.seedAudit.Read(sandbox.ByUser(extensionUser))
 	if err != nil {
 		return nil, err
 	}
-	gardenEvents, err := b.gardenAudit.Read(sandbox.ByUserAgent(extensionUserAgent))
+	gardenEvents, err := b.gardenAudit.Read(sandbox.ByUser(extensionUser))
 	if err != nil {
 		return nil, err
 	}

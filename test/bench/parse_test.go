@@ -101,15 +101,30 @@ odd{l="a \"quoted\", value\\with"} 1 1700000000
 	})
 
 	Describe("parseAudit", func() {
-		It("keeps completed requests of the user agent and leaves an unfinished line for later", func() {
-			log := `{"stage":"ResponseComplete","verb":"get","userAgent":"gardener-extension-shoot-flux/v0.0.0 (linux/amd64)","objectRef":{"resource":"secrets"}}
-{"stage":"ResponseStarted","verb":"watch","userAgent":"gardener-extension-shoot-flux/v0.0.0 (linux/amd64)","objectRef":{"resource":"secrets"}}
-{"stage":"ResponseComplete","verb":"get","userAgent":"bench/v0.0.0","objectRef":{"resource":"secrets"}}
-{"stage":"ResponseComplete","verb":"get","userAgent":"gardener-ext`
-			events, consumed, err := sandbox.ParseAudit(strings.NewReader(log), sandbox.ByUserAgent(extensionUserAgent))
+		It("keeps completed requests of the extension's user and leaves an unfinished line for later", func() {
+			log := `{"stage":"ResponseComplete","verb":"get","user":{"username":"gardener-extension-shoot-flux"},"userAgent":"gardener-extension-shoot-flux/v0.0.0 (linux/amd64)","objectRef":{"resource":"secrets"}}
+{"stage":"ResponseStarted","verb":"watch","user":{"username":"gardener-extension-shoot-flux"},"objectRef":{"resource":"secrets"}}
+{"stage":"ResponseComplete","verb":"get","user":{"username":"admin"},"userAgent":"bench/v0.0.0","objectRef":{"resource":"secrets"}}
+{"stage":"ResponseComplete","verb":"get","user":{"username":"gardener-ext`
+			events, consumed, err := sandbox.ParseAudit(strings.NewReader(log), sandbox.ByUser(extensionUser))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(events).To(HaveLen(1))
 			Expect(consumed).To(BeEquivalentTo(strings.LastIndex(log, "\n") + 1))
+		})
+
+		// The self-test of the attribution: a write counts by who made it, not by the client that
+		// sent it, so a client of the extension with another user agent cannot hide a write.
+		It("counts a write of the extension's user under any user agent, and none of another user under the extension's", func() {
+			log := `{"stage":"ResponseComplete","verb":"update","user":{"username":"gardener-extension-shoot-flux"},"userAgent":"Go-http-client/2.0","objectRef":{"resource":"scrapeconfigs","apiGroup":"monitoring.coreos.com"}}
+{"stage":"ResponseComplete","verb":"patch","user":{"username":"admin"},"impersonatedUser":{"username":"gardener-extension-shoot-flux"},"userAgent":"other/v1","objectRef":{"resource":"configmaps"}}
+{"stage":"ResponseComplete","verb":"update","user":{"username":"admin"},"userAgent":"gardener-extension-shoot-flux/v0.0.0 (linux/amd64)","objectRef":{"resource":"secrets"}}
+{"stage":"ResponseComplete","verb":"create","user":{"username":"gardener-extension-shoot-flux"},"userAgent":"Go-http-client/2.0"}
+`
+			events, _, err := sandbox.ParseAudit(strings.NewReader(log), sandbox.ByUser(extensionUser))
+			Expect(err).NotTo(HaveOccurred())
+			b := breakdown(events)
+			Expect(b.byOwner).To(Equal(map[string]int{ownerExtension: 3}))
+			Expect(b.ownByResource).To(Equal(map[string]int{"scrapeconfigs.monitoring.coreos.com": 1, "configmaps": 1, "(no object)": 1}))
 		})
 	})
 

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 )
 
@@ -22,6 +21,10 @@ type AuditEvent struct {
 	User      struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	// ImpersonatedUser is the user the request acted as, if it impersonated one.
+	ImpersonatedUser *struct {
+		Username string `json:"username"`
+	} `json:"impersonatedUser"`
 	ObjectRef      *AuditObjectRef `json:"objectRef"`
 	ResponseStatus *struct {
 		Code    int    `json:"code"`
@@ -65,9 +68,14 @@ func (e AuditEvent) Permission() string {
 	return out
 }
 
-// ByUserAgent selects the requests of a user agent (prefix).
-func ByUserAgent(prefix string) func(AuditEvent) bool {
-	return func(e AuditEvent) bool { return strings.HasPrefix(e.UserAgent, prefix) }
+// ByUser selects the requests made as user: authenticated as it, or impersonating it.
+func ByUser(user string) func(AuditEvent) bool {
+	return func(e AuditEvent) bool {
+		if e.ImpersonatedUser != nil {
+			return e.ImpersonatedUser.Username == user
+		}
+		return e.User.Username == user
+	}
 }
 
 // AuditLog is an audit log file read in phases: each read returns the events written since the

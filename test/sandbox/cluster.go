@@ -260,6 +260,24 @@ func (c *Cluster) Kubeconfig() ([]byte, error) {
 	return out, nil
 }
 
+// WriteUserKubeconfig writes a kubeconfig to path that authenticates as user in groups with a
+// client certificate of the API server's CA, so that the audit log names that user for every
+// request made with it.
+func (c *Cluster) WriteUserKubeconfig(path, user string, groups ...string) error {
+	u, err := c.Env.ControlPlane.AddUser(envtest.User{Name: user, Groups: groups}, c.Config)
+	if err != nil {
+		return fmt.Errorf("failed adding user %s to %s: %w", user, c.Name, err)
+	}
+	data, err := u.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("failed serializing kubeconfig of user %s of %s: %w", user, c.Name, err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("failed writing kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
+
 // WriteKubeconfig writes the admin kubeconfig to path, readable by the owner only since it holds
 // a client key.
 func (c *Cluster) WriteKubeconfig(path string) error {
