@@ -123,28 +123,21 @@ var _ = Describe("Hostile tenant: private keys", func() {
 		}
 
 		By("serving the other projects while the attackers' shoots keep being reconciled")
-		attackCtx, stopAttack := context.WithCancel(ctx)
-		defer stopAttack()
-		attackDone := make(chan error, 1)
-		go func() {
-			defer GinkgoRecover()
-			attackDone <- func() error {
-				for attackCtx.Err() == nil {
-					for _, h := range []*sandbox.ShootHandle{withDeployKey, withCredentials} {
-						if err := h.TriggerReconcile(attackCtx); err != nil {
-							return ignoreEnded(attackCtx, err)
-						}
-						if _, err := h.WaitError(attackCtx, errorTimeout); err != nil {
-							return ignoreEnded(attackCtx, err)
-						}
+		attack := attackInBackground(ctx, func(attackCtx context.Context) error {
+			for attackCtx.Err() == nil {
+				for _, h := range []*sandbox.ShootHandle{withDeployKey, withCredentials} {
+					if err := h.TriggerReconcile(attackCtx); err != nil {
+						return ignoreEnded(attackCtx, err)
+					}
+					if _, err := h.WaitError(attackCtx, errorTimeout); err != nil {
+						return ignoreEnded(attackCtx, err)
 					}
 				}
-				return nil
-			}()
-		}()
+			}
+			return nil
+		})
 		healthy := createHealthyTenants(ctx, prefix)
 		healthy.expectPropagation(ctx, "release")
-		stopAttack()
-		Expect(<-attackDone).To(Succeed())
+		Expect(attack.stop()).To(Succeed())
 	})
 })

@@ -415,25 +415,23 @@ var _ = Describe("Hostile tenant", func() {
 		}
 
 		By(fmt.Sprintf("changing the controller settings %d times to distinct values while healthy shoots are created", changes))
-		attackDone := make(chan error, 1)
-		go func() {
-			defer GinkgoRecover()
-			attackDone <- inParallel(len(shoots), func(i int) error {
+		attack := attackInBackground(ctx, func(attackCtx context.Context) error {
+			return inParallel(len(shoots), func(i int) error {
 				h := shoots[i]
 				for round := 1; round <= settingsRounds; round++ {
-					if err := h.UpdateProviderConfig(ctx, distinctSettings(i, round)); err != nil {
+					if err := h.UpdateProviderConfig(attackCtx, distinctSettings(i, round)); err != nil {
 						return err
 					}
-					if _, err := h.WaitSucceeded(ctx, reconcileTimeout); err != nil {
+					if _, err := h.WaitSucceeded(attackCtx, reconcileTimeout); err != nil {
 						return fmt.Errorf("shoot %s, round %d: %w", h.Name, round, err)
 					}
 				}
 				return nil
 			})
-		}()
+		})
 		healthy := createHealthyTenants(ctx, prefix)
 		healthy.expectPropagation(ctx, "release")
-		Expect(<-attackDone).To(Succeed())
+		Expect(attack.wait()).To(Succeed())
 		AddReportEntry("settings", fmt.Sprintf("%d distinct controller settings of ~%.1f KiB served in %s", changes,
 			float64(len(settingsSelector(0, 0)))/1024, time.Since(attackStarted).Round(time.Millisecond)))
 
@@ -558,17 +556,10 @@ var _ = Describe("Hostile tenant", func() {
 		}
 
 		By("creating healthy shoots of other projects while the attack goes on")
-		attackCtx, stopAttack := context.WithCancel(ctx)
-		defer stopAttack()
-		attackDone := make(chan error, 1)
-		go func() {
-			defer GinkgoRecover()
-			attackDone <- attack(attackCtx)
-		}()
+		running := attackInBackground(ctx, attack)
 		healthy := createHealthyTenants(ctx, prefix)
 		healthy.expectPropagation(ctx, "release")
-		stopAttack()
-		Expect(<-attackDone).To(Succeed())
+		Expect(running.stop()).To(Succeed())
 	})
 
 	It("leaves at most two ManagedResource Secrets per shoot when every apply of new content fails", Label(labelDeployed), func(ctx SpecContext) {
@@ -719,6 +710,43 @@ func denyKluctlDeploymentChanges(ctx context.Context, h *sandbox.ShootHandle) {
 	GinkgoHelper()
 	denyKluctlDeploymentUpdates(ctx, h, failingMessage,
 		`"`+failingMessage+` (round " + (has(object.spec.args) && has(object.spec.args.round) ? string(object.spec.args.round) : "?") + ")"`)
+}
+
+// backgroundAttack is an attack that runs beside a spec's checks.
+type backgroundAttack struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// attackInBackground runs attack with a context of its own. A spec that fails before it waits for
+// the attack still ends and waits for it (DeferCleanup), so that no attack outlives its spec and
+// works on shoots and clients that are gone.
+func attackInBackground(ctx context.Context, attack func(context.Context) error) *backgroundAttack {
+	attackCtx, cancel := context.WithCancel(ctx)
+	a := &backgroundAttack{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer GinkgoRecover()
+		defer close(a.done)
+		a.err = attack(attackCtx)
+	}()
+	DeferCleanup(func() {
+		cancel()
+		<-a.done
+	})
+	return a
+}
+
+// wait waits until the attack ended by itself.
+func (a *backgroundAttack) wait() error {
+	<-a.done
+	return a.err
+}
+
+// stop ends the attack and waits for it.
+func (a *backgroundAttack) stop() error {
+	a.cancel()
+	return a.wait()
 }
 
 // ignoreEnded drops the error of a request that failed because ctx ended: the end of an attack
