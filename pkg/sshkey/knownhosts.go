@@ -5,6 +5,7 @@
 package sshkey
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha1" //nolint:gosec // OpenSSH hashes known_hosts names with HMAC-SHA1; we only verify them.
 	"encoding/base64"
@@ -372,4 +373,20 @@ func (db *knownHostsDB) check(hostname string, remote net.Addr, key ssh.PublicKe
 		}
 	}
 	return &knownhosts.KeyError{Want: want}
+}
+
+// JoinKnownHosts concatenates known_hosts data, making sure every part ends with a newline so the
+// last line of one part does not run into the first of the next.
+func JoinKnownHosts(parts ...[]byte) []byte {
+	var out []byte
+	for _, part := range parts {
+		if len(bytes.TrimSpace(part)) == 0 {
+			continue
+		}
+		out = append(out, part...)
+		if out[len(out)-1] != '\n' {
+			out = append(out, '\n')
+		}
+	}
+	return out
 }
