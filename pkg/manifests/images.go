@@ -11,6 +11,7 @@ import (
 	"github.com/gardener/gardener/pkg/utils/imagevector"
 
 	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/imageregistry"
 )
 
 // KluctlComponent is the key of the kluctl controller's image in Images.
@@ -93,7 +94,7 @@ func overrideRegistry(ref, registry string) string {
 }
 
 func validateRegistry(registry string) error {
-	if err := fluximagevector.ValidateRegistry(registry); err != nil {
+	if err := imageregistry.Validate(registry); err != nil {
 		return fmt.Errorf("invalid registry %q: %w", registry, err)
 	}
 	return nil
