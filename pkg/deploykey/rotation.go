@@ -49,24 +49,11 @@ func rotationRequested(secret *corev1.Secret) bool {
 	return rotate || prepare
 }
 
-// rotateIfRequested carries out the rotation annotations and removes them; it returns what it did
-// and whether it changed the Secret. The rotation annotation replaces the key pairs it names: with
-// the pending pair a preparation stored, or else with a new one. The preparation annotation stores
-// a pending pair next to each key pair it names, which users register at the git host while the
-// shoots keep using the current one. Whichever reconcile sees an annotation first carries it out
-// for all key pairs at once, so it cannot stay behind for keys no shoot uses any more; the other
-// shoots pick their new key up on their next reconcile. A rotation is done before a preparation,
-// so both at once switch to the pending keys and prepare the ones after them.
-//
-// Only key pairs of the extension are rotated (see ownKeyPairs): the Secret is the project
-// admins', and a data key they added for their own purpose must neither be replaced nor cost a
-// key generation. generated holds the pairs of earlier attempts of the same Ensure, which are
-// used again instead of new ones.
-//
-// A request that cannot be carried out (see planRotation) is refused before any key is generated:
-// its annotations are replaced by constants.AnnotationRotateRefused with the reason, so that it is
-// not tried again on every reconcile of every shoot of the project. Key generation stops when ctx
-// ends; the request then stays for the next reconcile.
+// rotateIfRequested carries out the rotation annotations for all own key pairs at once and removes
+// them; it returns what it did and whether it changed the Secret. generated holds the pairs of
+// earlier attempts of the same Ensure. A request planRotation refuses is replaced by
+// constants.AnnotationRotateRefused before any key is generated (see
+// docs/development/architecture.md, "Deploy key rotation").
 func (m *Manager) rotateIfRequested(ctx context.Context, secret *corev1.Secret, generated map[string]*sshkey.KeyPair) (rotation, bool, error) {
 	plan := m.planRotation(secret)
 	if plan.refused != "" {

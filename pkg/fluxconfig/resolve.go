@@ -70,12 +70,9 @@ func OperatorControllers(controllers map[string]config.ControllerSettings) map[s
 type Requested = v1alpha1.RequestedVersions
 
 // Resolve merges the configuration layers (see the package documentation), defaults and validates
-// the result, and resolves the version selectors to the releases they choose among supported (see
-// helper.ResolveVersion). cm and providerConfig may be nil. Without a source URL (git or OCI) in any layer, Source is nil and
-// the bootstrap mode is none: only the controllers are installed.
-//
-// knownHosts bounds the source.knownHosts of the ConfigMap and the providerConfig, which tenants
-// write. Errors about the configuration are *configerror.Error, which matches configerror.ErrInvalidConfig.
+// the result and resolves the version selectors among supported. cm and providerConfig may be nil;
+// without a source URL in any layer, Source is nil and the bootstrap mode none. knownHosts bounds
+// the tenants' source.knownHosts. Configuration errors are *configerror.Error.
 func Resolve(defaults Defaults, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits, cm *corev1.ConfigMap, providerConfig *runtime.RawExtension) (*flux.FluxConfig, error) {
 	cfg, _, err := ResolveRequested(defaults, supported, knownHosts, cm, providerConfig)
 	return cfg, err

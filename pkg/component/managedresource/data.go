@@ -31,14 +31,10 @@ const (
 	compressionWindowBits = 18
 )
 
-// compressions bounds the brotli writers in use at once, and writers keeps the idle ones until
-// the garbage collector drops them. A writer allocates its window and hash tables on first use and
-// keeps them across Reset. A new writer per ManagedResource, as gardener's
-// managedresources.Registry takes, allocated up to ~12 MiB per reconcile, and a burst of reconciles
-// (a project ConfigMap change reaches all of the project's shoots at once) grew the heap by
-// ~100 MiB before the garbage collector caught up; during a burst the writers are reused, and a
-// quiet process gives them back. Compression is CPU-bound, so more writers than cores would only
-// add memory.
+// compressions bounds the brotli writers in use at once, and writers keeps the idle ones until the
+// garbage collector drops them: a new writer per ManagedResource (up to ~12 MiB each) grew the heap
+// by ~100 MiB in a burst of reconciles. More writers than cores would only add memory (see
+// docs/development/architecture.md, "Compression").
 var (
 	compressions = make(chan struct{}, min(runtime.GOMAXPROCS(0), maxCompressors))
 	writers      = sync.Pool{New: func() any {

@@ -67,13 +67,9 @@ func (m *ManagedResource) deploy(ctx context.Context, annotations map[string]str
 	if err != nil {
 		return err
 	}
-	// The Secret's unique name is a hash of the data, and the rest of the spec is the same for
-	// every write, so a ManagedResource that references it already has the content: the write
-	// leaves it unchanged. Wait looks for the name.
-	//
-	// The same name also means the same content, so the Secret of content written before (by an
-	// earlier reconcile, or before a change that was reverted) is reused: Reconcile finds it
-	// unchanged and writes nothing.
+	// The Secret's name is a hash of its data, so the same name means the same content: a
+	// ManagedResource that references it already has it, and content written before (also before
+	// a reverted change) is reused without a write. Wait looks for the name.
 	writer := &writeRecorder{Client: metrics.CountManagedResourceWrites(m.Client, m.Name), managedResource: m.Name}
 	secretName, secret := managedresources.NewSecret(writer, m.Namespace, m.Name, data, true)
 	writer.secret = secretName
@@ -165,13 +161,10 @@ func (w *writeRecorder) record(obj client.Object) {
 	}
 }
 
-// DeleteSuperseded deletes the Secrets that the ManagedResource referenced before the last Deploy
-// and no longer does. Call it once the resource manager is done with what Deploy wrote, applied or
-// failed (or, while it does not run, right after Deploy), so that a reconcile of the resource
-// manager that started before Deploy still finds the Secrets it read: it reads only the Secrets the
-// ManagedResource references, and it deletes the objects that the new content lacks by the
-// ManagedResource's status, not by the old Secret. The garbage collector of the seed's gardener-resource-manager would remove them only
-// after up to 12 h, so every content change would stay in the seed's etcd for that long (see
+// DeleteSuperseded deletes the Secrets the ManagedResource referenced before the last Deploy. Call
+// it once the resource manager is done with what Deploy wrote (or, while it does not run, right
+// after Deploy), so that a reconcile of it that started earlier still finds the Secrets it read;
+// gardener-resource-manager's garbage collector would keep them for up to 12 h (see
 // docs/development/architecture.md, "ManagedResource Secrets").
 func (m *ManagedResource) DeleteSuperseded(ctx context.Context) error {
 	for _, name := range m.superseded {

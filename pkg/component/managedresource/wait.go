@@ -34,14 +34,11 @@ type Timeouts struct {
 // cache, so a short interval costs no API requests and shortens every reconcile.
 var PollInterval = 250 * time.Millisecond
 
-// ApplyFailedGrace is how long an apply failure that gardener-resource-manager reports is waited
-// out. A failure that lasts longer (a missing namespace, an object the shoot's API server rejects)
-// ends the wait with the resource manager's message, so that one tenant's broken input does not
-// hold a worker until the timeout; the reconcile is retried after ApplyFailedRetry. Shorter
-// failures (a CRD that is not established yet) are retried by the resource manager itself. A
-// failure of content that was written before counts from when it was reported: a retry that writes
-// the same content again triggers no new attempt of the resource manager, so waiting for one would
-// hold the worker until the timeout.
+// ApplyFailedGrace is how long an apply failure gardener-resource-manager reports is waited out
+// before the wait ends with its message, so that one tenant's broken input does not hold a worker
+// until the timeout; shorter failures (a CRD not yet established) the resource manager retries
+// itself. A failure of content written before counts from when it was reported, since writing it
+// again triggers no new attempt.
 var ApplyFailedGrace = 5 * time.Second
 
 // ApplyFailedError is gardener-resource-manager's report that it cannot apply the ManagedResource.
@@ -78,11 +75,9 @@ type Write struct {
 }
 
 // WaitUntilApplied waits until gardener-resource-manager has applied the current generation of the
-// ManagedResource. It deliberately does not wait for the objects to become healthy: health is
-// reported asynchronously and must not block a reconcile for minutes.
-//
-// An apply failure of what was written that lasts ApplyFailedGrace ends the wait with an
-// *ApplyFailedError.
+// ManagedResource, not until its objects are healthy: health is reported asynchronously and must
+// not block a reconcile. An apply failure of what was written that lasts ApplyFailedGrace ends the
+// wait with an *ApplyFailedError.
 func WaitUntilApplied(ctx context.Context, reader client.Reader, namespace, name string, written Write, timeout time.Duration) error {
 	var (
 		lastErr error
@@ -151,17 +146,9 @@ func isConflict(message string) bool {
 }
 
 // applyFailure returns the resource manager's message if it reported an apply failure of what was
-// written, and since when the failure counts.
-//
-// The resource manager records the observed generation only when it succeeds, and its condition
-// keeps the timestamps of the last round when the new content fails with the same message (an
-// admission policy that denies every change), so neither tells a failure of the written content
-// from one of the content before. Versions do: while ResourcesApplied is not True, only the resource
-// manager's reconcile of the ManagedResource writes its status (its health checks wait for a
-// successful apply), and it does so with an Update that conflicts unless it read the current
-// version. So a failure in a later version of the written generation is one of the written content,
-// counted from when the wait first sees it (a zero time). A failure of the current generation (applied before, failing now, or not
-// changed by the write) is one of the written content too, counted from when it was reported.
+// written, and since when the failure counts (zero: from now). Neither the observed generation nor
+// the condition's timestamps tell a failure of the written content from one of the content before;
+// the version does (see docs/development/architecture.md, "Apply failures").
 func applyFailure(mr *resourcesv1alpha1.ManagedResource, written Write) (string, time.Time, bool) {
 	for _, c := range mr.Status.Conditions {
 		if c.Type != resourcesv1alpha1.ResourcesApplied || c.Status != gardencorev1beta1.ConditionFalse || c.Reason != resourcesv1alpha1.ConditionApplyFailed {
