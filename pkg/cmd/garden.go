@@ -22,13 +22,9 @@ import (
 )
 
 // SetUpManager adds what the extension needs besides its controllers to a seed manager: its kinds,
-// the garden access (returned for the controllers, its cache bounded by limits) and the health
-// checks. The extension binary and
-// the test sandbox both use it, so that the sandbox runs the extension as it is deployed.
-//
-// Neither the start nor the readiness depend on the garden: the health checks, Migrate and Delete
-// need nothing from it, and a restart would not bring it back. Until the garden cache synced, the
-// garden requests of reconciles fail at once with gardencluster.ErrNotReachable.
+// the garden access (its cache bounded by limits) and the health checks; the binary and the sandbox
+// share it. Neither start nor readiness depend on the garden, which a restart would not bring
+// back: until its cache synced, garden requests fail at once with gardencluster.ErrNotReachable.
 func SetUpManager(mgr manager.Manager, garden *rest.Config, limits config.Limits) (*gardencluster.Cluster, error) {
 	if err := extensionscontroller.AddToScheme(mgr.GetScheme()); err != nil {
 		return nil, fmt.Errorf("could not update manager scheme: %w", err)

@@ -104,13 +104,10 @@ const (
 // bootstrap object; an additional Secret must not take their names.
 var ReservedSecretNames = []string{GitCredentialsSecretName, OCICredentialsSecretName, DecryptionSecretName, ImagePullSecretName}
 
-// DefaultDeployKeysMaxDataKeys is how many data keys the deploy key Secret of a project may have
-// unless the operator configures otherwise (deployKeysMaxEntries). A key pair takes three
-// (identity, identity.pub, repository) and two more while a staged rotation keeps its pending pair,
-// so this is room for 500 key pairs: a project with 250 shoots with shoot-scoped keys that each
-// moved to a second repository once. The Secret is written by project admins, and every key of it
-// costs work on each reconcile of each shoot of the project (and a key generation on a rotation),
-// so the count is bounded.
+// DefaultDeployKeysMaxDataKeys bounds the data keys of a project's deploy key Secret unless the
+// operator configures otherwise (deployKeysMaxEntries): room for 500 key pairs of three keys each,
+// fewer while rotations keep pending pairs. Project admins write the Secret, and every key costs
+// work on each reconcile of each shoot of the project.
 const DefaultDeployKeysMaxDataKeys = 1500
 
 // DefaultDeployKeysMaxRotatedKeys is how many key pairs one rotation request may ask the extension

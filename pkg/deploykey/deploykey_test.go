@@ -1315,7 +1315,7 @@ func barrierOnGet(workers int32, match func(client.Object, error) bool) intercep
 }
 
 func fingerprintOf(secret *corev1.Secret) string {
-	fingerprint, err := deploykey.Fingerprint(secret.Data[identityKey], sshkey.DefaultPrivateKeyLimits())
+	fingerprint, err := sshkey.Fingerprint(secret.Data[identityKey], sshkey.DefaultPrivateKeyLimits())
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return fingerprint
 }

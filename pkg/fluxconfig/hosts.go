@@ -106,13 +106,10 @@ func hostErrors(cfg *v1alpha1.FluxConfig, policy *hostpolicy.Policy, urlPath *fi
 	return nil
 }
 
-// scannedURL returns the repository URL of a configuration whose SSH host key the extension scans
-// from the seed, as far as the configuration tells on its own: an ssh URL of a private repository
-// (the default for ssh URLs) that is bootstrapped with a generated deploy key, i.e. without
-// credentials in source.secretResourceName and without source.knownHosts. Only this scan connects
-// to the repository host from the seed; the shoot's controllers connect from the shoot. Another
-// configuration layer, host keys stored in the deploy key Secret or the operator's knownHosts may
-// still skip the scan; the controller decides with all of them.
+// scannedURL returns the repository URL whose SSH host key the extension would scan from the seed,
+// as far as this configuration tells: an ssh URL of a private repository with a generated deploy
+// key (no source.secretResourceName, no source.knownHosts). Other layers, the deploy key Secret or
+// the operator's knownHosts may still skip the scan; the controller decides with all of them.
 func scannedURL(cfg *v1alpha1.FluxConfig) (*helper.GitURL, bool) {
 	s := cfg.Source
 	if s == nil || s.URL == nil {

@@ -20,12 +20,10 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
-// The limits of the component configuration (config.Limits) bound what a project admin or a shoot
-// owner makes the extension read, keep in memory and write into the seed. They are checked before
-// a document is decoded where its size alone is the limit, so that an oversized input costs no
-// more than its length. A limit of zero is not checked: the loaded configuration always has
-// positive limits (see the configuration's validation); zero is what callers without a
-// configuration (tools, tests) pass.
+// The limits of config.Limits bound what tenants make the extension read, keep and write into the
+// seed; where a document's size alone is the limit it is checked before decoding, so an oversized
+// input costs no more than its length. A zero limit is not checked: a loaded configuration has
+// positive limits, and callers without one (tools, tests) pass zero.
 
 // ValidateConfigMapLimits checks a project ConfigMap against the limits: the size of its data,
 // of config.yaml and, in config.yaml, of bootstrap.kluctl.args, of controllers and the number of

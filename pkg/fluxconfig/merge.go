@@ -14,12 +14,10 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 )
 
-// merge applies the fields src sets onto dst: scalars and lists replace, sections merge recursively,
-// source.ref, source.oci.ref and bootstrap.kluctl.decryption replace as a whole,
-// bootstrap.kluctl.args is applied as a JSON merge patch (RFC 7386). Some fields stand for more than
-// themselves: source.oci replaces the git fields of source, source.url replaces source.oci and drops
-// the lower layers' source.knownHosts, and source.path drops their bootstrap.flux.path. src is not
-// modified and shares no memory with dst afterwards.
+// merge applies the fields src sets onto dst: scalars and lists replace, sections merge, source.ref,
+// source.oci.ref and bootstrap.kluctl.decryption replace as a whole, bootstrap.kluctl.args is a JSON
+// merge patch (RFC 7386). source.oci replaces the git fields, source.url replaces source.oci and
+// drops lower source.knownHosts, source.path drops bootstrap.flux.path. dst shares no memory with src.
 func merge(dst, src *v1alpha1.FluxConfig) error {
 	src = src.DeepCopy()
 

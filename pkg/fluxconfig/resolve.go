@@ -50,18 +50,29 @@ type Defaults struct {
 	Limits config.Limits
 }
 
+// OperatorControllers returns the operator's controller settings as the lowest configuration layer.
+// The configuration API has its own type with the same fields and JSON, so that it does not import
+// this API's versioned package; the conversion compiles only while the fields agree.
+func OperatorControllers(controllers map[string]config.ControllerSettings) map[string]v1alpha1.ControllerSettings {
+	if controllers == nil {
+		return nil
+	}
+	out := make(map[string]v1alpha1.ControllerSettings, len(controllers))
+	for key, s := range controllers {
+		out[key] = v1alpha1.ControllerSettings(s)
+	}
+	return out
+}
+
 // Requested are the version selectors the tenants' layers (project ConfigMap, providerConfig) wrote,
 // empty where they leave the version to the operator's default. A release that changes while they
 // stay the same is a change nobody of the project asked for (see package rollout).
 type Requested = v1alpha1.RequestedVersions
 
 // Resolve merges the configuration layers (see the package documentation), defaults and validates
-// the result, and resolves the version selectors to the releases they choose among supported (see
-// helper.ResolveVersion). cm and providerConfig may be nil. Without a source URL (git or OCI) in any layer, Source is nil and
-// the bootstrap mode is none: only the controllers are installed.
-//
-// knownHosts bounds the source.knownHosts of the ConfigMap and the providerConfig, which tenants
-// write. Errors about the configuration are *configerror.Error, which matches configerror.ErrInvalidConfig.
+// the result and resolves the version selectors among supported. cm and providerConfig may be nil;
+// without a source URL in any layer, Source is nil and the bootstrap mode none. knownHosts bounds
+// the tenants' source.knownHosts. Configuration errors are *configerror.Error.
 func Resolve(defaults Defaults, supported validation.SupportedVersions, knownHosts sshkey.KnownHostsLimits, cm *corev1.ConfigMap, providerConfig *runtime.RawExtension) (*flux.FluxConfig, error) {
 	cfg, _, err := ResolveRequested(defaults, supported, knownHosts, cm, providerConfig)
 	return cfg, err
@@ -161,17 +172,17 @@ func effectiveControllers(controllers map[string]v1alpha1.ControllerSettings) ma
 // choose, so that everything after Resolve deals with releases only. A minor resolves to its newest
 // embedded patch: an extension version that embeds a newer one moves the shoot on its next reconcile.
 func resolveVersions(cfg *flux.FluxConfig, supported validation.SupportedVersions) error {
-	release, err := helper.ResolveVersion(cfg.Flux.Version, supported.Flux)
-	if err != nil {
-		return fmt.Errorf("failed resolving flux.version: %w", err)
-	}
-	cfg.Flux.Version = release
-	// A disabled kluctl keeps whatever the layers say: it is neither validated nor installed.
-	if cfg.Kluctl.Enabled {
-		if release, err = helper.ResolveVersion(cfg.Kluctl.Version, supported.Kluctl); err != nil {
-			return fmt.Errorf("failed resolving kluctl.version: %w", err)
+	for _, c := range releases.Specs {
+		// A disabled component keeps whatever the layers say: it is neither validated nor installed.
+		if !c.Enabled(cfg) {
+			continue
 		}
-		cfg.Kluctl.Version = release
+		version := c.Version(cfg)
+		release, err := helper.ResolveVersion(*version, c.Supported(supported))
+		if err != nil {
+			return fmt.Errorf("failed resolving %s: %w", c.VersionPath(nil), err)
+		}
+		*version = release
 	}
 	return nil
 }

@@ -88,11 +88,8 @@ func ValidateControllers(controllers map[string]v1alpha1.ControllerSettings, fld
 		internal[key] = out
 	}
 	allErrs := validation.ValidateControllers(internal, fldPath)
-	// Unlike in the effective configuration, an empty string here was written by the user.
 	for key, s := range controllers {
-		if s.PriorityClassName != nil && *s.PriorityClassName == "" {
-			allErrs = append(allErrs, field.Required(fldPath.Child(key, "priorityClassName"), "must not be empty if set"))
-		}
+		allErrs = append(allErrs, validation.ValidateNotEmptyIfSet(s.PriorityClassName, fldPath.Child(key, "priorityClassName"))...)
 	}
 	return allErrs
 }

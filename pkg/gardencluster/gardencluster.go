@@ -52,15 +52,10 @@ var (
 	ProbeTimeout = 5 * time.Second
 )
 
-// Cluster is the extension's access to the garden. Its cache only holds the project ConfigMaps
-// named flux-config (a field selector keeps a big garden's ConfigMaps out of memory), and of them
-// only what the extension reads, within the operator's size limit (TransformProjectConfigMap);
-// Secrets are never cached.
-//
-// Add it to the manager as a Runnable. Unlike a cluster.Cluster, it does not hold up the start of
-// the manager until the garden cache synced, and until then every request through Client fails at
-// once with ErrNotReachable instead of waiting inside a reconcile. It deliberately has no GetCache
-// method: the manager would take it for a cache and wait for its sync before starting anything.
+// Cluster is the extension's access to the garden; its cache holds only the project ConfigMaps
+// flux-config, trimmed by TransformProjectConfigMap, and never Secrets. Unlike a cluster.Cluster it
+// does not hold up the manager's start: until its cache synced, requests fail at once with
+// ErrNotReachable. It has no GetCache method, or the manager would wait for its sync.
 type Cluster struct {
 	cluster cluster.Cluster
 	client  client.Client
@@ -103,16 +98,11 @@ func New(cfg *rest.Config, log logr.Logger, maxConfigMapBytes int) (*Cluster, er
 	return c, nil
 }
 
-// TransformProjectConfigMap returns the transform of the cached project ConfigMaps: it keeps what
-// the extension reads, the name, namespace, identity and version, data, and the names of binaryData
-// keys, which are rejected with an error naming them. Every seed caches the ConfigMaps of all
-// projects of the garden, which project admins write: annotations (kubectl's
-// last-applied-configuration repeats the whole data), labels, managedFields and binaryData values
-// would only take memory. A ConfigMap whose data and binaryData are over maxBytes (the operator's
-// projectConfigMapMaxBytes; zero for no bound) keeps neither, only their size in
-// constants.AnnotationDroppedDataBytes: the reconciles of its project fail with the limit's error,
-// as they would with the data, and the memory of the seed stays bounded whether or not the
-// admission ran. The result implements toolscache.TransformFunc.
+// TransformProjectConfigMap returns the transform (a toolscache.TransformFunc) of the cached project
+// ConfigMaps: every seed caches those of all projects, so it keeps only what the extension reads
+// (identity, version, data, binaryData key names). A ConfigMap over maxBytes (zero: unbounded)
+// keeps only its size in constants.AnnotationDroppedDataBytes, and its project's reconciles fail
+// with the limit's error.
 func TransformProjectConfigMap(maxBytes int) func(obj any) (any, error) {
 	return func(obj any) (any, error) {
 		cm, ok := obj.(*corev1.ConfigMap)

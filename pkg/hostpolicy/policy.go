@@ -10,7 +10,6 @@ package hostpolicy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -59,7 +58,16 @@ var deniedPrefixes = mustPrefixes(
 var deniedNameSuffixes = []string{".svc", ".cluster.local", ".localhost"}
 
 // ErrDenied marks a host the policy refuses.
-var ErrDenied = errors.New("denied by the host policy")
+var ErrDenied error = deniedError{}
+
+// deniedError is ErrDenied's type: its DeniedByPolicy method lets package metrics count refused
+// scans without importing the policy.
+type deniedError struct{}
+
+func (deniedError) Error() string { return "denied by the host policy" }
+
+// DeniedByPolicy marks the error as a refusal of the host policy.
+func (deniedError) DeniedByPolicy() bool { return true }
 
 // Resolver looks up the addresses of a host name; *net.Resolver is one.
 type Resolver interface {

@@ -40,13 +40,9 @@ var fluxImageNames = map[string]string{
 	NotificationController: fluximagevector.FluxNotificationController,
 }
 
-// RenderFlux returns the multi-document YAML of all Flux objects (namespace, CRDs, RBAC,
-// deployments, services, network policies as Flux renders them). Container images come from the
-// image vector entry flux-<component> matching the Flux version, with the registry replaced as
-// described for FluxOptions.Registry (see overrideRegistry).
-//
-// Results are cached per distinct options and shared between callers: the returned slice must not
-// be modified.
+// RenderFlux returns the multi-document YAML of all Flux objects as Flux renders them, with the
+// images of the image vector entries flux-<component> for the version and the registry replaced
+// (see FluxOptions.Registry). Results are cached and shared: the slice must not be modified.
 func RenderFlux(opts FluxOptions) ([]byte, error) {
 	return defaultRenderer.renderFlux(opts)
 }
@@ -170,13 +166,10 @@ func (r *renderer) buildFlux(version string, components []string, namespace, reg
 	return []byte(out), nil
 }
 
-// keepOnDisable marks the CRDs and namespaces with the resource manager's keep-object annotation.
-// When the extension is disabled and the controllers' ManagedResource is deleted, deleting them
-// would delete every Flux or kluctl object of the shoot, the users' own included, at the moment
-// the controllers go: a controller still running would process the finalizers (prune what a
-// Kustomization deployed, uninstall Helm releases), one already gone would leave the deletion
-// hanging. Kept, the objects stay as they are, unprocessed, until the user removes them or enables
-// the extension again.
+// keepOnDisable marks the CRDs and namespaces with the resource manager's keep-object annotation:
+// deleting them with the extension would delete every Flux or kluctl object of the shoot, the
+// users' own included, while their controllers go (pruning, uninstalling, or hanging on
+// finalizers). Kept, they stay unprocessed until the user removes them or enables it again.
 func keepOnDisable(nodes []*yaml.RNode) error {
 	for _, node := range nodes {
 		switch node.GetKind() {

@@ -11,6 +11,7 @@ import (
 	"github.com/gardener/gardener/pkg/utils/imagevector"
 
 	fluximagevector "github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/imageregistry"
 )
 
 // KluctlComponent is the key of the kluctl controller's image in Images.
@@ -76,12 +77,10 @@ func findImage(vector imagevector.ImageVector, name, version, registry string) (
 	return overrideRegistry(ref, registry), nil
 }
 
-// overrideRegistry replaces the registry of an image reference, keeping path, tag and digest:
-// ghcr.io/fluxcd/source-controller:v1.9.5 becomes my.mirror/fluxcd/source-controller:v1.9.5 for
-// registry "my.mirror" and my.mirror/cache/fluxcd/source-controller:v1.9.5 for "my.mirror/cache".
-// As in Docker's reference grammar, the first path component names a registry only if it contains
-// "." or ":" or is "localhost"; a reference without one (implicitly docker.io, e.g.
-// fluxcd/source-controller:v1.9.5) gets the registry prepended. An empty registry changes nothing.
+// overrideRegistry replaces the registry of an image reference, keeping path, tag and digest
+// (ghcr.io/fluxcd/x:v1 becomes my.mirror/fluxcd/x:v1). As in Docker's reference grammar, the first
+// path component is a registry only with "." or ":" or as "localhost"; otherwise (docker.io) the
+// registry is prepended. An empty registry changes nothing.
 func overrideRegistry(ref, registry string) string {
 	if registry == "" {
 		return ref
@@ -93,7 +92,7 @@ func overrideRegistry(ref, registry string) string {
 }
 
 func validateRegistry(registry string) error {
-	if err := fluximagevector.ValidateRegistry(registry); err != nil {
+	if err := imageregistry.Validate(registry); err != nil {
 		return fmt.Errorf("invalid registry %q: %w", registry, err)
 	}
 	return nil

@@ -63,13 +63,10 @@ const (
 	envSSHKnownHosts          = "SSH_KNOWN_HOSTS"
 )
 
-// RenderKluctl returns the multi-document YAML of the kluctl controller (namespace, CRD, RBAC,
-// deployment). The RBAC is upstream's, including cluster-admin: the controller deploys arbitrary
-// objects into the shoot. The container image is the image vector entry kluctl-controller
-// matching the kluctl version, with the registry replaced as described for FluxOptions.Registry.
-//
-// Results are cached per distinct options and shared between callers: the returned slice must not
-// be modified.
+// RenderKluctl returns the multi-document YAML of the kluctl controller with upstream's RBAC,
+// cluster-admin included (it deploys arbitrary objects), and the image of the vector entry
+// kluctl-controller with the registry replaced as for FluxOptions.Registry. Results are cached and
+// shared: the slice must not be modified.
 func RenderKluctl(opts KluctlOptions) ([]byte, error) {
 	return defaultRenderer.renderKluctl(opts)
 }

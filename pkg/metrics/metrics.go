@@ -20,8 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 )
 
 // Namespace is the prefix of every metric of the extension.
@@ -98,7 +96,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(operations, operationErrors, hostKeyScans, deployKeysGenerated, deployKeysRotated, projectWaiting, managedResourceWrites, shoots)
+	ctrlmetrics.Registry.MustRegister(operations, operationErrors, hostKeyScans, deployKeysGenerated, deployKeysRotated, projectWaiting, managedResourceWrites)
 	// Every label value that can occur is exported from the start, so that rates and alerts see a
 	// zero instead of no series before the first occurrence.
 	for _, phase := range []string{PhaseReconcile, PhaseDelete, PhaseMigrate, PhaseRestore} {
@@ -151,13 +149,20 @@ func ScanResult(err error) string {
 	switch {
 	case err == nil:
 		return ScanOK
-	case errors.Is(err, hostpolicy.ErrDenied):
+	case deniedByPolicy(err):
 		return ScanRefusedByPolicy
 	case isTimeout(err):
 		return ScanTimeout
 	default:
 		return ScanUnreachable
 	}
+}
+
+// deniedByPolicy tells whether err is hostpolicy.ErrDenied, which marks itself so that this leaf
+// package need not import the host policy.
+func deniedByPolicy(err error) bool {
+	var denied interface{ DeniedByPolicy() bool }
+	return errors.As(err, &denied) && denied.DeniedByPolicy()
 }
 
 // RecordHostKeyScan counts a host key scan that ended with err.

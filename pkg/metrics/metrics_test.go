@@ -35,6 +35,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics/shoots"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -75,7 +76,7 @@ var _ net.Error = timeoutError{}
 
 var _ = Describe("Metrics", func() {
 	It("reads the condition the health check writes", func() {
-		Expect(metrics.ConditionTypeBootstrapReady).To(Equal(healthcheck.ConditionTypeBootstrapReady))
+		Expect(shoots.ConditionTypeBootstrapReady).To(Equal(healthcheck.ConditionTypeBootstrapReady))
 	})
 
 	It("exports every metric with HELP text and only the shoot_flux_ prefix", func() {

@@ -38,7 +38,7 @@ type Spec struct {
 	// Selector is the selector a tenant's layer wrote, nil if none.
 	Selector func(*fluxv1alpha1.FluxConfig) *string
 	// Installed is the release the providerStatus records.
-	Installed func(*fluxv1alpha1.FluxStatus) string
+	Installed func(*fluxv1alpha1.FluxStatus) *string
 	// Requested is the selector the tenants' layers wrote (providerStatus.requested).
 	Requested func(*fluxv1alpha1.RequestedVersions) *string
 	// Pending is the release that waits for the maintenance time window.
@@ -56,6 +56,11 @@ func (s *Spec) VersionPath(fldPath *field.Path) *field.Path {
 	return fldPath.Child(s.Key, "version")
 }
 
+// Supported returns the component's releases among supported.
+func (s *Spec) Supported(supported validation.SupportedVersions) []string {
+	return s.embedded(supported)
+}
+
 // Specs are the components with embedded releases, Flux first.
 var Specs = []*Spec{
 	{
@@ -68,7 +73,7 @@ var Specs = []*Spec{
 			}
 			return c.Flux.Version
 		},
-		Installed:  func(s *fluxv1alpha1.FluxStatus) string { return s.FluxVersion },
+		Installed:  func(s *fluxv1alpha1.FluxStatus) *string { return &s.FluxVersion },
 		Requested:  func(r *fluxv1alpha1.RequestedVersions) *string { return &r.Flux },
 		Pending:    func(p *fluxv1alpha1.PendingRelease) *string { return &p.FluxVersion },
 		lifecycles: func(r config.Releases) []config.ReleaseLifecycle { return r.Flux },
@@ -84,7 +89,7 @@ var Specs = []*Spec{
 			}
 			return c.Kluctl.Version
 		},
-		Installed:  func(s *fluxv1alpha1.FluxStatus) string { return s.KluctlVersion },
+		Installed:  func(s *fluxv1alpha1.FluxStatus) *string { return &s.KluctlVersion },
 		Requested:  func(r *fluxv1alpha1.RequestedVersions) *string { return &r.Kluctl },
 		Pending:    func(p *fluxv1alpha1.PendingRelease) *string { return &p.KluctlVersion },
 		lifecycles: func(r config.Releases) []config.ReleaseLifecycle { return r.Kluctl },

@@ -87,12 +87,10 @@ func (l *Lifecycle) Flux() Component { return l.Component(KeyFlux) }
 
 var releaseClassifications = []config.ReleaseClassification{config.ReleaseSupported, config.ReleaseDeprecated, config.ReleasePreview}
 
-// Validate validates the operator's lifecycle (rollout.releases): each entry a release, once, of
-// a known classification and embedded by this extension version, and each expiration date one
-// that an embedded release can take over from when it comes. A lifecycle for a release the
-// extension cannot deliver is a mistake of the operator (a typo, a configuration written for
-// another extension version) that would otherwise silently have no effect; an expiration without a
-// replacement would leave the shoots on the expired release.
+// Validate validates the operator's lifecycle (rollout.releases): each entry an embedded release,
+// once, of a known classification, and each expiration one an embedded release can take over
+// from. A lifecycle the extension cannot deliver is a mistake (a typo, another extension version's
+// configuration) that would silently have no effect or leave shoots on an expired release.
 func Validate(cfg config.Releases, embedded validation.SupportedVersions, now time.Time, fldPath *field.Path) field.ErrorList {
 	if errs := validateForm(cfg, fldPath); len(errs) > 0 {
 		return errs

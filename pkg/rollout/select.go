@@ -85,7 +85,7 @@ func selectReleases(log logr.Logger, lifecycle *releases.Lifecycle, in Input) (*
 		}
 		installed := ""
 		if in.Previous != nil {
-			installed = c.Installed(in.Previous)
+			installed = *c.Installed(in.Previous)
 		}
 		if installed == "" {
 			// The first installation, or kluctl newly enabled: nothing to keep.
@@ -166,7 +166,7 @@ func CheckDowngrade(previous *fluxv1alpha1.FluxStatus, cfg *fluxapi.FluxConfig) 
 		if !s.Enabled(cfg) {
 			continue
 		}
-		if err := checkMinorDowngrade(s, s.Installed(previous), *s.Version(cfg)); err != nil {
+		if err := checkMinorDowngrade(s, *s.Installed(previous), *s.Version(cfg)); err != nil {
 			return err
 		}
 	}

@@ -142,7 +142,7 @@ func (r *Resolver) matchesFingerprint(privateKey []byte, fingerprint string) boo
 		return false
 	}
 	// The legacy Secret is the project's to write.
-	got, err := deploykey.Fingerprint(privateKey, r.PrivateKeyLimits)
+	got, err := sshkey.Fingerprint(privateKey, r.PrivateKeyLimits)
 	return err == nil && got == fingerprint
 }
 

@@ -266,7 +266,7 @@ func (r *Resolver) userCredentials(cfg *fluxapi.FluxConfig, url *helper.GitURL, 
 			return nil, false, configerror.Wrap(fmt.Errorf("%s: Secret key %q needs an ssh URL, got %s", fieldName, constants.SecretKeyIdentity, url.Scheme))
 		}
 		creds.Data[constants.SecretKeyIdentity] = identity
-		knownHosts := deploykey.JoinKnownHosts(data[constants.SecretKeyKnownHosts], []byte(cfg.Source.KnownHosts), []byte(r.Config.KnownHosts))
+		knownHosts := sshkey.JoinKnownHosts(data[constants.SecretKeyKnownHosts], []byte(cfg.Source.KnownHosts), []byte(r.Config.KnownHosts))
 		if len(knownHosts) > 0 {
 			creds.Data[constants.SecretKeyKnownHosts] = knownHosts
 		}

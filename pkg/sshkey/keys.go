@@ -155,3 +155,13 @@ func validateComment(comment string) error {
 	}
 	return nil
 }
+
+// Fingerprint returns the fingerprint of the public key of an OpenSSH private key, which must be
+// within limits.
+func Fingerprint(privateKey []byte, limits PrivateKeyLimits) (string, error) {
+	signer, err := ParsePrivateKey(privateKey, limits)
+	if err != nil {
+		return "", err
+	}
+	return FingerprintOf(AuthorizedKey(signer.PublicKey(), ""))
+}

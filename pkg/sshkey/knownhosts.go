@@ -5,6 +5,7 @@
 package sshkey
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha1" //nolint:gosec // OpenSSH hashes known_hosts names with HMAC-SHA1; we only verify them.
 	"encoding/base64"
@@ -32,20 +33,10 @@ type KnownHostsLimits struct {
 	MaxWildcards int
 }
 
-// DefaultKnownHostsLimits returns the limits for the known_hosts of tenants:
-//   - 64 KiB: one host with the three key types a scan stores (ed25519, ecdsa, rsa) takes about
-//     850 bytes, hashed names included, so this holds some 75 git hosts per project, where a
-//     project normally uses one to five; the extension appends its scans to the deploy key Secret
-//     and stays far below the 1 MiB of a Secret.
-//   - 1000 lines: the same 64 KiB in lines of 65 bytes on average, room for comments.
-//   - 300 characters per pattern: the longest DNS name (253) as "![name]:65535" needs 262;
-//     hashed names need 60.
-//   - 3 wildcards per pattern: real patterns use one to three ("*.example.org", "10.0.*.*",
-//     "git-??.example.org"). Matching here is linear whatever the count, but the shoot's own
-//     source-controller and kluctl controller match with x/crypto's recursive matcher, whose time
-//     grows about a hundredfold per "*": against a 252-character host name, measured with
-//     x/crypto v0.58, 3 wildcards take 9 ms, 4 take 0.55 s and 5 take 27 s for every connection.
-//     3 keeps a tenant from stalling its own controllers with a pattern.
+// DefaultKnownHostsLimits returns the limits for the known_hosts of tenants: 64 KiB and 1000 lines
+// (some 75 git hosts), 300 characters per pattern (the longest DNS name) and 3 wildcards, as the
+// shoot's controllers match with x/crypto's recursive matcher, whose time grows a hundredfold per
+// "*" (see docs/development/architecture.md, "Limits of tenant input").
 func DefaultKnownHostsLimits() KnownHostsLimits {
 	return KnownHostsLimits{MaxBytes: 64 * 1024, MaxLines: 1000, MaxPatternLength: 300, MaxWildcards: 3}
 }
@@ -301,13 +292,9 @@ func wildcardMatch(pattern, name string) bool {
 	return matched
 }
 
-// matchGlob is wildcardMatch that also returns how many steps it took. OpenSSH and x/crypto
-// match by recursion at every '*', which takes len(name)^stars steps for a pattern like
-// "*a*a*a*az": minutes for a host name of 180 characters. Here a mismatch only ever moves the
-// last '*' seen one byte on: an earlier '*' never needs to be revisited, since whatever it
-// could absorb, the later '*' can absorb as well. Every step moves forward in the pattern or
-// moves the last '*' on, so matching takes at most (len(pattern)+1)*(len(name)+1) steps, and
-// for a pattern of bounded length time grows linearly with the name.
+// matchGlob is wildcardMatch that also returns its steps. Unlike OpenSSH's and x/crypto's recursion
+// at every '*' (len(name)^stars steps), a mismatch only moves the last '*' on, since an earlier one
+// can absorb nothing the later cannot: at most (len(pattern)+1)*(len(name)+1) steps.
 func matchGlob(pattern, name string) (matched bool, steps int) {
 	p, n := 0, 0
 	star, resume := -1, 0 // the last '*' seen and the byte of name it absorbs up to
@@ -372,4 +359,20 @@ func (db *knownHostsDB) check(hostname string, remote net.Addr, key ssh.PublicKe
 		}
 	}
 	return &knownhosts.KeyError{Want: want}
+}
+
+// JoinKnownHosts concatenates known_hosts data, making sure every part ends with a newline so the
+// last line of one part does not run into the first of the next.
+func JoinKnownHosts(parts ...[]byte) []byte {
+	var out []byte
+	for _, part := range parts {
+		if len(bytes.TrimSpace(part)) == 0 {
+			continue
+		}
+		out = append(out, part...)
+		if out[len(out)-1] != '\n' {
+			out = append(out, '\n')
+		}
+	}
+	return out
 }

@@ -21,11 +21,9 @@ import (
 // in at an OpenSSH-based git server or at one using x/crypto.
 const MaxRSABits = 16384
 
-// PrivateKeyLimits bound a private key a tenant stores (a deploy key of a project's Secret, the
-// identity of a shoot owner's credentials Secret) before it is parsed. Parsing an RSA key in
-// PKCS#1 or PKCS#8 format precomputes values whose cost grows with the square of the modulus, and
-// the key need not even be valid for that: only the OpenSSH format is capped by x/crypto. A zero
-// field means no bound. The fields are the operator's limits.privateKeyMaxBytes and
+// PrivateKeyLimits bound a private key a tenant stores before it is parsed: parsing an RSA key in
+// PKCS#1 or PKCS#8 costs the square of its modulus, valid or not, and x/crypto caps only OpenSSH.
+// A zero field means no bound; the fields are the operator's limits.privateKeyMaxBytes and
 // limits.privateKeyMaxBits, which the errors name.
 type PrivateKeyLimits struct {
 	// MaxBytes bounds the PEM document.
@@ -34,13 +32,10 @@ type PrivateKeyLimits struct {
 	MaxBits int
 }
 
-// DefaultPrivateKeyLimits returns the limits for the private keys of tenants:
-//   - 16384 bits: MaxRSABits, no usable key is larger.
-//   - 16 KiB: the PEM of a 16384 bit RSA key, the largest usable one, is about 12.5 KiB in any of
-//     the formats (OpenSSH, PKCS#1, PKCS#8), leaving room for a long comment; an Ed25519 key is
-//     0.4 KiB. The size alone would not do: 16 KiB of PEM hold a crafted modulus of about 96,000
-//     bits, whose parse costs more than ten times that of the largest real key
-//     (docs/performance.md).
+// DefaultPrivateKeyLimits returns the limits for the private keys of tenants: MaxRSABits, and 16 KiB,
+// the PEM of the largest usable RSA key (about 12.5 KiB) with a comment. The size alone would not
+// do: 16 KiB hold a crafted modulus of ~96,000 bits (see docs/development/architecture.md, "Limits
+// of tenant input").
 func DefaultPrivateKeyLimits() PrivateKeyLimits {
 	return PrivateKeyLimits{MaxBytes: 16 << 10, MaxBits: MaxRSABits}
 }

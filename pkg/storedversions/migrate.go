@@ -82,13 +82,10 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrTooManyObjects is the cause of a migration of a kind with more than Limits.MaxObjects.
 var ErrTooManyObjects = errors.New("too many objects")
 
-// Migrate carries out plan in the shoot's API server: for each CRD it makes the live CRD store
-// at the planned version if it does not yet, rewrites every object unchanged at that version
-// (the API server re-encodes an object on any write) and then trims status.storedVersions to it.
-// It stops at the first failure, which names the CRD, the kind and the cause: the CRD's
-// storedVersions then stays as it was, so the API server keeps refusing to drop the versions,
-// and the objects already rewritten are the same objects, only stored at a served version.
-// c must map the CRD kind and the plan's kinds (RESTMapper) and bound its responses.
+// Migrate carries out plan in the shoot's API server: per CRD it makes the live CRD store at the
+// planned version, rewrites every object unchanged (the API server re-encodes on write) and trims
+// status.storedVersions. It stops at the first failure, naming CRD, kind and cause, and leaves
+// storedVersions as it was. c must map the kinds (RESTMapper) and bound its responses.
 func Migrate(ctx context.Context, c client.Client, plan []Migration, limits Limits) (Result, error) {
 	if limits.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -40,7 +40,6 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
 	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
-	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 )
 
@@ -514,7 +513,7 @@ var _ = Describe("extension chart", func() {
 				Monitoring:          config.Monitoring{Shoot: config.ShootMonitoring{Enabled: false}},
 				ImagePullSecretFile: "/etc/shoot-flux-image-pull/.dockerconfigjson",
 				Limits:              limits,
-				Controllers: map[string]fluxv1alpha1.ControllerSettings{
+				Controllers: map[string]config.ControllerSettings{
 					"defaults": {
 						PriorityClassName: ptr.To("system-cluster-critical"),
 						Tolerations:       []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}},

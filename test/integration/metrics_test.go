@@ -22,6 +22,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics/shoots"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
 
@@ -151,10 +152,10 @@ var _ = Describe("Metrics", Label(labelDeployed), func() {
 				state = string(c.Status)
 			}
 			g.Expect(after.sum("shoot_flux_shoots", map[string]string{"state": state, "mode": goodStatus.BootstrapMode})).To(BeNumerically(">=", 1))
-			g.Expect(after.sum("shoot_flux_shoots", map[string]string{"mode": metrics.LabelUnknown})).To(BeNumerically(">=", 2), "the two shoots that never succeeded")
+			g.Expect(after.sum("shoot_flux_shoots", map[string]string{"mode": shoots.LabelUnknown})).To(BeNumerically(">=", 2), "the two shoots that never succeeded")
 			kluctlVersion := goodStatus.KluctlVersion
 			if kluctlVersion == "" {
-				kluctlVersion = metrics.LabelNone
+				kluctlVersion = shoots.LabelNone
 			}
 			g.Expect(after.sum("shoot_flux_shoots_by_version", map[string]string{"flux_version": goodStatus.FluxVersion, "kluctl_version": kluctlVersion, "management": "continuous"})).To(BeNumerically(">=", 1))
 			for _, name := range metrics.Names() {

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
-	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
 )
@@ -49,7 +49,7 @@ var _ = Describe("Controller tuning", Ordered, func() {
 		Expect(os.WriteFile(pullSecretFile, []byte(dockerConfig), 0o600)).To(Succeed())
 		cfg := sb.ExtensionConfig()
 		cfg.ImagePullSecretFile = pullSecretFile
-		cfg.Controllers = map[string]fluxv1alpha1.ControllerSettings{
+		cfg.Controllers = map[string]config.ControllerSettings{
 			"defaults": {
 				PriorityClassName: ptr.To("system-cluster-critical"),
 				Tolerations:       []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gitops", Effect: corev1.TaintEffectNoSchedule}},

@@ -52,7 +52,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/extension"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
-	fluxmetrics "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
+	shootmetrics "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics/shoots"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
@@ -440,7 +440,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		}
 	}
 	// As in the extension binary; this process's registry holds the counters of every start.
-	if err := fluxmetrics.AddToManager(mgr, "", releases.New(cfg.Rollout.Releases, manifests.SupportedVersions())); err != nil {
+	if err := shootmetrics.AddToManager(mgr, "", releases.New(cfg.Rollout.Releases, manifests.SupportedVersions())); err != nil {
 		r.cancel()
 		return fmt.Errorf("failed adding the extension's metrics: %w", err)
 	}

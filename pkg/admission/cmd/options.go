@@ -63,12 +63,10 @@ func (o *HostPolicyOptions) Completed() *hostpolicy.Policy {
 	return o.policy
 }
 
-// LimitsOptions are the operator's limits of tenant inputs: the controller's limits, with the same
-// defaults (configv1alpha1.DefaultLimits), one flag --limits-<field> per field of config.Limits,
-// e.g. --limits-known-hosts-max-bytes for knownHostsMaxBytes. The flags are made from the fields,
-// so that the admission takes every limit the controller has and the charts can hand both the same
-// values. The admission checks those it can without reading other objects; the size of the
-// referenced Secrets, known_hosts in Secrets and the deploy keys only the controller checks.
+// LimitsOptions are the operator's limits of tenant inputs: the controller's limits and defaults
+// (configv1alpha1.DefaultLimits), one flag --limits-<field> per field of config.Limits, made from
+// the fields so that the admission takes every limit the controller has. The admission checks
+// those it can without reading other objects; the rest only the controller checks.
 type LimitsOptions struct {
 	limits config.Limits
 }

@@ -34,12 +34,10 @@ type configMap struct {
 	releases   releasePolicy
 }
 
-// NewConfigMapValidator returns a validator for project ConfigMaps named flux-config: their keys,
-// the legacy values and the FluxConfig document under config.yaml, as the extension controller
-// decodes and checks them, and the host of a repository whose SSH host key the extension would
-// scan against the host policy, and the operator's limits of the ConfigMap's size, of its
-// kluctl args, controller settings and additionalSecretResources, and of source.knownHosts. Other
-// ConfigMaps are admitted; the webhook registration normally keeps them away from the webhook.
+// NewConfigMapValidator returns a validator for project ConfigMaps named flux-config: it checks them
+// as the extension controller decodes them, the repository host the extension would scan against
+// the host policy, and the operator's limits. Other ConfigMaps are admitted; the webhook
+// registration normally keeps them away.
 func NewConfigMapValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy, limits config.Limits, lifecycle *releases.Lifecycle) extensionswebhook.Validator {
 	return &configMap{supported: supported, hosts: hosts, limits: limits, knownHosts: sshkey.KnownHostsLimits(limits.KnownHosts()),
 		releases: releasePolicy{lifecycle: lifecycle, now: time.Now}}

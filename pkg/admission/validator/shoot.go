@@ -41,13 +41,10 @@ type shoot struct {
 }
 
 // NewShootValidator returns a validator for the shoot-flux entry of a Shoot's spec.extensions: the
-// providerConfig as the extension controller decodes and checks it, the host of a repository whose
-// SSH host key the extension would scan against the host policy (without DNS and seed networks,
-// which only the controller knows), the Shoot spec.resources entries it references and the
-// operator's limits of kluctl args, controller settings, the number of additionalSecretResources
-// and source.knownHosts. The size of the referenced Secrets is only known to the controller. With
-// the operator's release lifecycle (nil for none) it denies a new selection of an expired release
-// and warns about deprecated, preview and expiring ones.
+// providerConfig as the controller checks it, the repository host it would scan against the host
+// policy (without DNS and seed networks, which only the controller knows), the referenced
+// spec.resources and the operator's limits. With the release lifecycle (nil for none) it denies a
+// new selection of an expired release and warns about deprecated, preview and expiring ones.
 func NewShootValidator(supported validation.SupportedVersions, hosts *hostpolicy.Policy, limits config.Limits, lifecycle *releases.Lifecycle) extensionswebhook.Validator {
 	return &shoot{supported: supported, hosts: hosts, limits: limits, knownHosts: sshkey.KnownHostsLimits(limits.KnownHosts()),
 		releases: releasePolicy{lifecycle: lifecycle, now: time.Now}}

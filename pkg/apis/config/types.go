@@ -5,11 +5,10 @@
 package config
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	healthcheckconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
-
-	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 )
 
 // KeyAlgorithm is the algorithm of generated deploy keys.
@@ -59,9 +58,8 @@ type ControllerConfiguration struct {
 	// registry; empty means the controllers pull without credentials.
 	ImagePullSecretFile string
 	// Controllers are the operator's settings of the controllers' Deployments, the lowest layer
-	// below the project ConfigMap and the providerConfig (the versioned type, like
-	// HealthCheckConfig, since it is merged with the versioned layers).
-	Controllers map[string]fluxv1alpha1.ControllerSettings
+	// below the project ConfigMap and the providerConfig.
+	Controllers map[string]ControllerSettings
 	// Timeouts bound the controller's waits.
 	Timeouts Timeouts
 	// AllowInsecureHostKeys lets the kluctl controller connect without host key checking when no
@@ -250,4 +248,20 @@ type Timeouts struct {
 	// BootstrapFinalizers is how long disabling the extension lets the controllers remove their
 	// finalizers from the bootstrap objects before it leaves the objects in the shoot.
 	BootstrapFinalizers metav1.Duration
+}
+
+// ControllerSettings tune the Deployment of a controller, with the fields of the FluxConfig's
+// ControllerSettings: the settings are merged with the layers of the shoots' configuration, so an
+// unset field (nil) keeps the lower layer's.
+type ControllerSettings struct {
+	// Resources replace the resource requirements of the controller's container.
+	Resources *corev1.ResourceRequirements
+	// Tolerations replace the tolerations of the controller's pods.
+	Tolerations []corev1.Toleration
+	// NodeSelector adds labels to the node selector of the controller's pods.
+	NodeSelector map[string]string
+	// PriorityClassName is the PriorityClass of the controller's pods.
+	PriorityClassName *string
+	// Concurrent is how many objects the controller reconciles at the same time.
+	Concurrent *int32
 }

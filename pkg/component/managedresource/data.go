@@ -6,6 +6,7 @@ package managedresource
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"maps"
 	"runtime"
@@ -14,6 +15,11 @@ import (
 
 	"github.com/andybalholm/brotli"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/utils/managedresources"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	yamlserializer "k8s.io/apimachinery/pkg/runtime/serializer/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const (
@@ -25,14 +31,10 @@ const (
 	compressionWindowBits = 18
 )
 
-// compressions bounds the brotli writers in use at once, and writers keeps the idle ones until
-// the garbage collector drops them. A writer allocates its window and hash tables on first use and
-// keeps them across Reset. A new writer per ManagedResource, as gardener's
-// managedresources.Registry takes, allocated up to ~12 MiB per reconcile, and a burst of reconciles
-// (a project ConfigMap change reaches all of the project's shoots at once) grew the heap by
-// ~100 MiB before the garbage collector caught up; during a burst the writers are reused, and a
-// quiet process gives them back. Compression is CPU-bound, so more writers than cores would only
-// add memory.
+// compressions bounds the brotli writers in use at once, and writers keeps the idle ones until the
+// garbage collector drops them: a new writer per ManagedResource (up to ~12 MiB each) grew the heap
+// by ~100 MiB in a burst of reconciles. More writers than cores would only add memory (see
+// docs/development/architecture.md, "Compression").
 var (
 	compressions = make(chan struct{}, min(runtime.GOMAXPROCS(0), maxCompressors))
 	writers      = sync.Pool{New: func() any {
@@ -80,4 +82,46 @@ func Data(files map[string][]byte) (map[string][]byte, error) {
 func write(w *brotli.Writer, p []byte) error {
 	_, err := w.Write(p)
 	return err
+}
+
+// yamlDecoder decodes the manifests in ManagedResource Secrets into unstructured objects, so that
+// kinds no scheme of the extension knows (Flux and kluctl objects) are read too.
+var yamlDecoder = yamlserializer.NewDecodingSerializer(unstructured.UnstructuredJSONScheme)
+
+// Objects returns the objects of a ManagedResource as gardener-resource-manager reads them from its
+// Secrets, brotli-compressed data included.
+func Objects(ctx context.Context, reader client.Reader, namespace, name string) ([]*unstructured.Unstructured, error) {
+	mr := &resourcesv1alpha1.ManagedResource{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr); err != nil {
+		return nil, fmt.Errorf("failed reading managed resource %s/%s: %w", namespace, name, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, ref := range mr.Spec.SecretRefs {
+		secret := &corev1.Secret{}
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
+			return nil, fmt.Errorf("failed reading Secret %s of managed resource %s/%s: %w", ref.Name, namespace, name, err)
+		}
+		objects, err := ObjectsOfData(secret.Data)
+		if err != nil {
+			return nil, fmt.Errorf("managed resource %s/%s, Secret %s: %w", namespace, name, ref.Name, err)
+		}
+		out = append(out, objects...)
+	}
+	return out, nil
+}
+
+// ObjectsOfData decodes the data of a ManagedResource Secret, as a component's Data function
+// returns it.
+func ObjectsOfData(data map[string][]byte) ([]*unstructured.Unstructured, error) {
+	objects, err := managedresources.ExtractObjectsFromSecret(yamlDecoder, &corev1.Secret{Data: data})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objects))
+	for _, obj := range objects {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	return out, nil
 }

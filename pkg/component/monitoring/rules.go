@@ -86,12 +86,10 @@ func PrometheusRule(namespace string, values Values) *monitoringv1.PrometheusRul
 	}
 }
 
-// bootstrapRules alert on the bootstrap objects. kluctl's controller exports the Ready condition of
-// each KluctlDeployment. Flux's controllers export no object conditions since Flux 2.1, only their
-// reconcile results per controller: source-controller returns a failed fetch as an error, so its
-// alert fires when no source of the kind succeeds while some fail; kustomize-controller requeues a
-// failed Kustomization without an error (test/promrules/samples), so nothing in its metrics tells a
-// failing Kustomization, which the health check's BootstrapReady reports instead.
+// bootstrapRules alert on the bootstrap objects: on kluctl's Ready condition per KluctlDeployment
+// and, as Flux exports no object conditions since 2.1, on source-controller's failed fetches.
+// kustomize-controller requeues a failed Kustomization without an error
+// (test/promrules/samples), so only the health check's BootstrapReady reports it.
 func bootstrapRules(b *Bootstrap) []monitoringv1.Rule {
 	keyHint := ""
 	if b.DeployKey {

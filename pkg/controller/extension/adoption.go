@@ -34,11 +34,9 @@ var newAdoptionClient = func(ctx context.Context, seed client.Client, namespace 
 }
 
 // leaveSelfManagedFlux keeps the extension from fighting a repository that manages Flux itself
-// (package adoption), before the controllers ManagedResource would first apply, or take back
-// handed-over controllers. In flux.management handover the controllers are left to the
-// repository: the ManagedResource is written handed over, so the resource manager applies
-// nothing. In continuous the reconcile fails naming the Kustomization, and what runs stays. It
-// returns the warning for the status when the controllers are left to the repository.
+// (package adoption). In management handover the controllers are left to the repository (the
+// ManagedResource is written handed over) and the returned warning says so; in continuous the
+// reconcile fails naming the Kustomization, and what runs stays.
 func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, cfg *fluxapi.FluxConfig, values controllers.Values, hibernated bool) (string, error) {
 	if hibernated {
 		return "", nil

@@ -43,7 +43,7 @@ func (a *actuator) resolveConfig(ctx context.Context, projectNamespace string, e
 	cfg, requested, err := fluxconfig.ResolveRequested(fluxconfig.Defaults{
 		FluxVersion:   a.config.DefaultFluxVersion,
 		KluctlVersion: a.config.DefaultKluctlVersion,
-		Controllers:   a.config.Controllers,
+		Controllers:   fluxconfig.OperatorControllers(a.config.Controllers),
 		Limits:        a.config.Limits,
 	}, manifests.SupportedVersions(), a.knownHostsLimits, cm, ex.Spec.ProviderConfig)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/handover"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rollout"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/source"
 )
@@ -50,10 +51,9 @@ type statusParts struct {
 func (a *actuator) newStatus(p statusParts) *fluxv1alpha1.FluxStatus {
 	cfg := p.cfg
 	status := &fluxv1alpha1.FluxStatus{
-		FluxVersion:       cfg.Flux.Version,
 		BootstrapMode:     string(cfg.Bootstrap.Mode),
 		ProjectConfigHash: p.configHash,
-		Requested:         &fluxv1alpha1.RequestedVersions{Flux: p.requested.Flux, Kluctl: p.requested.Kluctl},
+		Requested:         &fluxv1alpha1.RequestedVersions{},
 		Pending:           p.selection.Pending,
 		ForcedMoves:       p.selection.ForcedMoves,
 		KubernetesVersion: p.cluster.Shoot.Spec.Kubernetes.Version,
@@ -61,8 +61,11 @@ func (a *actuator) newStatus(p statusParts) *fluxv1alpha1.FluxStatus {
 		StoredVersions:    p.storedVersions,
 		Management:        string(cfg.Flux.Management),
 	}
-	if cfg.Kluctl.Enabled {
-		status.KluctlVersion = cfg.Kluctl.Version
+	for _, c := range releases.Specs {
+		if c.Enabled(cfg) {
+			*c.Installed(status) = *c.Version(cfg)
+		}
+		*c.Requested(status.Requested) = *c.Requested(&p.requested)
 	}
 	if name := bootstrap.ObjectName(cfg); name != constants.BootstrapName {
 		status.BootstrapName = name

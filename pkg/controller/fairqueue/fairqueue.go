@@ -16,17 +16,10 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 )
 
-// One process reconciles the shoots of every project of the seed with a fixed number of workers.
-// A project whose reconciles take long (applies that wait for the applied timeout because its
-// shoots' API servers do not answer) could otherwise hold every worker, and the other projects'
-// shoots would wait for minutes. Two bounds keep the workers shared:
-//   - a project holds at most its share of the workers;
-//   - projects that already have a reconcile in flight take a further worker only while more than
-//     the reserve is free, so the reserve serves the first reconcile of a project with nothing in
-//     flight, however many projects hold the other workers.
-//
-// A request that may not have a worker waits here, without one (it is done in the wrapped
-// queue), and goes back into the wrapped queue when a reconcile's end makes it eligible.
+// One process reconciles the shoots of all projects with a fixed number of workers, and a project
+// whose reconciles hang could hold them all. Two bounds keep them shared: a project holds at most
+// its share, and a project with a reconcile in flight takes another only while more than the
+// reserve is free. A request that may not have a worker waits here, without one.
 
 // fairShares are the fair queue's bounds, in workers.
 type fairShares struct {

@@ -26,15 +26,10 @@ import (
 // ChecksFunc returns new instances of the health checks, one set per run.
 type ChecksFunc func() []healthcheck.ConditionTypeToHealthCheck
 
-// checkActuator runs gardener's health check actuator with check instances of its own for every
-// Extension it checks. The library injects the seed and the shoot client into the check instance
-// it was given; shared by all reconciles, two workers would overwrite each other's shoot client,
-// and a check would read another shoot and report it as its own. With an instance per run the
-// controller may run several workers, so that a shoot whose API server does not answer holds one
-// worker until the check times out (the sync period) instead of every shoot of the seed.
-//
-// The shoot client is ours (shootClient), not the library's: the library's discovers the shoot's
-// API, whose size the shoot's owner decides.
+// checkActuator runs gardener's health check actuator with a check instance per Extension: the
+// library injects the shoot client into the instance it was given, so a shared one would let two
+// workers read each other's shoot. The shoot client is ours (shootClient): the library's discovers
+// the shoot's API, whose size the shoot's owner decides.
 type checkActuator struct {
 	mgr         manager.Manager
 	newChecks   ChecksFunc

@@ -38,12 +38,9 @@ const ControllerName = "shoot-flux-healthcheck"
 // the condition turns False.
 var BootstrapProgressingThreshold = 10 * time.Minute
 
-// DefaultMaxConcurrentReconciles is how many Extensions are checked at once. A check of a healthy
-// shoot takes milliseconds, so one worker could check 500 shoots within the minute
-// (docs/performance.md, "Health checks at 500 shoots"); but a shoot whose API server accepts
-// requests and does not answer holds its worker until a request times out (ShootRequestTimeout),
-// and with one worker every other shoot waits. With ten, the others keep checking every shoot
-// within its period while some shoots hang.
+// DefaultMaxConcurrentReconciles is how many Extensions are checked at once: one worker checks 500
+// healthy shoots within the minute (docs/performance.md), but a shoot whose API server does not
+// answer holds its worker until ShootRequestTimeout, and ten keep the others on time.
 const DefaultMaxConcurrentReconciles = 10
 
 // DefaultAddOptions are the options used by AddToManager.

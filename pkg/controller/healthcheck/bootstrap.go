@@ -115,12 +115,9 @@ func bootstrapStatus(ex *extensionsv1alpha1.Extension) *fluxv1alpha1.FluxStatus 
 	return status
 }
 
-// bootstrapNamespace returns the namespace of the bootstrap objects in the shoot, which
-// flux.namespace or kluctl.namespace chooses. gardener-resource-manager records it in the status
-// of the bootstrap ManagedResource in the seed, with the deploying object (deployer, named
-// name) it applied; before it did, the mode's default namespace is the best
-// guess. So the check reads a fixed number of objects of the shoot by name instead of listing
-// what the shoot's admin may have created in any number.
+// bootstrapNamespace returns the namespace of the bootstrap objects in the shoot as the bootstrap
+// ManagedResource's status records it for the deployer name, or the mode's default before the
+// first apply, so that the check reads a fixed number of objects by name instead of listing.
 func bootstrapNamespace(ctx context.Context, seed client.Client, seedNamespace string, deployer schema.GroupVersionKind, name string) (string, error) {
 	mr := &resourcesv1alpha1.ManagedResource{}
 	if err := seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: constants.ManagedResourceBootstrap}, mr); client.IgnoreNotFound(err) != nil {
@@ -209,12 +206,10 @@ func readiness(kind string, obj *unstructured.Unstructured) *healthcheck.SingleC
 	return &healthcheck.SingleCheckResult{Status: gardencorev1beta1.ConditionTrue}
 }
 
-// revision names the revision the object last deployed, as its controller reports it: kluctl the
-// commit of its last deployment, Flux the revision a Kustomization applied or a GitRepository or
-// OCIRepository fetched; empty while there is none. It tells the shoot owner which state of the
-// repository the shoot still runs while the bootstrap is not ready. Only unsuccessful conditions
-// carry it: the health check library writes a fixed message for a healthy one. The applied
-// revision also goes to the providerStatus, through the RevisionReporter.
+// revision names the revision the object last deployed, as its controller reports it (kluctl's
+// commit, a Kustomization's applied or a source's fetched revision); empty without one. It tells
+// the shoot owner what the shoot runs while the bootstrap is not ready; only unsuccessful
+// conditions carry it, as the library writes a fixed message for healthy ones.
 func revision(kind string, obj *unstructured.Unstructured) string {
 	label, rev := readRevision(kind, obj)
 	if rev == "" {

@@ -28,12 +28,9 @@ import (
 )
 
 // CoalesceWindow is how long the ConfigMap events of one project are collected before its shoots
-// are enqueued: a project admin's burst of edits (or a loop of them) makes one reconcile per shoot
-// and window, not one per edit, each of which could write a new ManagedResource Secret per shoot.
-// The window is counted from the first event, not restarted by later ones, so a steady stream of
-// edits cannot hold the shoots back: a change reaches them within the window plus a reconcile. One
-// second keeps a change well within the 5 s a project admin may expect (make bench, 50 shoots of a
-// project: 3.9 s with 1 s, 4.6 s with 2 s on a busy machine).
+// are enqueued, so that a burst of edits makes one reconcile per shoot and window. It counts from
+// the first event, so a stream of edits cannot hold the shoots back; one second keeps a change
+// within the 5 s a project admin may expect (make bench).
 var CoalesceWindow = time.Second
 
 // MaxCoalesceWindow bounds the growth of a project's window: a window opened while the project's
@@ -72,15 +69,10 @@ func (m *Mapper) nextWindow(project string, now time.Time) time.Duration {
 	return min(2*prev.length, max(MaxCoalesceWindow, CoalesceWindow))
 }
 
-// Handler enqueues the Extensions of a project when its ConfigMap changes. The initial
-// list after a (re)start only enqueues the Extensions whose providerStatus records other ConfigMap
-// data, i.e. the shoots that missed a change while the extension was down: the others were built
-// from this very data, and reconciling all of them on every restart would only rewrite their
-// lastOperation. Later events enqueue all, as a reconcile with older data may be running, once per
-// CoalesceWindow and project.
-//
-// A shoot whose reconciles are failing keeps its backoff: one project's ConfigMap edits must not
-// turn the failing reconciles of its shoots into a stream that occupies the workers.
+// Handler enqueues the Extensions of a project when its ConfigMap changes, once per CoalesceWindow.
+// After a (re)start only those whose providerStatus records other ConfigMap data are enqueued: the
+// others were built from it. A shoot with failing reconciles keeps its backoff, so one project's
+// edits cannot turn them into a stream that occupies the workers.
 func Handler(m *Mapper) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -20,12 +20,9 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/gardencluster"
 )
 
-// EnqueueDeletedWhileDown sends the Extensions that were built from a project ConfigMap
-// which no longer exists. The initial list of the ConfigMap watch has no event for a ConfigMap
-// deleted while the extension was down, so without this those shoots would keep the deleted
-// configuration until the resync. A failure is only logged: the resync repairs what it misses, and
-// stopping the manager for it would stop every shoot's reconciles. It runs once the garden cache
-// synced, which may be long after the start.
+// EnqueueDeletedWhileDown sends the Extensions built from a project ConfigMap that no longer exists:
+// the watch's initial list has no event for one deleted while the extension was down. It runs once
+// the garden cache synced; a failure is only logged, as the resync repairs what it misses.
 func EnqueueDeletedWhileDown(ctx context.Context, log logr.Logger, seed cache.Cache, garden *gardencluster.Cluster, events chan<- event.GenericEvent) {
 	select {
 	case <-ctx.Done():

@@ -5,11 +5,10 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	healthcheckconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
-
-	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 )
 
 // KeyAlgorithm is the algorithm of generated deploy keys.
@@ -85,7 +84,7 @@ type ControllerConfiguration struct {
 	// configuration layer: the project ConfigMap and the providerConfig override them per key
 	// and field.
 	// +optional
-	Controllers map[string]fluxv1alpha1.ControllerSettings `json:"controllers,omitempty"`
+	Controllers map[string]ControllerSettings `json:"controllers,omitempty"`
 	// Timeouts bound the controller's waits.
 	// +optional
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
@@ -321,4 +320,30 @@ type Timeouts struct {
 	// 1m.
 	// +optional
 	BootstrapFinalizers *metav1.Duration `json:"bootstrapFinalizers,omitempty"`
+}
+
+// ControllerSettings tune the Deployment of a controller, serialized like the ControllerSettings of
+// the FluxConfig (providerConfig). Unset fields keep what the extension renders.
+type ControllerSettings struct {
+	// Resources replace the resource requirements of the controller's container as a whole.
+	// Defaults to the upstream manifests' (kluctl-controller: requests 100m CPU and 256Mi memory,
+	// limit 1Gi memory).
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Tolerations replace the tolerations of the controller's pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// NodeSelector adds labels to the node selector of the controller's pods, which keeps
+	// kubernetes.io/os: linux unless overridden. A later layer replaces the whole map.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// PriorityClassName is the PriorityClass of the controller's pods. It must exist in the shoot,
+	// e.g. system-cluster-critical; otherwise no pod of the controller can be created.
+	// +optional
+	PriorityClassName *string `json:"priorityClassName,omitempty"`
+	// Concurrent is how many objects the controller reconciles at the same time, 1 to 100: Flux's
+	// --concurrent, kluctl's --concurrency. Defaults to the controller's own default: 2 for
+	// source-controller (per kind of source), 4 for the other Flux controllers and kluctl's.
+	// +optional
+	Concurrent *int32 `json:"concurrent,omitempty"`
 }

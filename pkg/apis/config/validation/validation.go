@@ -13,13 +13,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
-	"github.com/shoot-flux/gardener-extension-shoot-flux/imagevector"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	fluxhelper "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxvalidation "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/hostpolicy"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/imageregistry"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 )
 
@@ -68,13 +69,13 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 		}
 	}
 
-	if err := imagevector.ValidateRegistry(cfg.Registry); err != nil {
+	if err := imageregistry.Validate(cfg.Registry); err != nil {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("registry"), cfg.Registry, err.Error()))
 	}
 	if f := cfg.ImagePullSecretFile; f != "" && !filepath.IsAbs(f) {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("imagePullSecretFile"), f, "must be an absolute path"))
 	}
-	allErrs = append(allErrs, fluxconfig.ValidateControllers(cfg.Controllers, field.NewPath("controllers"))...)
+	allErrs = append(allErrs, validateControllers(cfg.Controllers, field.NewPath("controllers"))...)
 
 	// Every wait holds one of the controller's workers; an unbounded one lets a few broken shoots
 	// stall all others.
@@ -100,6 +101,26 @@ func ValidateControllerConfiguration(cfg *config.ControllerConfiguration) field.
 
 	if hc := cfg.HealthCheckConfig; hc != nil {
 		allErrs = append(allErrs, fluxvalidation.ValidatePositiveDuration(&hc.SyncPeriod, field.NewPath("healthCheckConfig", "syncPeriod"))...)
+	}
+	return allErrs
+}
+
+// validateControllers validates the operator's controller settings with the rules of the shoots'
+// configuration layers.
+func validateControllers(controllers map[string]config.ControllerSettings, fldPath *field.Path) field.ErrorList {
+	internal := make(map[string]flux.ControllerSettings, len(controllers))
+	for key, s := range controllers {
+		internal[key] = flux.ControllerSettings{
+			Resources:         s.Resources,
+			Tolerations:       s.Tolerations,
+			NodeSelector:      s.NodeSelector,
+			PriorityClassName: ptr.Deref(s.PriorityClassName, ""),
+			Concurrent:        s.Concurrent,
+		}
+	}
+	allErrs := fluxvalidation.ValidateControllers(internal, fldPath)
+	for key, s := range controllers {
+		allErrs = append(allErrs, fluxvalidation.ValidateNotEmptyIfSet(s.PriorityClassName, fldPath.Child(key, "priorityClassName"))...)
 	}
 	return allErrs
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	configv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/v1alpha1"
 	. "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/validation"
-	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 )
 
@@ -135,7 +134,7 @@ var _ = Describe("ValidateControllerConfiguration", func() {
 	})
 
 	It("validates the operator's controller settings with the shoots' rules", func() {
-		cfg.Controllers = map[string]fluxv1alpha1.ControllerSettings{
+		cfg.Controllers = map[string]config.ControllerSettings{
 			"defaults":          {Concurrent: ptr.To[int32](8), PriorityClassName: ptr.To("system-cluster-critical")},
 			"source-controller": {Concurrent: ptr.To[int32](0)},
 			"image-controller":  {},

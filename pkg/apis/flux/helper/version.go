@@ -13,17 +13,10 @@ import (
 	"golang.org/x/mod/semver"
 )
 
-// A version selector chooses one of the releases the extension embeds. It is either
-//
-//   - a release, e.g. v2.9.5, which selects exactly that release, or
-//   - a minor, e.g. v2.9 or v2.9.x, which selects the newest embedded patch release of that minor,
-//     so that an extension version embedding a newer patch moves the shoots that select the minor
-//     without a change of their configuration.
-//
-// The leading "v" may be left out, as in the ConfigMaps of the original extension (2.9.5, 2.9.x).
-// There is no selector for a major: a minor upgrade of Flux can drop API versions the shoot's
-// objects still use, so it is the user's or the operator's decision, never a side effect of an
-// extension rollout.
+// versionSelector matches a release (v2.9.5: exactly it) or a minor (v2.9, v2.9.x: its newest
+// embedded patch, so a newer extension moves such shoots without a configuration change); the "v"
+// is optional, as in the original extension's ConfigMaps. There is no selector for a major: a
+// Flux minor upgrade can drop API versions, so it is never a side effect of a rollout.
 var versionSelector = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:\.(0|[1-9][0-9]*|x))?$`)
 
 // CanonicalVersionSelector returns the canonical form of a version selector: vX.Y.Z for a release,

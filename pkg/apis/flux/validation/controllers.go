@@ -126,3 +126,12 @@ func validateToleration(t corev1.Toleration, fldPath *field.Path) field.ErrorLis
 	}
 	return allErrs
 }
+
+// ValidateNotEmptyIfSet rejects a field a configuration layer set to the empty string: unlike in the
+// effective configuration, where empty means unset, the user wrote it.
+func ValidateNotEmptyIfSet(value *string, fldPath *field.Path) field.ErrorList {
+	if value != nil && *value == "" {
+		return field.ErrorList{field.Required(fldPath, "must not be empty if set")}
+	}
+	return nil
+}

@@ -2,10 +2,14 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package metrics
+// Package shoots exports the gauges of the shoots with the extension, computed at scrape time by
+// the controller; the counters the reconciles record stay in package metrics, which leaf packages use.
+package shoots
 
 import (
+	"cmp"
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,12 +21,14 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
@@ -41,25 +47,25 @@ const LabelNone = "none"
 var CollectTimeout = 5 * time.Second
 
 var (
-	shootsDesc = prometheus.NewDesc(Namespace+"_shoots",
+	shootsDesc = prometheus.NewDesc(metrics.Namespace+"_shoots",
 		"Shoots with the extension by the status of their BootstrapReady condition (True, False, Progressing, Unknown; Unknown also while the health check has not reported) and bootstrap mode (kluctl, flux, none, unknown).",
 		[]string{"state", "mode"}, nil)
-	versionsDesc = prometheus.NewDesc(Namespace+"_shoots_by_version",
+	versionsDesc = prometheus.NewDesc(metrics.Namespace+"_shoots_by_version",
 		"Shoots with the extension by installed Flux version, kluctl version (none without kluctl) and management mode (continuous, handover), as their providerStatus tells.",
-		[]string{"flux_version", "kluctl_version", "management"}, nil)
-	pendingDesc = prometheus.NewDesc(Namespace+"_shoots_pending_release",
+		versionLabels(), nil)
+	pendingDesc = prometheus.NewDesc(metrics.Namespace+"_shoots_pending_release",
 		"Shoots whose Flux or kluctl release change waits for their maintenance time window (rollout.window), by component (flux, kluctl) and reason: selected_minor (a newer embedded patch of the minor the project selects), operator_default (what the operator's default version selects now) or expired (the installed release expired, rollout.releases).",
 		[]string{"component", "reason"}, nil)
-	lifecycleDesc = prometheus.NewDesc(Namespace+"_shoots_by_release_lifecycle",
+	lifecycleDesc = prometheus.NewDesc(metrics.Namespace+"_shoots_by_release_lifecycle",
 		"Shoots with the extension by component (flux, kluctl) and the lifecycle of their installed release (rollout.releases): supported, deprecated, preview or expired (whatever its classification).",
 		[]string{"component", "lifecycle"}, nil)
-	outsideKubernetesDesc = prometheus.NewDesc(Namespace+"_shoots_outside_kubernetes_range",
+	outsideKubernetesDesc = prometheus.NewDesc(metrics.Namespace+"_shoots_outside_kubernetes_range",
 		"Shoots whose installed Flux release does not support their Kubernetes version (the Kubernetes ranges of the Flux releases), as their providerStatus tells; the extension keeps the release until the shoot selects one in range.",
 		nil, nil)
-	oldestFailingDesc = prometheus.NewDesc(Namespace+"_oldest_failing_bootstrap_seconds",
+	oldestFailingDesc = prometheus.NewDesc(metrics.Namespace+"_oldest_failing_bootstrap_seconds",
 		"Seconds since the BootstrapReady condition of the longest failing shoot turned False; 0 when no bootstrap fails.",
 		nil, nil)
-	heartbeatDesc = prometheus.NewDesc(Namespace+"_heartbeat_renew_timestamp_seconds",
+	heartbeatDesc = prometheus.NewDesc(metrics.Namespace+"_heartbeat_renew_timestamp_seconds",
 		"Unix time of the last renewal of the extension's heartbeat Lease gardener-extension-heartbeat; exported by the leader only.",
 		nil, nil)
 )
@@ -73,6 +79,10 @@ var (
 // drift from the Extensions: a counter kept by the reconciler would miss deletions while the
 // extension was down.
 var shoots = &shootCollector{}
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(shoots)
+}
 
 type shootCollector struct {
 	mu        sync.Mutex
@@ -150,14 +160,12 @@ func (c *shootCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-type versionKey struct{ flux, kluctl, management string }
-
 // shootMetrics returns the gauges of the shoot-flux Extensions among items at time now, with the
 // release lifecycle (nil: every release supported).
 func shootMetrics(items []extensionsv1alpha1.Extension, lifecycle *releases.Lifecycle, now time.Time) []prometheus.Metric {
 	type stateKey struct{ state, mode string }
 	byState := map[stateKey]int{}
-	byVersion := map[versionKey]int{}
+	byVersion := map[string]int{}
 	type pendingKey struct{ component, reason string }
 	byPending := map[pendingKey]int{}
 	type lifecycleKey struct{ component, lifecycle string }
@@ -180,7 +188,7 @@ func shootMetrics(items []extensionsv1alpha1.Extension, lifecycle *releases.Life
 				mode = status.BootstrapMode
 			}
 			if status.FluxVersion != "" {
-				byVersion[versions(status.FluxVersion, status.KluctlVersion, status.Management)]++
+				byVersion[strings.Join(versions(status), labelSeparator)]++
 			}
 			if status.FluxVersion != "" && status.KubernetesVersion != "" && !releases.FluxSupportsKubernetes(status.FluxVersion, status.KubernetesVersion) {
 				outsideKubernetes++
@@ -190,7 +198,7 @@ func shootMetrics(items []extensionsv1alpha1.Extension, lifecycle *releases.Life
 				requested = &fluxv1alpha1.RequestedVersions{}
 			}
 			for _, c := range lifecycle.Components() {
-				installed := c.Installed(status)
+				installed := *c.Installed(status)
 				if installed != "" {
 					byLifecycle[lifecycleKey{c.Key, releaseLifecycle(c, installed, now)}]++
 				}
@@ -209,7 +217,7 @@ func shootMetrics(items []extensionsv1alpha1.Extension, lifecycle *releases.Life
 		}
 	}
 	for k, n := range byVersion {
-		out = append(out, prometheus.MustNewConstMetric(versionsDesc, prometheus.GaugeValue, float64(n), k.flux, k.kluctl, k.management))
+		out = append(out, prometheus.MustNewConstMetric(versionsDesc, prometheus.GaugeValue, float64(n), strings.Split(k, labelSeparator)...))
 	}
 	for _, c := range releases.Specs {
 		component := c.Key
@@ -259,17 +267,28 @@ func pendingReason(c releases.Component, release, requested string, now time.Tim
 	return PendingSelectedMinor
 }
 
-// versions returns the version labels; the providerStatus holds only values the extension
-// resolved against its embedded releases, so their number is bounded.
-func versions(flux, kluctl, management string) versionKey {
-	k := versionKey{flux: flux, kluctl: kluctl, management: management}
-	if k.kluctl == "" {
-		k.kluctl = LabelNone
+// versionLabels are the labels of shoots_by_version: each component's release (flux_version,
+// kluctl_version), then the management mode.
+func versionLabels() []string {
+	labels := make([]string, 0, len(releases.Specs)+1)
+	for _, c := range releases.Specs {
+		labels = append(labels, c.Key+"_version")
 	}
-	if k.management == "" {
-		k.management = string(fluxapi.ManagementContinuous)
+	return append(labels, "management")
+}
+
+// labelSeparator joins the values of versionLabels into a map key; no release or mode contains it.
+const labelSeparator = "\x00"
+
+// versions returns the values of versionLabels, LabelNone for a component the shoot lacks; the
+// providerStatus holds only values the extension resolved against its embedded releases, so their
+// number is bounded.
+func versions(status *fluxv1alpha1.FluxStatus) []string {
+	values := make([]string, 0, len(releases.Specs)+1)
+	for _, c := range releases.Specs {
+		values = append(values, cmp.Or(*c.Installed(status), LabelNone))
 	}
-	return k
+	return append(values, cmp.Or(status.Management, string(fluxapi.ManagementContinuous)))
 }
 
 // bootstrapState returns the status of the BootstrapReady condition (Unknown without one) and

@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package metrics
+package shoots
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
 
@@ -140,7 +141,7 @@ shoot_flux_shoots_pending_release{component="kluctl",reason="selected_minor"} 0
 
 		Expect(testutil.CollectAndCount(shoots)).To(Equal(len(states)*len(modes) + 3 + 6 + 8 + 1 + 1 + 1))
 		var names []string
-		for _, n := range Names() {
+		for _, n := range metrics.Names() {
 			if strings.Contains(n, "shoots") || strings.Contains(n, "bootstrap") || strings.Contains(n, "heartbeat") {
 				names = append(names, n)
 			}
