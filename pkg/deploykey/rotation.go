@@ -53,7 +53,7 @@ func rotationRequested(secret *corev1.Secret) bool {
 // them; it returns what it did and whether it changed the Secret. generated holds the pairs of
 // earlier attempts of the same Ensure. A request planRotation refuses is replaced by
 // constants.AnnotationRotateRefused before any key is generated (see
-// docs/development/architecture.md, "Deploy key rotation").
+// docs/development/design-notes.md, "Deploy key rotation").
 func (m *Manager) rotateIfRequested(ctx context.Context, secret *corev1.Secret, generated map[string]*sshkey.KeyPair) (rotation, bool, error) {
 	plan := m.planRotation(secret)
 	if plan.refused != "" {

@@ -36,7 +36,7 @@ type KnownHostsLimits struct {
 // DefaultKnownHostsLimits returns the limits for the known_hosts of tenants: 64 KiB and 1000 lines
 // (some 75 git hosts), 300 characters per pattern (the longest DNS name) and 3 wildcards, as the
 // shoot's controllers match with x/crypto's recursive matcher, whose time grows a hundredfold per
-// "*" (see docs/development/architecture.md, "Limits of tenant input").
+// "*" (see docs/operations/configuration.md, "Limits").
 func DefaultKnownHostsLimits() KnownHostsLimits {
 	return KnownHostsLimits{MaxBytes: 64 * 1024, MaxLines: 1000, MaxPatternLength: 300, MaxWildcards: 3}
 }

@@ -34,8 +34,8 @@ type PrivateKeyLimits struct {
 
 // DefaultPrivateKeyLimits returns the limits for the private keys of tenants: MaxRSABits, and 16 KiB,
 // the PEM of the largest usable RSA key (about 12.5 KiB) with a comment. The size alone would not
-// do: 16 KiB hold a crafted modulus of ~96,000 bits (see docs/development/architecture.md, "Limits
-// of tenant input").
+// do: 16 KiB hold a crafted modulus of ~96,000 bits (see docs/operations/configuration.md,
+// "Limits").
 func DefaultPrivateKeyLimits() PrivateKeyLimits {
 	return PrivateKeyLimits{MaxBytes: 16 << 10, MaxBits: MaxRSABits}
 }

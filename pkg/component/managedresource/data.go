@@ -34,7 +34,7 @@ const (
 // compressions bounds the brotli writers in use at once, and writers keeps the idle ones until the
 // garbage collector drops them: a new writer per ManagedResource (up to ~12 MiB each) grew the heap
 // by ~100 MiB in a burst of reconciles. More writers than cores would only add memory (see
-// docs/development/architecture.md, "Compression").
+// docs/development/design-notes.md, "Compression").
 var (
 	compressions = make(chan struct{}, min(runtime.GOMAXPROCS(0), maxCompressors))
 	writers      = sync.Pool{New: func() any {

@@ -148,7 +148,7 @@ func isConflict(message string) bool {
 // applyFailure returns the resource manager's message if it reported an apply failure of what was
 // written, and since when the failure counts (zero: from now). Neither the observed generation nor
 // the condition's timestamps tell a failure of the written content from one of the content before;
-// the version does (see docs/development/architecture.md, "Apply failures").
+// the version does (see docs/development/design-notes.md, "Apply failures").
 func applyFailure(mr *resourcesv1alpha1.ManagedResource, written Write) (string, time.Time, bool) {
 	for _, c := range mr.Status.Conditions {
 		if c.Type != resourcesv1alpha1.ResourcesApplied || c.Status != gardencorev1beta1.ConditionFalse || c.Reason != resourcesv1alpha1.ConditionApplyFailed {
