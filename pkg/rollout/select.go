@@ -166,6 +166,11 @@ func CheckDowngrade(previous *fluxv1alpha1.FluxStatus, cfg *fluxapi.FluxConfig) 
 		if !s.Enabled(cfg) {
 			continue
 		}
+		// Handed-over controllers stay as they are, whatever is selected (a newer Flux in the shoot
+		// is handed over as it is); the check applies once the owner chooses continuous.
+		if s.Key == releases.KeyFlux && previous.HandedOverAt != nil && cfg.Flux.Management == fluxapi.ManagementHandover {
+			continue
+		}
 		if err := checkMinorDowngrade(s, s.Installed(previous), *s.Version(cfg)); err != nil {
 			return err
 		}

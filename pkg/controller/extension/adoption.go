@@ -13,6 +13,7 @@ import (
 	extensionsconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/go-logr/logr"
+	"golang.org/x/mod/semver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,8 +38,10 @@ var newAdoptionClient = func(ctx context.Context, seed client.Client, namespace 
 // (package adoption), before the controllers ManagedResource would first apply, or take back
 // handed-over controllers. In flux.management handover the controllers are left to the
 // repository: the ManagedResource is written handed over, so the resource manager applies
-// nothing. In continuous the reconcile fails naming the Kustomization, and what runs stays. It
-// returns the warning for the status when the controllers are left to the repository.
+// nothing. In continuous the reconcile fails naming the Kustomization, and what runs stays. In
+// handover a Flux of a newer minor than the selected release (stackit's extension installed what
+// its providerConfig pinned) is left as it is too: an older release's CRDs can drop what the newer
+// one stored. It returns the warning for the status when the controllers are left as they are.
 func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, cfg *fluxapi.FluxConfig, values controllers.Values, hibernated bool) (string, error) {
 	if hibernated {
 		return "", nil
@@ -63,9 +66,22 @@ func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex
 	if err != nil {
 		return "", fmt.Errorf("failed creating the shoot client for the adoption check: %w", err)
 	}
-	self, err := adoption.FindSelfManagedFlux(ctx, shoot, cfg.Flux.Namespace)
-	if err != nil || self == nil {
+	running, err := adoption.FindRunningFlux(ctx, shoot, cfg.Flux.Namespace)
+	if err != nil || running == nil {
 		return "", err
+	}
+	self := running.SelfManaged
+	if self == nil {
+		if continuous || handover != nil || !newerMinor(running.Version, cfg.Flux.Version) {
+			return "", nil
+		}
+		log.Info("Leaving the shoot's newer Flux as it is", "version", running.Version, "selected", cfg.Flux.Version)
+		if err := ctrls.DeployHandedOver(ctx, managedresource.Handover{At: metav1.Now().Rfc3339Copy(), Version: running.Version}); err != nil {
+			return "", fmt.Errorf("failed leaving the shoot's Flux %s as it is: %w", running.Version, err)
+		}
+		return fmt.Sprintf("the shoot runs Flux %s (Deployment %s/source-controller), a newer minor than the selected %s: the extension installs no older Flux "+
+			"over it and leaves the controllers as they are (flux.management handover); select flux.version %s or later once this extension embeds it",
+			running.Version, cfg.Flux.Namespace, cfg.Flux.Version, semver.MajorMinor(running.Version)), nil
 	}
 	who := self.Describe(cfg.Flux.Namespace)
 	if continuous {
@@ -82,4 +98,10 @@ func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex
 	}
 	return who + ": the extension leaves the controllers to it (flux.management handover); " +
 		"to have the extension manage them, remove Flux from the repository and set flux.management to continuous", nil
+}
+
+// newerMinor tells whether the release running is of a newer minor than selected; an unlabelled
+// or unreadable one is not.
+func newerMinor(running, selected string) bool {
+	return semver.IsValid(running) && semver.IsValid(selected) && semver.Compare(semver.MajorMinor(running), semver.MajorMinor(selected)) > 0
 }
