@@ -114,14 +114,25 @@ func (c *converter) flux(in *FluxInstallation, fldPath *field.Path) (*v1alpha1.F
 			"the operator's image vector decides where the controller images come from; remove flux.registry"))
 	}
 	components := defaultComponents
+	var left []string
 	if in.Components != nil {
 		components = nil
-		c.addComponents(&components, in.Components, fldPath.Child("components"))
+		left = c.addComponents(&components, in.Components, fldPath.Child("components"))
 	} else {
 		components = slices.Clone(components)
 	}
-	c.addComponents(&components, in.ComponentsExtra, fldPath.Child("componentsExtra"))
+	extraPath := fldPath.Child("componentsExtra")
+	if len(in.ComponentsExtra) > 0 {
+		left = appendNew(left, c.addComponents(&components, in.ComponentsExtra, extraPath)...)
+	}
 	out.Components = components
+	if len(left) > 0 {
+		// Their Deployments, CRDs and objects are no part of the controllers ManagedResource: the
+		// resource manager neither updates nor removes them, so what stackit installed keeps running.
+		c.warnings = append(c.warnings, fmt.Sprintf("%s: this extension does not deliver %s: what stackit's extension installed of them stays in the shoot "+
+			"as it is, neither updated nor removed; to keep them up to date, add them to the repository (flux install --components-extra=%s --export)",
+			extraPath, strings.Join(left, ", "), strings.Join(left, ",")))
+	}
 	return out, namespace
 }
 
@@ -161,16 +172,35 @@ func (c *converter) version(pin *string, fldPath *field.Path) *string {
 	return nil
 }
 
-func (c *converter) addComponents(to *[]string, names []string, fldPath *field.Path) {
+// extraComponents are Flux's optional controllers (flux install --components-extra), which this
+// extension does not embed.
+var extraComponents = []string{"image-reflector-controller", "image-automation-controller", "source-watcher"}
+
+// addComponents adds the components this extension delivers to to and returns the extra ones it
+// does not deliver.
+func (c *converter) addComponents(to *[]string, names []string, fldPath *field.Path) []string {
+	var left []string
 	for i, name := range names {
-		if !slices.Contains(fluxapi.KnownComponents, name) {
-			c.errs = append(c.errs, field.NotSupported(fldPath.Index(i), name, fluxapi.KnownComponents))
-			continue
-		}
-		if !slices.Contains(*to, name) {
-			*to = append(*to, name)
+		switch {
+		case slices.Contains(extraComponents, name):
+			left = appendNew(left, name)
+		case !slices.Contains(fluxapi.KnownComponents, name):
+			c.errs = append(c.errs, field.NotSupported(fldPath.Index(i), name, append(slices.Clone(fluxapi.KnownComponents), extraComponents...)))
+		default:
+			*to = appendNew(*to, name)
 		}
 	}
+	return left
+}
+
+// appendNew appends the names that list does not hold yet.
+func appendNew(list []string, names ...string) []string {
+	for _, n := range names {
+		if !slices.Contains(list, n) {
+			list = append(list, n)
+		}
+	}
+	return list
 }
 
 // source converts the source object and returns it with its kind and name.
