@@ -154,7 +154,7 @@ func (a *actuator) reconcile(ctx context.Context, log logr.Logger, ex *extension
 	}
 	hibernated := isHibernated(cluster)
 	// A repository that manages Flux itself keeps the controllers: no CRD of the extension's changes.
-	leftToRepository, err := a.leaveSelfManagedFlux(ctx, log, ex, cfg, values, hibernated)
+	leftToRepository, err := a.leaveSelfManagedFlux(ctx, log, ex, cfg, values, hibernated, selection.Unfit)
 	if err != nil {
 		return err
 	}

@@ -1689,6 +1689,35 @@ var _ = Describe("Actuator", func() {
 				"image-reflector-controller, image-automation-controller: what stackit's extension installed of them stays in the shoot as it is")))
 		})
 
+		It("leaves the Flux the shoot runs as it is when no embedded release supports its Kubernetes version, and fails without one", func() {
+			theShoot.Spec.Kubernetes.Version = "1.31.2"
+			ex.Spec.ProviderConfig = providerConfig(stackitConfig("v2.4.0"))
+			build(nil)
+			err := reconcile()
+			Expect(err).To(MatchError(HavePrefix("flux.version: no embedded Flux release supports the shoot's Kubernetes 1.31.2")), "no Flux to leave in place")
+			Expect(v1beta1helper.ExtractErrorCodes(err)).To(ConsistOf(gardencorev1beta1.ErrorConfigurationProblem))
+
+			By("the shoot running the Flux stackit's extension installed")
+			adoptionShoot.objects = []client.Object{&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "source-controller",
+				Labels: map[string]string{"app.kubernetes.io/version": "v2.4.0"}}}}
+			Expect(reconcile()).To(Succeed())
+			Expect(controllersMR().Annotations).To(And(HaveKeyWithValue(resourcesv1alpha1.Ignore, "true"), HaveKeyWithValue(constants.AnnotationHandedOverVersion, "v2.4.0")))
+			Expect(fakeShoot.clients).To(BeZero(), "no stored-version check: the extension changes no CRD")
+			status := providerStatus(ex)
+			Expect(status.FluxVersion).To(Equal("v2.4.0"))
+			Expect(status.Warnings).To(ContainElement("no embedded Flux release supports the shoot's Kubernetes 1.31.2 (v2.7.5: Kubernetes 1.32 to 1.34, v2.9.5: Kubernetes 1.34.1 to 1.36); " +
+				"select a Kubernetes version in one of the ranges; the extension installs none and leaves the Flux the shoot runs (Deployment flux-system/source-controller, Flux v2.4.0) " +
+				"as it is (flux.management handover)"))
+
+			By("reconciling again")
+			rec.reset()
+			Expect(reconcile()).To(Succeed())
+			for _, w := range rec.reset() {
+				Expect(w).NotTo(HaveSuffix(constants.ManagedResourceControllers))
+			}
+			Expect(providerStatus(ex).Warnings).To(ContainElement(HavePrefix("no embedded Flux release supports the shoot's Kubernetes 1.31.2")))
+		})
+
 		It("installs its release over an older Flux the shoot runs", func() {
 			adoptionShoot.objects = []client.Object{&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "source-controller",
 				Labels: map[string]string{"app.kubernetes.io/version": "v2.4.0"}}}}

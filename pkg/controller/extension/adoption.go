@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	extensionsconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
@@ -41,24 +42,43 @@ var newAdoptionClient = func(ctx context.Context, seed client.Client, namespace 
 // nothing. In continuous the reconcile fails naming the Kustomization, and what runs stays. In
 // handover a Flux of a newer minor than the selected release (stackit's extension installed what
 // its providerConfig pinned) is left as it is too: an older release's CRDs can drop what the newer
-// one stored. It returns the warning for the status when the controllers are left as they are.
-func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, cfg *fluxapi.FluxConfig, values controllers.Values, hibernated bool) (string, error) {
+// one stored. So is any Flux the shoot runs when unfit (rollout.Selection.Unfit) says that no
+// embedded release supports the shoot's Kubernetes version; without one the reconcile fails with
+// unfit. It returns the warning for the status when the controllers are left as they are.
+func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, cfg *fluxapi.FluxConfig, values controllers.Values, hibernated bool, unfit error) (string, error) {
+	ctrls := a.controllers(ex.Namespace, values)
 	if hibernated {
+		if unfit == nil {
+			return "", nil
+		}
+		// Nothing can be read in the shoot: a handover made before stays, nothing else is written.
+		handover, err := ctrls.HandedOver(ctx)
+		if err != nil {
+			return "", err
+		}
+		if handover == nil {
+			return "", unfit
+		}
 		return "", nil
 	}
-	ctrls := a.controllers(ex.Namespace, values)
 	handover, err := ctrls.HandedOver(ctx)
 	if err != nil {
 		return "", err
 	}
 	continuous := cfg.Flux.Management == fluxapi.ManagementContinuous
 	if handover != nil && !continuous {
+		if unfit != nil {
+			return unfitWarning(unfit, cfg.Flux.Namespace, handover.Version), nil
+		}
 		return "", nil
 	}
 	if handover == nil {
 		exists, err := ctrls.Exists(ctx)
-		if err != nil || exists {
+		if err != nil {
 			return "", err
+		}
+		if exists {
+			return "", unfit
 		}
 	}
 
@@ -67,10 +87,24 @@ func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex
 		return "", fmt.Errorf("failed creating the shoot client for the adoption check: %w", err)
 	}
 	running, err := adoption.FindRunningFlux(ctx, shoot, cfg.Flux.Namespace)
-	if err != nil || running == nil {
+	if err != nil {
 		return "", err
 	}
+	if running == nil {
+		return "", unfit
+	}
 	self := running.SelfManaged
+	if self == nil && unfit != nil {
+		h := managedresource.Handover{At: metav1.Now().Rfc3339Copy(), Version: running.Version}
+		if h.Version == "" {
+			h.Version = cfg.Flux.Version
+		}
+		log.Info("Leaving the shoot's Flux as it is: no embedded release supports its Kubernetes version", "version", running.Version)
+		if err := ctrls.DeployHandedOver(ctx, h); err != nil {
+			return "", fmt.Errorf("failed leaving the shoot's Flux as it is: %w", err)
+		}
+		return unfitWarning(unfit, cfg.Flux.Namespace, running.Version), nil
+	}
 	if self == nil {
 		if continuous || handover != nil || !newerMinor(running.Version, cfg.Flux.Version) {
 			return "", nil
@@ -98,6 +132,17 @@ func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex
 	}
 	return who + ": the extension leaves the controllers to it (flux.management handover); " +
 		"to have the extension manage them, remove Flux from the repository and set flux.management to continuous", nil
+}
+
+// unfitWarning tells that the shoot keeps its Flux because no embedded release supports its
+// Kubernetes version; version is what the shoot runs, empty if unknown.
+func unfitWarning(unfit error, namespace, version string) string {
+	running := ""
+	if version != "" {
+		running = ", Flux " + version
+	}
+	return fmt.Sprintf("%s; the extension installs none and leaves the Flux the shoot runs (Deployment %s/source-controller%s) as it is (flux.management handover)",
+		strings.TrimPrefix(unfit.Error(), "flux.version: "), namespace, running)
 }
 
 // newerMinor tells whether the release running is of a newer minor than selected; an unlabelled
