@@ -61,9 +61,19 @@ func (s *SelfManagedFlux) Describe(namespace string) string {
 	return d
 }
 
-// FindSelfManagedFlux reads the source-controller Deployment of Flux's namespace: one object by
-// name, whatever the shoot holds. nil means no Kustomization applies it (or it does not exist).
-func FindSelfManagedFlux(ctx context.Context, shoot client.Reader, namespace string) (*SelfManagedFlux, error) {
+// RunningFlux is what the source-controller Deployment of Flux's namespace tells about the Flux a
+// shoot runs.
+type RunningFlux struct {
+	// Version is the Flux release the controllers are labelled with (flux2's install manifests,
+	// which stackit's extension applied, label every object); empty if unlabelled.
+	Version string
+	// SelfManaged is the Kustomization that applies the controllers, nil if none does.
+	SelfManaged *SelfManagedFlux
+}
+
+// FindRunningFlux reads the source-controller Deployment of Flux's namespace: one object by name,
+// whatever the shoot holds. nil means there is none.
+func FindRunningFlux(ctx context.Context, shoot client.Reader, namespace string) (*RunningFlux, error) {
 	d := &appsv1.Deployment{}
 	if err := shoot.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "source-controller"}, d); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -71,13 +81,23 @@ func FindSelfManagedFlux(ctx context.Context, shoot client.Reader, namespace str
 		}
 		return nil, fmt.Errorf("failed reading Deployment %s/source-controller of the shoot: %w", namespace, err)
 	}
-	name := d.Labels[labelKustomizationName]
-	if name == "" {
-		return nil, nil
+	running := &RunningFlux{Version: d.Labels[labelVersion]}
+	if name := d.Labels[labelKustomizationName]; name != "" {
+		ksNamespace := d.Labels[labelKustomizationNamespace]
+		if ksNamespace == "" {
+			ksNamespace = namespace
+		}
+		running.SelfManaged = &SelfManagedFlux{Kustomization: ksNamespace + "/" + name, Version: running.Version}
 	}
-	ksNamespace := d.Labels[labelKustomizationNamespace]
-	if ksNamespace == "" {
-		ksNamespace = namespace
+	return running, nil
+}
+
+// FindSelfManagedFlux is FindRunningFlux's SelfManaged: nil means no Kustomization applies the
+// controllers (or they do not exist).
+func FindSelfManagedFlux(ctx context.Context, shoot client.Reader, namespace string) (*SelfManagedFlux, error) {
+	running, err := FindRunningFlux(ctx, shoot, namespace)
+	if err != nil || running == nil {
+		return nil, err
 	}
-	return &SelfManagedFlux{Kustomization: ksNamespace + "/" + name, Version: d.Labels[labelVersion]}, nil
+	return running.SelfManaged, nil
 }

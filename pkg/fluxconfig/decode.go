@@ -255,7 +255,7 @@ func providerConfigLayer(raw *runtime.RawExtension, supported validation.Support
 	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
 		return nil
 	}
-	cfg, conv, err := decodeProviderConfig(raw.Raw)
+	cfg, conv, err := decodeProviderConfig(raw.Raw, supported.Flux)
 	if err != nil {
 		// A document that cannot be decoded has no field to blame; name the document itself.
 		addDecodeError(p, originProviderConfig, "spec.providerConfig", err)
@@ -292,13 +292,13 @@ func (c *Conversion) fieldPaths(errs field.ErrorList) field.ErrorList {
 }
 
 // ProviderConfigConversion returns the conversion of a providerConfig written for stackit's
-// extension; nil for one of this extension or one that cannot be decoded, whose problems the
-// validation reports.
-func ProviderConfigConversion(raw *runtime.RawExtension) *Conversion {
+// extension with the embedded releases of supported; nil for one of this extension or one that
+// cannot be decoded, whose problems the validation reports.
+func ProviderConfigConversion(raw *runtime.RawExtension, supported validation.SupportedVersions) *Conversion {
 	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
 		return nil
 	}
-	_, conv, err := decodeProviderConfig(raw.Raw)
+	_, conv, err := decodeProviderConfig(raw.Raw, supported.Flux)
 	if err != nil {
 		return nil
 	}
@@ -308,7 +308,8 @@ func ProviderConfigConversion(raw *runtime.RawExtension) *Conversion {
 // decodeProviderConfig decodes a providerConfig: this extension's FluxConfig, or stackit's, which
 // registers the same type with other fields (see package stackit); then the conversion is returned
 // too. Only providerConfigs can be stackit's: its extension never read the project ConfigMap.
-func decodeProviderConfig(data []byte) (*v1alpha1.FluxConfig, *Conversion, error) {
+// embeddedFlux are the embedded Flux releases, which decide what becomes of stackit's flux.version.
+func decodeProviderConfig(data []byte, embeddedFlux []string) (*v1alpha1.FluxConfig, *Conversion, error) {
 	jsonData, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return nil, nil, err
@@ -325,7 +326,7 @@ func decodeProviderConfig(data []byte) (*v1alpha1.FluxConfig, *Conversion, error
 	if len(errs) > 0 {
 		return nil, nil, fieldErrors(errs)
 	}
-	cfg, warnings, errs := stackit.Convert(in, nil)
+	cfg, warnings, errs := stackit.Convert(in, embeddedFlux, nil)
 	if len(errs) > 0 {
 		return nil, nil, fieldErrors(errs)
 	}

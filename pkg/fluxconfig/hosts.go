@@ -73,7 +73,8 @@ func ProviderConfigHostErrors(raw *runtime.RawExtension, policy *hostpolicy.Poli
 	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
 		return nil
 	}
-	cfg, conv, err := decodeProviderConfig(raw.Raw)
+	// The versions play no part in the host check.
+	cfg, conv, err := decodeProviderConfig(raw.Raw, nil)
 	if err != nil || cfg == nil {
 		return nil
 	}

@@ -216,7 +216,7 @@ func ProviderConfigFieldErrors(raw *runtime.RawExtension, supported validation.S
 	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
 		return nil
 	}
-	cfg, conv, err := decodeProviderConfig(raw.Raw)
+	cfg, conv, err := decodeProviderConfig(raw.Raw, supported.Flux)
 	if err != nil {
 		var errs fieldErrors
 		if errors.As(err, &errs) {

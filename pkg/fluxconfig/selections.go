@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 )
@@ -28,12 +29,13 @@ type Selection struct {
 }
 
 // ProviderConfigSelections returns the version selectors of a providerConfig, with fields below
-// fldPath; none if it cannot be decoded, which its validation reports.
-func ProviderConfigSelections(raw *runtime.RawExtension, fldPath *field.Path) []Selection {
+// fldPath; none if it cannot be decoded, which its validation reports. supported decides which
+// flux.version of stackit's providerConfig is kept (see package stackit).
+func ProviderConfigSelections(raw *runtime.RawExtension, supported validation.SupportedVersions, fldPath *field.Path) []Selection {
 	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
 		return nil
 	}
-	cfg, _, err := decodeProviderConfig(raw.Raw)
+	cfg, _, err := decodeProviderConfig(raw.Raw, supported.Flux)
 	if err != nil || cfg == nil {
 		return nil
 	}

@@ -5,6 +5,7 @@
 package fluxconfig_test
 
 import (
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -60,7 +61,7 @@ var _ = Describe("stackit's providerConfig", func() {
 	})
 
 	It("reports the converted configuration and names the native equivalent", func() {
-		conv := ProviderConfigConversion(raw(stackitProviderConfig))
+		conv := ProviderConfigConversion(raw(stackitProviderConfig), supported)
 		Expect(conv).NotTo(BeNil())
 		Expect(conv.Warnings[0]).To(Equal("is stackit's FluxConfig (it sets apiVersion flux.extensions.gardener.cloud/v1alpha1); it is converted into " +
 			"this extension's FluxConfig, which the Extension's status.providerStatus.nativeProviderConfig shows: write that instead"))
@@ -71,7 +72,7 @@ var _ = Describe("stackit's providerConfig", func() {
 		native, err := Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), nil, raw(conv.Native))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(native).To(Equal(fromStackit))
-		Expect(ProviderConfigConversion(raw(conv.Native))).To(BeNil())
+		Expect(ProviderConfigConversion(raw(conv.Native), supported)).To(BeNil())
 	})
 
 	It("names the field of stackit's document in the validation's errors", func() {
@@ -91,6 +92,18 @@ kustomization:
 			"spec.extensions[0].providerConfig.source.template.spec.url",
 			"spec.extensions[0].providerConfig.kustomization.template.spec.path",
 		))
+	})
+
+	It("resolves a pinned release it does not embed to the operator's default, with a warning, as stackit's example/shoot.yaml pins v2.6.1", func() {
+		pinned := strings.Replace(stackitProviderConfig, "version: v2.9.5", "version: v2.6.1", 1)
+		cfg, err := Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), nil, raw(pinned))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Flux.Version).To(Equal(defaults.FluxVersion))
+		Expect(ProviderConfigFieldErrors(raw(pinned), supported, sshkey.DefaultKnownHostsLimits(), field.NewPath("providerConfig"))).To(BeEmpty())
+		Expect(ProviderConfigSelections(raw(pinned), supported, field.NewPath("providerConfig"))).To(BeEmpty(), "the admission checks no release the shoot does not get")
+		conv := ProviderConfigConversion(raw(pinned), supported)
+		Expect(conv.Warnings).To(ContainElement(HavePrefix("flux.version: v2.6.1 is not a Flux release this extension embeds (v2.8, v2.9)")))
+		Expect(conv.Native).NotTo(ContainSubstring("v2.6.1"))
 	})
 
 	It("refuses another kind", func() {

@@ -45,6 +45,10 @@ type Selection struct {
 	ForcedMoves []fluxv1alpha1.ForcedMove
 	// KubernetesWarning tells why the shoot does not get the selected Flux release, empty if it does.
 	KubernetesWarning string
+	// Unfit is set in flux.management handover when no embedded Flux release supports the shoot's
+	// Kubernetes version and none is installed yet: the reconcile fails with it unless the shoot runs
+	// a Flux of its own (another extension installed it), which is then left as it is.
+	Unfit error
 }
 
 // Select sets the releases of in.Config to install (see docs/development/architecture.md#release-selection):
@@ -55,6 +59,9 @@ func Select(log logr.Logger, lifecycle *releases.Lifecycle, in Input) (Selection
 	var sel Selection
 	sel.Pending, sel.Moves = selectReleases(log, lifecycle, in)
 	warning, err := fitKubernetes(lifecycle.Flux(), in)
+	if err != nil && in.Config.Flux.Management == fluxapi.ManagementHandover {
+		sel.Unfit, err = err, nil
+	}
 	if err != nil {
 		return Selection{}, err
 	}
@@ -130,7 +137,10 @@ func fitKubernetes(flux releases.Component, in Input) (string, error) {
 	if kubernetes == "" || releases.FluxSupportsKubernetes(selected, kubernetes) {
 		return "", nil
 	}
-	if in.Previous != nil && in.Previous.FluxVersion != "" {
+	// A release no manifests are embedded of was handed over as another installer left it (see
+	// package adoption): there is nothing of it to keep installing, so the selection is fitted as on
+	// a first installation.
+	if in.Previous != nil && in.Previous.FluxVersion != "" && slices.Contains(embedded, in.Previous.FluxVersion) {
 		installed := in.Previous.FluxVersion
 		cfg.Flux.Version = installed
 		// Only a release of the installed minor or a later one can be the fix: CheckDowngrade
@@ -164,6 +174,11 @@ func CheckDowngrade(previous *fluxv1alpha1.FluxStatus, cfg *fluxapi.FluxConfig) 
 	}
 	for _, s := range releases.Specs {
 		if !s.Enabled(cfg) {
+			continue
+		}
+		// Handed-over controllers stay as they are, whatever is selected (a newer Flux in the shoot
+		// is handed over as it is); the check applies once the owner chooses continuous.
+		if s.Key == releases.KeyFlux && previous.HandedOverAt != nil && cfg.Flux.Management == fluxapi.ManagementHandover {
 			continue
 		}
 		if err := checkMinorDowngrade(s, *s.Installed(previous), *s.Version(cfg)); err != nil {

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -49,63 +51,10 @@ const (
 
 var _ = Describe("Switching a shoot from stackit's extension", func() {
 	It("takes over a v0.27 shoot (Flux v2.9, git) with every object kept and the repository's Kustomizations still reconciling", Label(labelDeployed), func(ctx SpecContext) {
-		project := "stackit"
-		projectNamespace := newProject(ctx, project)
-		key, err := sshkey.Generate(sshkey.AlgorithmED25519, "stackit")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(git.AddAuthorizedKey(key.AuthorizedKey)).To(Succeed())
-		credentials := map[string][]byte{constants.SecretKeyIdentity: key.PrivateKey, constants.SecretKeyKnownHosts: []byte(git.KnownHostsLine())}
-		Expect(sb.Garden.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: projectNamespace, Name: stackitCredentials}, Data: credentials})).To(Succeed())
-
-		h := createShoot(ctx, sandbox.ShootSpec{
-			Project:        project,
-			Name:           "switched",
-			RunControllers: true,
-			DeferExtension: true,
-			Resources: []gardencorev1beta1.NamedResourceReference{{Name: stackitCredentials, ResourceRef: autoscalingv1.CrossVersionObjectReference{
-				APIVersion: "v1", Kind: "Secret", Name: stackitCredentials,
-			}}},
-			ProviderConfig: stackitProviderConfig(git.URL(repoName)),
-		})
-		logs := func() string { return "controller logs:\n" + h.ControllerLogs() }
+		h, logs, _ := switchStackitShoot(ctx, "stackit")
 		shoot := h.Shoot.Client
 
-		By("installing Flux and the bootstrap objects as stackit's extension did")
-		installFluxDirectly(ctx, shoot, []string{"source-controller", "kustomize-controller"})
-		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
-		Expect(shoot.Create(ctx, &corev1.Secret{ObjectMeta: stackitMeta(stackitSecretName), Data: credentials})).To(Succeed())
-		Expect(shoot.Create(ctx, &corev1.ConfigMap{ObjectMeta: stackitMeta(constants.ShootInfoConfigMapName), Data: map[string]string{
-			stackitShootInfoName: "switched", "SHOOT_INFO_TECHNICAL_ID": "shoot--stackit--switched",
-		}})).To(Succeed())
-		Expect(shoot.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stackitChildTarget}})).To(Succeed())
-		createFlux(ctx, shoot, gitRepositoryGVK, stackitName, map[string]any{
-			"url": git.URL(repoName), "ref": map[string]any{"branch": gitserver.Branch}, "interval": "1m", "secretRef": map[string]any{"name": stackitSecretName},
-		})
-		createFlux(ctx, shoot, kustomizationGVK, stackitName, map[string]any{
-			"path": "./configmap", "prune": false, "interval": "1m", "sourceRef": map[string]any{"kind": "GitRepository", "name": stackitName},
-		})
-		// A child Kustomization of the repository's, which references the bootstrap source by name.
-		createFlux(ctx, shoot, kustomizationGVK, stackitChild, map[string]any{
-			"path": "./configmap", "prune": true, "interval": "1m", "targetNamespace": stackitChildTarget,
-			"sourceRef": map[string]any{"kind": "GitRepository", "name": stackitName},
-		})
-		Eventually(func(g Gomega) {
-			for _, o := range []struct {
-				gvk  schema.GroupVersionKind
-				name string
-			}{{gitRepositoryGVK, stackitName}, {kustomizationGVK, stackitName}, {kustomizationGVK, stackitChild}} {
-				g.Expect(readyConditionOf(g, ctx, h, o.gvk, fluxNamespace, o.name)).To(HaveKeyWithValue("status", "True"), "%s %s", o.gvk.Kind, o.name)
-			}
-		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
-		before := stackitUIDs(ctx, shoot)
-
-		By("enabling this extension on the shoot with stackit's providerConfig")
-		Expect(h.CreateExtension(ctx)).To(Succeed())
-		_, err = h.WaitSucceeded(ctx, reconcileTimeout)
-		Expect(err).NotTo(HaveOccurred(), logs)
-
 		By("checking that every object is the one stackit's extension left, now applied by the resource manager")
-		Expect(stackitUIDs(ctx, shoot)).To(Equal(before))
 		for _, gvk := range []schema.GroupVersionKind{gitRepositoryGVK, kustomizationGVK} {
 			obj, err := shootObject(ctx, h, gvk, fluxNamespace, stackitName)
 			Expect(err).NotTo(HaveOccurred())
@@ -155,6 +104,104 @@ var _ = Describe("Switching a shoot from stackit's extension", func() {
 		}).WithTimeout(reconcileTimeout).Should(Succeed())
 	})
 })
+
+var _ = Describe("Disabling the extension on a shoot switched from stackit's extension", func() {
+	It("keeps the flux-system objects, the controllers and the repository's Kustomizations as they are", Label(labelDeployed), func(ctx SpecContext) {
+		h, logs, before := switchStackitShoot(ctx, "stackit-off")
+		shoot := h.Shoot.Client
+
+		By("disabling the extension")
+		start := time.Now()
+		Expect(h.Delete(ctx, deleteTimeout)).To(Succeed(), logs)
+		AddReportEntry("disable of a switched shoot", fmt.Sprintf("the Extension was deleted %s after the request", time.Since(start).Round(time.Millisecond)))
+		for _, name := range []string{constants.ManagedResourceBootstrap, constants.ManagedResourceControllers} {
+			_, err := h.ManagedResource(ctx, name)
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ManagedResource %s: %v", name, err)
+		}
+
+		By("checking that every object stackit's extension and the repository left is still the same")
+		Expect(stackitUIDs(ctx, shoot)).To(Equal(before))
+		shootInfo := &corev1.ConfigMap{}
+		Expect(get(ctx, shoot, shootInfo, fluxNamespace, constants.ShootInfoConfigMapName)).To(Succeed())
+		Expect(shootInfo.Data).To(HaveKeyWithValue(stackitShootInfoName, "switched"))
+		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
+
+		By("asking the child Kustomization to reconcile again")
+		requestReconcile(ctx, shoot, stackitChild)
+		Eventually(func(g Gomega) {
+			ks, err := shootObject(ctx, h, kustomizationGVK, fluxNamespace, stackitChild)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(nestedString(ks, "status", "lastHandledReconcileAt")).To(Equal(ks.GetAnnotations()["reconcile.fluxcd.io/requestedAt"]))
+			g.Expect(readyConditionOf(g, ctx, h, kustomizationGVK, fluxNamespace, stackitChild)).To(HaveKeyWithValue("status", "True"))
+			g.Expect(readyConditionOf(g, ctx, h, gitRepositoryGVK, fluxNamespace, stackitName)).To(HaveKeyWithValue("status", "True"))
+		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+		Expect(stackitUIDs(ctx, shoot)).To(Equal(before))
+	})
+})
+
+// switchStackitShoot sets a shoot up in a new project as stackit's extension (v0.27) leaves it, with a
+// child Kustomization of the repository's that references the bootstrap source, then enables this
+// extension with stackit's providerConfig and waits for its reconcile to succeed. It returns the
+// UIDs of what was there before the switch, unchanged by it.
+func switchStackitShoot(ctx context.Context, project string) (*sandbox.ShootHandle, func() string, map[string]types.UID) {
+	GinkgoHelper()
+	projectNamespace := newProject(ctx, project)
+	key, err := sshkey.Generate(sshkey.AlgorithmED25519, "stackit")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(git.AddAuthorizedKey(key.AuthorizedKey)).To(Succeed())
+	credentials := map[string][]byte{constants.SecretKeyIdentity: key.PrivateKey, constants.SecretKeyKnownHosts: []byte(git.KnownHostsLine())}
+	Expect(sb.Garden.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: projectNamespace, Name: stackitCredentials}, Data: credentials})).To(Succeed())
+
+	h := createShoot(ctx, sandbox.ShootSpec{
+		Project:        project,
+		Name:           "switched",
+		RunControllers: true,
+		DeferExtension: true,
+		Resources: []gardencorev1beta1.NamedResourceReference{{Name: stackitCredentials, ResourceRef: autoscalingv1.CrossVersionObjectReference{
+			APIVersion: "v1", Kind: "Secret", Name: stackitCredentials,
+		}}},
+		ProviderConfig: stackitProviderConfig(git.URL(repoName)),
+	})
+	logs := func() string { return "controller logs:\n" + h.ControllerLogs() }
+	shoot := h.Shoot.Client
+
+	By("installing Flux and the bootstrap objects as stackit's extension did")
+	installFluxDirectly(ctx, shoot, []string{"source-controller", "kustomize-controller"})
+	expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
+	Expect(shoot.Create(ctx, &corev1.Secret{ObjectMeta: stackitMeta(stackitSecretName), Data: credentials})).To(Succeed())
+	Expect(shoot.Create(ctx, &corev1.ConfigMap{ObjectMeta: stackitMeta(constants.ShootInfoConfigMapName), Data: map[string]string{
+		stackitShootInfoName: "switched", "SHOOT_INFO_TECHNICAL_ID": "shoot--stackit--switched",
+	}})).To(Succeed())
+	Expect(shoot.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stackitChildTarget}})).To(Succeed())
+	createFlux(ctx, shoot, gitRepositoryGVK, stackitName, map[string]any{
+		"url": git.URL(repoName), "ref": map[string]any{"branch": gitserver.Branch}, "interval": "1m", "secretRef": map[string]any{"name": stackitSecretName},
+	})
+	createFlux(ctx, shoot, kustomizationGVK, stackitName, map[string]any{
+		"path": "./configmap", "prune": false, "interval": "1m", "sourceRef": map[string]any{"kind": "GitRepository", "name": stackitName},
+	})
+	// A child Kustomization of the repository's, which references the bootstrap source by name.
+	createFlux(ctx, shoot, kustomizationGVK, stackitChild, map[string]any{
+		"path": "./configmap", "prune": true, "interval": "1m", "targetNamespace": stackitChildTarget,
+		"sourceRef": map[string]any{"kind": "GitRepository", "name": stackitName},
+	})
+	Eventually(func(g Gomega) {
+		for _, o := range []struct {
+			gvk  schema.GroupVersionKind
+			name string
+		}{{gitRepositoryGVK, stackitName}, {kustomizationGVK, stackitName}, {kustomizationGVK, stackitChild}} {
+			g.Expect(readyConditionOf(g, ctx, h, o.gvk, fluxNamespace, o.name)).To(HaveKeyWithValue("status", "True"), "%s %s", o.gvk.Kind, o.name)
+		}
+	}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+	before := stackitUIDs(ctx, shoot)
+
+	By("enabling this extension on the shoot with stackit's providerConfig")
+	Expect(h.CreateExtension(ctx)).To(Succeed())
+	_, err = h.WaitSucceeded(ctx, reconcileTimeout)
+	Expect(err).NotTo(HaveOccurred(), logs)
+
+	Expect(stackitUIDs(ctx, shoot)).To(Equal(before))
+	return h, logs, before
+}
 
 // stackitProviderConfig is a providerConfig of stackit's v0.27 shape for the git repository url.
 func stackitProviderConfig(url string) []byte {

@@ -93,7 +93,7 @@ func (s *shoot) Validate(ctx context.Context, newObj, oldObj client.Object) erro
 		}
 		errs = append(errs, fluxconfig.ProviderConfigFieldErrors(ext.ProviderConfig, s.supported, s.knownHosts, fldPath)...)
 		errs = append(errs, fluxconfig.ProviderConfigHostErrors(ext.ProviderConfig, s.hosts, fldPath)...)
-		if conv := fluxconfig.ProviderConfigConversion(ext.ProviderConfig); conv != nil && len(errs) == 0 {
+		if conv := fluxconfig.ProviderConfigConversion(ext.ProviderConfig, s.supported); conv != nil && len(errs) == 0 {
 			for _, w := range conv.Warnings {
 				addWarning(ctx, fldPath.String()+" "+w)
 			}
@@ -104,9 +104,9 @@ func (s *shoot) Validate(ctx context.Context, newObj, oldObj client.Object) erro
 	}
 	var oldSelections []fluxconfig.Selection
 	if oldExt != nil && !oldTooLarge {
-		oldSelections = fluxconfig.ProviderConfigSelections(oldExt.ProviderConfig, fldPath)
+		oldSelections = fluxconfig.ProviderConfigSelections(oldExt.ProviderConfig, s.supported, fldPath)
 	}
-	selections := fluxconfig.ProviderConfigSelections(ext.ProviderConfig, fldPath)
+	selections := fluxconfig.ProviderConfigSelections(ext.ProviderConfig, s.supported, fldPath)
 	errs = append(errs, s.releases.check(ctx, selections, oldSelections)...)
 	oldKubernetes := ""
 	if oldShoot != nil {

@@ -268,6 +268,18 @@ var _ = Describe("Webhooks", func() {
 				"it is converted into this extension's FluxConfig, which the Extension's status.providerStatus.nativeProviderConfig shows: write that instead"))
 		})
 
+		It("admits stackit's example/shoot.yaml, which pins v2.6.1 and asks for the image automation controllers, warning about both fields", func() {
+			shoot := onKubernetes(`{"apiVersion": "flux.extensions.gardener.cloud/v1alpha1", "kind": "FluxConfig",
+  "flux": {"version": "v2.6.1", "registry": "ghcr.io/fluxcd", "componentsExtra": ["image-reflector-controller", "image-automation-controller"]},
+  "source": {"template": {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+    "spec": {"url": "https://github.com/fluxcd/flux2-kustomize-helm-example", "ref": {"branch": "main"}}}},
+  "kustomization": {"template": {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "spec": {"path": "clusters/production"}}}}`, "1.33.4")
+			resp := wh.Webhook.Handle(ctx, request(shoot, nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			Expect(resp.Warnings).To(ContainElement(HavePrefix("spec.extensions[1].providerConfig flux.version: v2.6.1 is not a Flux release this extension embeds")))
+			Expect(resp.Warnings).To(ContainElement(HavePrefix("spec.extensions[1].providerConfig flux.componentsExtra: this extension does not deliver image-reflector-controller")))
+		})
+
 		It("denies stackit's providerConfig with a field it cannot honour, naming it", func() {
 			shoot := onKubernetes(`{"apiVersion": "flux.extensions.gardener.cloud/v1alpha1", "kind": "FluxConfig",
   "source": {"template": {"spec": {"url": "https://github.com/o/r", "ref": {"branch": "main"}, "verify": {"mode": "HEAD"}}}},

@@ -29,6 +29,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/monitoring"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/handover"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
@@ -153,7 +154,7 @@ func (a *actuator) reconcile(ctx context.Context, log logr.Logger, ex *extension
 	}
 	hibernated := isHibernated(cluster)
 	// A repository that manages Flux itself keeps the controllers: no CRD of the extension's changes.
-	leftToRepository, err := a.leaveSelfManagedFlux(ctx, log, ex, cfg, values, hibernated)
+	leftToRepository, err := a.leaveSelfManagedFlux(ctx, log, ex, cfg, values, hibernated, selection.Unfit)
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func (a *actuator) reconcileBootstrap(ctx context.Context, namespace string, val
 // Delete disables the extension for the shoot without taking anything from the user's workloads
 // (see docs/usage/deletion.md#what-disabling-does): the bootstrap objects go first, while the
 // controllers still run and remove their finalizers without pruning, then the controllers, whose
-// CRDs and namespaces the resource manager keeps.
+// CRDs and namespaces the resource manager keeps. With stackit's providerConfig nothing goes.
 func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
 	cluster, err := getCluster(ctx, a.client, ex)
 	if err != nil {
@@ -223,6 +224,19 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 
 	boot := a.bootstrap(ex.Namespace, bootstrap.Values{})
 	ctrls := a.controllers(ex.Namespace, controllers.Values{})
+	if fluxconfig.ProviderConfigConversion(ex.Spec.ProviderConfig, manifests.SupportedVersions()) != nil {
+		// A shoot switched from stackit's extension, whose disabling removed nothing: the
+		// repository's Kustomizations reference the flux-system objects by name and Flux may
+		// manage itself from them. Everything stays in the shoot, as it did there.
+		log.Info("Leaving the bootstrap objects and the controllers of stackit's providerConfig in the shoot")
+		if err := leave(ctx, boot, isHibernated(cluster)); err != nil {
+			return fmt.Errorf("failed releasing the bootstrap objects: %w", err)
+		}
+		if err := leave(ctx, ctrls, isHibernated(cluster)); err != nil {
+			return fmt.Errorf("failed releasing the controllers: %w", err)
+		}
+		return a.forgetShootKeys(ctx, log, cluster)
+	}
 	if isHibernated(cluster) {
 		// Nobody can wait for the controllers to remove their finalizers; the shoot's resource
 		// manager deletes both ManagedResources at once when the shoot wakes up, so the bootstrap
@@ -248,6 +262,15 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 		return fmt.Errorf("failed removing the controllers: %w", err)
 	}
 	return a.forgetShootKeys(ctx, log, cluster)
+}
+
+// leave deletes a ManagedResource and leaves its objects in the shoot; a hibernated shoot's resource
+// manager removes it when the shoot wakes up.
+func leave(ctx context.Context, mr *managedresource.ManagedResource, hibernated bool) error {
+	if hibernated {
+		return mr.DestroyKeepingObjects(ctx)
+	}
+	return mr.Migrate(ctx)
 }
 
 // forgetShootKeys removes shoot-scoped deploy keys once the Shoot itself is deleted; disabling the

@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	extensionsconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/go-logr/logr"
+	"golang.org/x/mod/semver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,26 +36,45 @@ var newAdoptionClient = func(ctx context.Context, seed client.Client, namespace 
 }
 
 // leaveSelfManagedFlux keeps the extension from fighting a repository that manages Flux itself
-// (package adoption). In management handover the controllers are left to the repository (the
-// ManagedResource is written handed over) and the returned warning says so; in continuous the
-// reconcile fails naming the Kustomization, and what runs stays.
-func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, cfg *fluxapi.FluxConfig, values controllers.Values, hibernated bool) (string, error) {
+// (package adoption), before the controllers ManagedResource first applies. In flux.management
+// handover the controllers are left to the repository (the ManagedResource is written handed
+// over), and so is a Flux of a newer minor than the selection or, when no embedded release fits
+// the shoot's Kubernetes (unfit), any Flux it runs; in continuous the reconcile fails and what runs
+// stays. It returns the warning for the status when the controllers are left as they are.
+func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, cfg *fluxapi.FluxConfig, values controllers.Values, hibernated bool, unfit error) (string, error) {
+	ctrls := a.controllers(ex.Namespace, values)
 	if hibernated {
+		if unfit == nil {
+			return "", nil
+		}
+		// Nothing can be read in the shoot: a handover made before stays, nothing else is written.
+		handover, err := ctrls.HandedOver(ctx)
+		if err != nil {
+			return "", err
+		}
+		if handover == nil {
+			return "", unfit
+		}
 		return "", nil
 	}
-	ctrls := a.controllers(ex.Namespace, values)
 	handover, err := ctrls.HandedOver(ctx)
 	if err != nil {
 		return "", err
 	}
 	continuous := cfg.Flux.Management == fluxapi.ManagementContinuous
 	if handover != nil && !continuous {
+		if unfit != nil {
+			return unfitWarning(unfit, cfg.Flux.Namespace, handover.Version), nil
+		}
 		return "", nil
 	}
 	if handover == nil {
 		exists, err := ctrls.Exists(ctx)
-		if err != nil || exists {
+		if err != nil {
 			return "", err
+		}
+		if exists {
+			return "", unfit
 		}
 	}
 
@@ -61,9 +82,36 @@ func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex
 	if err != nil {
 		return "", fmt.Errorf("failed creating the shoot client for the adoption check: %w", err)
 	}
-	self, err := adoption.FindSelfManagedFlux(ctx, shoot, cfg.Flux.Namespace)
-	if err != nil || self == nil {
+	running, err := adoption.FindRunningFlux(ctx, shoot, cfg.Flux.Namespace)
+	if err != nil {
 		return "", err
+	}
+	if running == nil {
+		return "", unfit
+	}
+	self := running.SelfManaged
+	if self == nil && unfit != nil {
+		h := managedresource.Handover{At: metav1.Now().Rfc3339Copy(), Version: running.Version}
+		if h.Version == "" {
+			h.Version = cfg.Flux.Version
+		}
+		log.Info("Leaving the shoot's Flux as it is: no embedded release supports its Kubernetes version", "version", running.Version)
+		if err := ctrls.DeployHandedOver(ctx, h); err != nil {
+			return "", fmt.Errorf("failed leaving the shoot's Flux as it is: %w", err)
+		}
+		return unfitWarning(unfit, cfg.Flux.Namespace, running.Version), nil
+	}
+	if self == nil {
+		if continuous || handover != nil || !newerMinor(running.Version, cfg.Flux.Version) {
+			return "", nil
+		}
+		log.Info("Leaving the shoot's newer Flux as it is", "version", running.Version, "selected", cfg.Flux.Version)
+		if err := ctrls.DeployHandedOver(ctx, managedresource.Handover{At: metav1.Now().Rfc3339Copy(), Version: running.Version}); err != nil {
+			return "", fmt.Errorf("failed leaving the shoot's Flux %s as it is: %w", running.Version, err)
+		}
+		return fmt.Sprintf("the shoot runs Flux %s (Deployment %s/source-controller), a newer minor than the selected %s: the extension installs no older Flux "+
+			"over it and leaves the controllers as they are (flux.management handover); select flux.version %s or later once this extension embeds it",
+			running.Version, cfg.Flux.Namespace, cfg.Flux.Version, semver.MajorMinor(running.Version)), nil
 	}
 	who := self.Describe(cfg.Flux.Namespace)
 	if continuous {
@@ -80,4 +128,21 @@ func (a *actuator) leaveSelfManagedFlux(ctx context.Context, log logr.Logger, ex
 	}
 	return who + ": the extension leaves the controllers to it (flux.management handover); " +
 		"to have the extension manage them, remove Flux from the repository and set flux.management to continuous", nil
+}
+
+// unfitWarning tells that the shoot keeps its Flux because no embedded release supports its
+// Kubernetes version; version is what the shoot runs, empty if unknown.
+func unfitWarning(unfit error, namespace, version string) string {
+	running := ""
+	if version != "" {
+		running = ", Flux " + version
+	}
+	return fmt.Sprintf("%s; the extension installs none and leaves the Flux the shoot runs (Deployment %s/source-controller%s) as it is (flux.management handover)",
+		strings.TrimPrefix(unfit.Error(), "flux.version: "), namespace, running)
+}
+
+// newerMinor tells whether the release running is of a newer minor than selected; an unlabelled
+// or unreadable one is not.
+func newerMinor(running, selected string) bool {
+	return semver.IsValid(running) && semver.IsValid(selected) && semver.Compare(semver.MajorMinor(running), semver.MajorMinor(selected)) > 0
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/handover"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rollout"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/source"
 )
@@ -109,7 +110,7 @@ func (a *actuator) newStatus(p statusParts) *fluxv1alpha1.FluxStatus {
 // that he can write it instead. The document is bounded like a project's config.yaml: the
 // providerConfig it comes from is, but its conversion spells out stackit's defaults.
 func (a *actuator) reportConversion(ex *extensionsv1alpha1.Extension, status *fluxv1alpha1.FluxStatus) {
-	conv := fluxconfig.ProviderConfigConversion(ex.Spec.ProviderConfig)
+	conv := fluxconfig.ProviderConfigConversion(ex.Spec.ProviderConfig, manifests.SupportedVersions())
 	if conv == nil {
 		return
 	}

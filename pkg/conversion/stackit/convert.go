@@ -14,11 +14,13 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"golang.org/x/mod/semver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
@@ -47,10 +49,11 @@ const unsupported = "is not supported by this extension's bootstrap objects; rem
 // Convert converts stackit's FluxConfig into this extension's, keeping what stackit's extension made
 // of it: Flux installed once and then left to the repository (flux.management: handover), its
 // default components, no kluctl, prune and interval as stackit defaulted them, the shoot-info
-// ConfigMap. A field this extension cannot honour is an error naming its path below fldPath;
-// warnings tell where the result behaves differently from stackit's extension.
-func Convert(in *FluxConfig, fldPath *field.Path) (*v1alpha1.FluxConfig, []string, field.ErrorList) {
-	c := &converter{}
+// ConfigMap. embedded are the Flux releases this extension embeds (see flux). A field this
+// extension cannot honour is an error naming its path below fldPath; warnings tell where the result
+// behaves differently from stackit's extension.
+func Convert(in *FluxConfig, embedded []string, fldPath *field.Path) (*v1alpha1.FluxConfig, []string, field.ErrorList) {
+	c := &converter{embedded: embedded}
 	out := &v1alpha1.FluxConfig{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "FluxConfig"},
 		Kluctl:   &v1alpha1.Kluctl{Enabled: ptr.To(false)},
@@ -84,6 +87,8 @@ func Convert(in *FluxConfig, fldPath *field.Path) (*v1alpha1.FluxConfig, []strin
 }
 
 type converter struct {
+	// embedded are the Flux releases this extension embeds.
+	embedded  []string
 	namespace string
 	errs      field.ErrorList
 	warnings  []string
@@ -97,7 +102,7 @@ func (c *converter) flux(in *FluxInstallation, fldPath *field.Path) (*v1alpha1.F
 		in = &FluxInstallation{}
 	}
 	out := &v1alpha1.Flux{
-		Version: in.Version,
+		Version: c.version(in.Version, fldPath.Child("version")),
 		// stackit's extension installed Flux once and left it to the repository from then on.
 		Management: ptr.To(v1alpha1.ManagementHandover),
 	}
@@ -109,27 +114,93 @@ func (c *converter) flux(in *FluxInstallation, fldPath *field.Path) (*v1alpha1.F
 			"the operator's image vector decides where the controller images come from; remove flux.registry"))
 	}
 	components := defaultComponents
+	var left []string
 	if in.Components != nil {
 		components = nil
-		c.addComponents(&components, in.Components, fldPath.Child("components"))
+		left = c.addComponents(&components, in.Components, fldPath.Child("components"))
 	} else {
 		components = slices.Clone(components)
 	}
-	c.addComponents(&components, in.ComponentsExtra, fldPath.Child("componentsExtra"))
+	extraPath := fldPath.Child("componentsExtra")
+	if len(in.ComponentsExtra) > 0 {
+		left = appendNew(left, c.addComponents(&components, in.ComponentsExtra, extraPath)...)
+	}
 	out.Components = components
+	if len(left) > 0 {
+		// Their Deployments, CRDs and objects are no part of the controllers ManagedResource: the
+		// resource manager neither updates nor removes them, so what stackit installed keeps running.
+		c.warnings = append(c.warnings, fmt.Sprintf("%s: this extension does not deliver %s: what stackit's extension installed of them stays in the shoot "+
+			"as it is, neither updated nor removed; to keep them up to date, add them to the repository (flux install --components-extra=%s --export)",
+			extraPath, strings.Join(left, ", "), strings.Join(left, ",")))
+	}
 	return out, namespace
 }
 
-func (c *converter) addComponents(to *[]string, names []string, fldPath *field.Path) {
-	for i, name := range names {
-		if !slices.Contains(fluxapi.KnownComponents, name) {
-			c.errs = append(c.errs, field.NotSupported(fldPath.Index(i), name, fluxapi.KnownComponents))
-			continue
+// version keeps a pinned release this extension embeds. Any other pin is dropped with a warning:
+// stackit's extension installed the pinned release once and never changed it, so refusing it would
+// break every such shoot on the switch. Without the pin the operator's default applies, moved into
+// the shoot's Kubernetes range by the release selection, and is installed once over what stackit
+// installed (flux.management handover), as for a shoot without a pin. A pin newer than every
+// embedded release is not downgraded: the reconcile leaves a newer running Flux alone.
+func (c *converter) version(pin *string, fldPath *field.Path) *string {
+	if pin == nil {
+		return nil
+	}
+	if _, err := helper.ResolveVersion(*pin, c.embedded); err == nil {
+		return pin
+	}
+	var minors []string
+	newest := ""
+	for _, r := range c.embedded {
+		if m := semver.MajorMinor(r); m != "" && !slices.Contains(minors, m) {
+			minors = append(minors, m)
 		}
-		if !slices.Contains(*to, name) {
-			*to = append(*to, name)
+		if newest == "" || semver.Compare(r, newest) > 0 {
+			newest = r
 		}
 	}
+	slices.SortFunc(minors, semver.Compare)
+	list := strings.Join(minors, ", ")
+	if canonical, ok := helper.CanonicalVersionSelector(*pin); ok && newest != "" && semver.Compare(semver.MajorMinor(canonical), semver.MajorMinor(newest)) > 0 {
+		c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is newer than every Flux release this extension embeds (%s): the extension installs no older Flux "+
+			"over the one the shoot runs and leaves it to the repository (flux.management handover); remove flux.version", fldPath, *pin, list))
+		return nil
+	}
+	c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is not a Flux release this extension embeds (%s): the shoot gets the release the operator's default "+
+		"and the shoot's Kubernetes version select (status.providerStatus.fluxVersion), installed once over the Flux stackit's extension installed and then "+
+		"left to the repository; remove flux.version, or write one of %s", fldPath, *pin, list, list))
+	return nil
+}
+
+// extraComponents are Flux's optional controllers (flux install --components-extra), which this
+// extension does not embed.
+var extraComponents = []string{"image-reflector-controller", "image-automation-controller", "source-watcher"}
+
+// addComponents adds the components this extension delivers to to and returns the extra ones it
+// does not deliver.
+func (c *converter) addComponents(to *[]string, names []string, fldPath *field.Path) []string {
+	var left []string
+	for i, name := range names {
+		switch {
+		case slices.Contains(extraComponents, name):
+			left = appendNew(left, name)
+		case !slices.Contains(fluxapi.KnownComponents, name):
+			c.errs = append(c.errs, field.NotSupported(fldPath.Index(i), name, append(slices.Clone(fluxapi.KnownComponents), extraComponents...)))
+		default:
+			*to = appendNew(*to, name)
+		}
+	}
+	return left
+}
+
+// appendNew appends the names that list does not hold yet.
+func appendNew(list []string, names ...string) []string {
+	for _, n := range names {
+		if !slices.Contains(list, n) {
+			list = append(list, n)
+		}
+	}
+	return list
 }
 
 // source converts the source object and returns it with its kind and name.

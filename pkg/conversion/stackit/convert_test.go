@@ -115,6 +115,9 @@ kustomization:
 `
 )
 
+// embedded are the Flux releases of the specs' extension.
+var embedded = []string{"v2.7.5", "v2.9.5"}
+
 func decode(doc string) *stackit.FluxConfig {
 	GinkgoHelper()
 	data, err := yaml.YAMLToJSON([]byte(doc))
@@ -132,7 +135,7 @@ func convertErrors(doc string) []string {
 	Expect(err).NotTo(HaveOccurred())
 	cfg, errs := stackit.Decode(data, field.NewPath("spec", "providerConfig"))
 	if len(errs) == 0 {
-		_, _, errs = stackit.Convert(cfg, field.NewPath("spec", "providerConfig"))
+		_, _, errs = stackit.Convert(cfg, embedded, field.NewPath("spec", "providerConfig"))
 	}
 	var out []string
 	for _, e := range errs {
@@ -145,7 +148,7 @@ var _ = Describe("Convert", func() {
 	minute := &metav1.Duration{Duration: time.Minute}
 
 	It("converts the v0.4 shape with stackit's defaults", func() {
-		out, warnings, errs := stackit.Convert(decode(v04Config), nil)
+		out, warnings, errs := stackit.Convert(decode(v04Config), embedded, nil)
 		Expect(errs).To(BeEmpty())
 		Expect(out.Flux).To(Equal(&v1alpha1.Flux{
 			Version:    ptr.To("v2.7.5"),
@@ -170,7 +173,7 @@ var _ = Describe("Convert", func() {
 	})
 
 	It("converts the v0.18 shape", func() {
-		out, warnings, errs := stackit.Convert(decode(v018Config), nil)
+		out, warnings, errs := stackit.Convert(decode(v018Config), embedded, nil)
 		Expect(errs).To(BeEmpty())
 		Expect(out.Flux.Version).To(Equal(ptr.To("v2.9")))
 		Expect(out.Source.Ref).To(Equal(&v1alpha1.GitRef{SemVer: ptr.To(">=1.0.0 <2.0.0")}))
@@ -181,6 +184,39 @@ var _ = Describe("Convert", func() {
 		Expect(warnings).To(ConsistOf(
 			"source.template.spec.interval: the source and the Kustomization share one interval here, the Kustomization's 10m0s",
 		))
+	})
+
+	DescribeTable("drops a pinned Flux release it does not embed, naming flux.version and what to write instead",
+		func(pin string) {
+			out, warnings, errs := stackit.Convert(decode(`{flux: {version: `+pin+`}, syncMode: Once}`), embedded, nil)
+			Expect(errs).To(BeEmpty())
+			Expect(out.Flux.Version).To(BeNil(), "the operator's default, fitted to the shoot's Kubernetes version, applies")
+			Expect(out.Flux.Management).To(Equal(ptr.To(v1alpha1.ManagementHandover)))
+			Expect(warnings).To(ConsistOf("flux.version: " + pin + " is not a Flux release this extension embeds (v2.7, v2.9): the shoot gets the release " +
+				"the operator's default and the shoot's Kubernetes version select (status.providerStatus.fluxVersion), installed once over the Flux stackit's " +
+				"extension installed and then left to the repository; remove flux.version, or write one of v2.7, v2.9"))
+		},
+		Entry("stackit's example/shoot.yaml", "v2.6.1"),
+		Entry("the default of stackit's v0.12 to v0.18", "v2.4.0"),
+		Entry("a patch of an embedded minor", "v2.9.2"),
+		Entry("no version", "latest"),
+	)
+
+	It("keeps embedded releases and minors as they are", func() {
+		for _, pin := range []string{"v2.7.5", "v2.9", "2.9.x"} {
+			out, warnings, errs := stackit.Convert(decode(`{flux: {version: "`+pin+`"}, syncMode: Once}`), embedded, nil)
+			Expect(errs).To(BeEmpty())
+			Expect(out.Flux.Version).To(Equal(ptr.To(pin)))
+			Expect(warnings).To(BeEmpty())
+		}
+	})
+
+	It("drops a pin newer than every embedded release, saying the shoot keeps its Flux", func() {
+		out, warnings, errs := stackit.Convert(decode(`{flux: {version: v2.10.0}, syncMode: Once}`), embedded, nil)
+		Expect(errs).To(BeEmpty())
+		Expect(out.Flux.Version).To(BeNil())
+		Expect(warnings).To(ConsistOf("flux.version: v2.10.0 is newer than every Flux release this extension embeds (v2.7, v2.9): the extension installs " +
+			"no older Flux over the one the shoot runs and leaves it to the repository (flux.management handover); remove flux.version"))
 	})
 
 	It("refuses a source and a Kustomization of different names, naming both", func() {
@@ -203,19 +239,37 @@ kustomization:
       name: apps
     spec:
       path: ./apps
-`), nil)
+`), embedded, nil)
 		Expect(errs).To(ConsistOf(HaveField("Field", "kustomization.template.metadata.name")))
 		Expect(errs[0].Error()).To(ContainSubstring("name both fleet or both apps"))
 	})
 
 	It("converts the v0.27 shape with an OCIRepository and extra components", func() {
-		out, _, errs := stackit.Convert(decode(v027Config), nil)
+		out, _, errs := stackit.Convert(decode(v027Config), embedded, nil)
 		Expect(errs).To(BeEmpty())
 		Expect(out.Flux.Components).To(Equal([]string{"source-controller", "kustomize-controller", "helm-controller"}))
 		Expect(out.Source).To(Equal(&v1alpha1.Source{OCI: &v1alpha1.OCISource{
 			URL: ptr.To("oci://ghcr.io/acme/fleet"), Ref: &v1alpha1.OCIRef{SemVer: ptr.To("1.x")}, SecretResourceName: ptr.To("registry-credentials"),
 		}}))
 		Expect(out.Bootstrap.Flux.Path).To(Equal(ptr.To("./")))
+	})
+
+	It("accepts the image automation controllers in componentsExtra and says that what stackit installed of them stays as it is", func() {
+		out, warnings, errs := stackit.Convert(decode(`
+flux:
+  components: [source-controller, kustomize-controller, image-reflector-controller]
+  componentsExtra: [image-reflector-controller, image-automation-controller]
+`), embedded, nil)
+		Expect(errs).To(BeEmpty())
+		Expect(out.Flux.Components).To(Equal([]string{"source-controller", "kustomize-controller"}))
+		Expect(warnings).To(ConsistOf("flux.componentsExtra: this extension does not deliver image-reflector-controller, image-automation-controller: " +
+			"what stackit's extension installed of them stays in the shoot as it is, neither updated nor removed; to keep them up to date, " +
+			"add them to the repository (flux install --components-extra=image-reflector-controller,image-automation-controller --export)"))
+
+		By("with stackit's default components")
+		out, _, errs = stackit.Convert(decode(`{flux: {componentsExtra: [image-reflector-controller, image-automation-controller]}}`), embedded, nil)
+		Expect(errs).To(BeEmpty())
+		Expect(out.Flux.Components).To(Equal([]string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"}))
 	})
 
 	It("converts the later gitRepository shape and additionalSecretResourceNames", func() {
@@ -231,7 +285,7 @@ kustomization:
     spec: {path: ./}
 syncMode: Once
 additionalSecretResourceNames: [vault]
-`), nil)
+`), embedded, nil)
 		Expect(errs).To(BeEmpty())
 		Expect(out.Source.Ref).To(Equal(&v1alpha1.GitRef{Name: ptr.To("refs/heads/main")}))
 		Expect(out.Source.Type).To(Equal(ptr.To(v1alpha1.RepositoryTypePublic)))
@@ -264,8 +318,8 @@ kustomization: {template: {spec: {path: ./, dependsOn: [{name: infra}], wait: tr
 			`spec.providerConfig.kustomization.template.spec.wait: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`),
 		Entry("another registry", `flux: {registry: registry.example.com/fluxcd}`,
 			`spec.providerConfig.flux.registry: Invalid value: "registry.example.com/fluxcd": the operator's image vector decides where the controller images come from; remove flux.registry`),
-		Entry("an extra component this extension does not deliver", `flux: {componentsExtra: [image-reflector-controller]}`,
-			`spec.providerConfig.flux.componentsExtra[0]: Unsupported value: "image-reflector-controller": supported values: "source-controller", "kustomize-controller", "helm-controller", "notification-controller"`),
+		Entry("a component Flux does not have", `flux: {componentsExtra: [image-reflector-controller, tf-controller]}`,
+			`spec.providerConfig.flux.componentsExtra[1]: Unsupported value: "tf-controller": supported values: "source-controller", "kustomize-controller", "helm-controller", "notification-controller", "image-reflector-controller", "image-automation-controller", "source-watcher"`),
 		Entry("a Secret the user created in the shoot", `
 source: {template: {spec: {url: "https://h/r", ref: {tag: v1}, secretRef: {name: my-creds}}}}
 kustomization: {template: {spec: {path: ./}}}
