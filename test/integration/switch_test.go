@@ -107,7 +107,7 @@ var _ = Describe("Switching a shoot from stackit's extension", func() {
 
 var _ = Describe("Disabling the extension on a shoot switched from stackit's extension", func() {
 	It("keeps the flux-system objects, the controllers and the repository's Kustomizations as they are", Label(labelDeployed), func(ctx SpecContext) {
-		h, logs, before := switchStackitShoot(ctx, "stackit-off")
+		h, logs, before := switchStackitShoot(ctx, "stackitoff")
 		shoot := h.Shoot.Client
 
 		By("disabling the extension")
