@@ -35,6 +35,11 @@ var _ = Describe("Shoot identity and status in the shoot", func() {
 			"SHOOT_KUBERNETES_VERSION": kubernetesVersion,
 			"SHOOT_PURPOSE":            "evaluation",
 			"SHOOT_DOMAIN":             domain,
+			// The keys stackit's extension wrote, which switched shoots' repositories read; the
+			// sandbox's Shoots have no cluster identity.
+			"SHOOT_INFO_NAME":                    name,
+			"SHOOT_INFO_TECHNICAL_ID":            "shoot--" + project + "--" + name,
+			"SHOOT_INFO_GARDEN_CLUSTER_IDENTITY": "garden",
 		}
 	}
 

@@ -24,8 +24,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/handover"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rollout"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/source"
 )
