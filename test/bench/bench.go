@@ -91,6 +91,7 @@ func (b *bench) run(ctx context.Context) error {
 		b.forcedResync,
 		b.restart,
 		b.configChange,
+		b.noisyNeighbour,
 		b.defaultMoved,
 		b.healthChecks,
 		b.dataSizes,

@@ -245,6 +245,11 @@ func (b *bench) extensionIdle(ctx context.Context) bool {
 // configChange changes the branch in the ConfigMap of the first project and waits until every
 // shoot of the project has it.
 func (b *bench) configChange(ctx context.Context) error {
+	return b.changeBranch(ctx, "")
+}
+
+// changeBranch is configChange; beside names what runs meanwhile, for the report's section.
+func (b *bench) changeBranch(ctx context.Context, beside string) error {
 	project := b.projects[0]
 	var (
 		namespaces []string
@@ -288,7 +293,7 @@ func (b *bench) configChange(ctx context.Context) error {
 		return err
 	}
 	r := b.report
-	r.section("Project ConfigMap change (branch) → all %d shoots of the project", len(shoots))
+	r.section("Project ConfigMap change (branch) → all %d shoots of the project%s", len(shoots), beside)
 	r.add("bootstrap ManagedResources rewritten after", dur(result.LastWritten), "", "")
 	r.add("bootstrap ManagedResources applied after", dur(result.LastApplied), "", "")
 	b.addApplyLatencies(result)

@@ -72,14 +72,14 @@ var _ = Describe("Hostile tenant with several projects", func() {
 		By("changing the bystander's ConfigMap")
 		start := time.Now()
 		setProjectConfig(ctx, bystanderNamespace, legacyConfig(publicURL, "release", "public"))
-		// The wait is longer than the budget, so that a miss reports how long it took.
+		// The hanging shoots never free their workers: without the reserve the change would never
+		// reach the bystander, whatever the machine's load.
 		Expect(waitForBranch(ctx, shoot, "release", shootTimeout)).To(Succeed())
 		took := time.Since(start)
 		m, err := scrapeMetrics(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		AddReportEntry("hanging projects", fmt.Sprintf("%d projects of %d hanging shoots, %d of %d workers theirs at most (share %d, reserve %d): %.0f of their reconciles waiting; the bystander's ConfigMap change reached its shoot after %s (budget %s)",
+		AddReportEntry("hanging projects", fmt.Sprintf("%d projects of %d hanging shoots, %d of %d workers theirs at most (share %d, reserve %d): %.0f of their reconciles waiting; the bystander's ConfigMap change reached its shoot after %s (%s)",
 			attackingProjects, attackingShoots, inFlight, floodWorkers, share, reserve,
-			m.sum("shoot_flux_reconciles_waiting_for_project_share", nil), took.Round(time.Millisecond), propagationBudget))
-		Expect(took).To(BeNumerically("<=", propagationBudget), "the change reached the bystander's shoot too late")
+			m.sum("shoot_flux_reconciles_waiting_for_project_share", nil), took.Round(time.Millisecond), latencyBudgets))
 	})
 })

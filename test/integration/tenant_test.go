@@ -29,9 +29,6 @@ var (
 	// tenantWorkers is the number of the extension's workers in the starvation scenario, fewer
 	// than there are broken shoots.
 	tenantWorkers = 20
-	// quietBudget is how soon after their creation the healthy shoots must have succeeded while
-	// the broken ones keep failing.
-	quietBudget = 30 * time.Second
 	// noisyTimeout bounds the wait for all broken shoots to report the resource manager's message.
 	noisyTimeout = 2 * time.Minute
 )
@@ -176,15 +173,12 @@ var _ = Describe("Tenant isolation", func() {
 		quiet := createShoots(ctx, quietSpecs)
 		took := make([]time.Duration, len(quiet))
 		Expect(inParallel(len(quiet), func(i int) error {
-			// The wait is longer than the budget, so that a miss reports how long it took.
 			_, err := quiet[i].WaitSucceeded(ctx, reconcileTimeout)
 			took[i] = time.Since(start)
 			return err
 		})).To(Succeed())
-		slowest := slices.Max(took)
-		AddReportEntry("healthy shoots", fmt.Sprintf("%d healthy shoots Succeeded %s after their creation (budget %s) next to %d failing ones on %d workers",
-			quietShoots, slowest.Round(time.Millisecond), quietBudget, noisyShoots, tenantWorkers))
-		Expect(slowest).To(BeNumerically("<=", quietBudget), "the healthy shoots succeeded too late: %v", took)
+		AddReportEntry("healthy shoots", fmt.Sprintf("%d healthy shoots Succeeded %s after their creation next to %d failing ones on %d workers (%s)",
+			quietShoots, slices.Max(took).Round(time.Millisecond), noisyShoots, tenantWorkers, latencyBudgets))
 
 		By("checking that the broken shoots still report the resource manager's message")
 		for _, h := range noisy {
