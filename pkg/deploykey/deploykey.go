@@ -363,8 +363,5 @@ func (m *Manager) keyFromSecret(secret *corev1.Secret, keyName, comment string) 
 }
 
 func (m *Manager) privateKeyLimits() sshkey.PrivateKeyLimits {
-	if m.PrivateKeyLimits == (sshkey.PrivateKeyLimits{}) {
-		return sshkey.DefaultPrivateKeyLimits()
-	}
-	return m.PrivateKeyLimits
+	return m.PrivateKeyLimits.OrDefault()
 }

@@ -41,6 +41,15 @@ func DefaultKnownHostsLimits() KnownHostsLimits {
 	return KnownHostsLimits{MaxBytes: 64 * 1024, MaxLines: 1000, MaxPatternLength: 300, MaxWildcards: 3}
 }
 
+// OrDefault returns the default limits for limits that were never set (a configuration that was not
+// defaulted, in tools and tests): a tenant's input always has a bound.
+func (l KnownHostsLimits) OrDefault() KnownHostsLimits {
+	if l == (KnownHostsLimits{}) {
+		return DefaultKnownHostsLimits()
+	}
+	return l
+}
+
 // maxReportedLines bounds the field errors of one validation: a thousand broken lines would
 // otherwise all end up in the Extension's lastError.
 const maxReportedLines = 10

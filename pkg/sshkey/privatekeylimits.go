@@ -40,6 +40,14 @@ func DefaultPrivateKeyLimits() PrivateKeyLimits {
 	return PrivateKeyLimits{MaxBytes: 16 << 10, MaxBits: MaxRSABits}
 }
 
+// OrDefault returns the default limits for limits that were never set (tools and tests).
+func (l PrivateKeyLimits) OrDefault() PrivateKeyLimits {
+	if l == (PrivateKeyLimits{}) {
+		return DefaultPrivateKeyLimits()
+	}
+	return l
+}
+
 // CheckPrivateKey checks a PEM private key against limits without parsing it: its size, then the
 // size of the RSA modulus, read from the key's structure without validating or precomputing
 // anything, so that refusing a key costs no more than reading its length. A key whose modulus

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"time"
 
-	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
@@ -27,9 +26,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/controllers"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/managedresource"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/component/monitoring"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/deploykey"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/fluxconfig"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/handover"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
@@ -43,15 +40,8 @@ import (
 // of, which the extension must not watch), gardenClient a client of the garden cluster
 // (gardencluster.Client). A nil lifecycle is built from cfg (tools and tests).
 func NewActuator(seedClient client.Client, seedReader client.Reader, gardenClient client.Client, recorder events.EventRecorder, cfg config.ControllerConfiguration, lifecycle *releases.Lifecycle) extension.Actuator {
-	knownHostsLimits := sshkey.KnownHostsLimits(cfg.Limits.KnownHosts())
-	if knownHostsLimits == (sshkey.KnownHostsLimits{}) {
-		// A configuration that was not defaulted (tools, tests) gets the default bounds, never none.
-		knownHostsLimits = sshkey.DefaultKnownHostsLimits()
-	}
-	privateKeyLimits := sshkey.PrivateKeyLimits(cfg.Limits.PrivateKey())
-	if privateKeyLimits == (sshkey.PrivateKeyLimits{}) {
-		privateKeyLimits = sshkey.DefaultPrivateKeyLimits()
-	}
+	knownHostsLimits := sshkey.KnownHostsLimits(cfg.Limits.KnownHosts()).OrDefault()
+	privateKeyLimits := sshkey.PrivateKeyLimits(cfg.Limits.PrivateKey()).OrDefault()
 	if lifecycle == nil {
 		lifecycle = releases.New(cfg.Rollout.Releases, manifests.SupportedVersions())
 	}
@@ -154,7 +144,7 @@ func (a *actuator) reconcile(ctx context.Context, log logr.Logger, ex *extension
 	}
 	hibernated := isHibernated(cluster)
 	// A repository that manages Flux itself keeps the controllers: no CRD of the extension's changes.
-	leftToRepository, err := a.leaveSelfManagedFlux(ctx, log, ex, cfg, values, hibernated, selection.Unfit)
+	leftToRepository, err := a.leaveRunningFlux(ctx, log, ex, cfg, values, hibernated, selection.Unfit)
 	if err != nil {
 		return err
 	}
@@ -204,84 +194,6 @@ func (a *actuator) reconcileBootstrap(ctx context.Context, namespace string, val
 	values.Status = status
 	if err := deployAndWait(ctx, a.bootstrap(namespace, *values), hibernated); err != nil {
 		return fmt.Errorf("failed deploying the bootstrap objects: %w", err)
-	}
-	return nil
-}
-
-// Delete disables the extension for the shoot without taking anything from the user's workloads
-// (see docs/usage/deletion.md#what-disabling-does): the bootstrap objects go first, while the
-// controllers still run and remove their finalizers without pruning, then the controllers, whose
-// CRDs and namespaces the resource manager keeps. With stackit's providerConfig nothing goes.
-func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
-	cluster, err := getCluster(ctx, a.client, ex)
-	if err != nil {
-		return err
-	}
-	// The shoot owner gets no alerts about controllers that are going away.
-	if err := a.monitoring(ex.Namespace, monitoring.Values{}).Destroy(ctx); err != nil {
-		return fmt.Errorf("failed removing the shoot's monitoring: %w", err)
-	}
-
-	boot := a.bootstrap(ex.Namespace, bootstrap.Values{})
-	ctrls := a.controllers(ex.Namespace, controllers.Values{})
-	if fluxconfig.ProviderConfigConversion(ex.Spec.ProviderConfig, manifests.SupportedVersions()) != nil {
-		// A shoot switched from stackit's extension, whose disabling removed nothing: the
-		// repository's Kustomizations reference the flux-system objects by name and Flux may
-		// manage itself from them. Everything stays in the shoot, as it did there.
-		log.Info("Leaving the bootstrap objects and the controllers of stackit's providerConfig in the shoot")
-		if err := leave(ctx, boot, isHibernated(cluster)); err != nil {
-			return fmt.Errorf("failed releasing the bootstrap objects: %w", err)
-		}
-		if err := leave(ctx, ctrls, isHibernated(cluster)); err != nil {
-			return fmt.Errorf("failed releasing the controllers: %w", err)
-		}
-		return a.forgetShootKeys(ctx, log, cluster)
-	}
-	if isHibernated(cluster) {
-		// Nobody can wait for the controllers to remove their finalizers; the shoot's resource
-		// manager deletes both ManagedResources at once when the shoot wakes up, so the bootstrap
-		// objects stay, like the users' objects.
-		if err := boot.DestroyKeepingObjects(ctx); err != nil {
-			return fmt.Errorf("failed removing the bootstrap objects: %w", err)
-		}
-		if err := handover.Destroy(ctx, log, ctrls, false); err != nil {
-			return fmt.Errorf("failed removing the controllers: %w", err)
-		}
-		return a.forgetShootKeys(ctx, log, cluster)
-	}
-
-	grace := a.config.Timeouts.BootstrapFinalizers.Duration
-	left, err := boot.DestroyReleasingAfter(ctx, grace)
-	if err != nil {
-		return fmt.Errorf("failed removing the bootstrap objects: %w", err)
-	}
-	if left {
-		log.Info("Left the bootstrap objects in the shoot: their controller did not remove its finalizers", "grace", grace)
-	}
-	if err := handover.Destroy(ctx, log, ctrls, true); err != nil {
-		return fmt.Errorf("failed removing the controllers: %w", err)
-	}
-	return a.forgetShootKeys(ctx, log, cluster)
-}
-
-// leave deletes a ManagedResource and leaves its objects in the shoot; a hibernated shoot's resource
-// manager removes it when the shoot wakes up.
-func leave(ctx context.Context, mr *managedresource.ManagedResource, hibernated bool) error {
-	if hibernated {
-		return mr.DestroyKeepingObjects(ctx)
-	}
-	return mr.Migrate(ctx)
-}
-
-// forgetShootKeys removes shoot-scoped deploy keys once the Shoot itself is deleted; disabling the
-// extension keeps them for a later enable.
-func (a *actuator) forgetShootKeys(ctx context.Context, log logr.Logger, cluster *extensionscontroller.Cluster) error {
-	if cluster.Shoot.DeletionTimestamp == nil || source.KeyScope(a.config) != deploykey.ScopeShoot {
-		return nil
-	}
-	log.Info("Removing the shoot's deploy keys", "secret", client.ObjectKey{Namespace: cluster.Shoot.Namespace, Name: constants.DeployKeysSecretName})
-	if err := a.keys.Forget(ctx, cluster.Shoot.Namespace, cluster.Shoot.Name); err != nil {
-		return fmt.Errorf("failed removing the shoot's deploy keys: %w", err)
 	}
 	return nil
 }
