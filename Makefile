@@ -211,7 +211,7 @@ test-integration: ## run the integration suites (INTEGRATION_LABEL_FILTER select
 # of example/garden-rbac.yaml (see docs/development/sandbox.md). Needs root (mount namespaces, chroot).
 .PHONY: test-deployed
 test-deployed: ## run the scenarios labelled deployed as deployed (needs root)
-	$(CONTROLLERS_ENV) SHOOT_FLUX_DEPLOYED=true $(GO) test -timeout 30m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)
+	$(CONTROLLERS_ENV) SHOOT_FLUX_DEPLOYED=true $(GO) test -timeout 45m ./test/integration -ginkgo.label-filter=deployed $(TEST_ARGS)
 
 # Records the metrics of the delivered controllers (scraped through the shoot API server's pod proxy
 # as the shoot's Prometheus does) and of the extension as deployed, in healthy and failing states,

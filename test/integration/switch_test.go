@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/adoption"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
@@ -49,9 +51,85 @@ const (
 	stackitShootInfoName = "SHOOT_INFO_NAME"
 )
 
+// stackitRelease is what a release of stackit's extension installed in a shoot.
+type stackitRelease struct {
+	// fluxVersion labels the controllers as flux2's install manifests of that release did; empty
+	// keeps the embedded release's label.
+	fluxVersion string
+	// crds replace the embedded release's CRDs of the same name (files of test/storedversions).
+	crds []string
+	// stopped runs no controller before the switch: the embedded release's controllers, which
+	// stand in for the release's, cannot serve its older CRDs (their versions are gone).
+	stopped bool
+}
+
+var (
+	// stackitV027 is v0.27: Flux v2.9.2, whose objects and names every v2.9 release shares.
+	stackitV027 = stackitRelease{}
+	// stackitV018 is v0.12-v0.18: Flux v2.4.0, whose OCIRepository CRD stores v1beta2, a version
+	// the embedded releases' CRDs no longer have.
+	stackitV018 = stackitRelease{fluxVersion: "v2.4.0", crds: []string{storedVersionsCRD}, stopped: true}
+)
+
+// storedVersionsCRD is the OCIRepository CRD of source-controller/api v1.4.1 (Flux v2.4).
+const storedVersionsCRD = "../storedversions/testdata/ocirepositories-v1.4.1.yaml"
+
 var _ = Describe("Switching a shoot from stackit's extension", func() {
+	It("takes over a v0.18 shoot (Flux v2.4, OCIRepositories stored at v1beta2) with every object kept, migrated and reconciling", Label(labelDeployed), func(ctx SpecContext) {
+		const (
+			project = "stackit18"
+			objects = 5
+		)
+		older := schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1beta2", Kind: "OCIRepository"}
+		var ociUIDs map[string]types.UID
+		h, logs, _ := switchStackitShoot(ctx, project, stackitV018, func(shoot client.Client) {
+			By("creating the owner's OCIRepositories, stored at v1beta2")
+			ociUIDs = map[string]types.UID{}
+			for i := range objects {
+				repo := unstructuredObject(older)
+				repo.SetNamespace(stackitChildTarget)
+				repo.SetName(fmt.Sprintf("app-%02d", i))
+				Expect(unstructured.SetNestedMap(repo.Object, map[string]any{"url": "oci://registry.example.com/app", "interval": "5m"}, "spec")).To(Succeed())
+				Eventually(func() error { return shoot.Create(ctx, repo) }).WithContext(ctx).WithTimeout(reconcileTimeout).Should(Succeed(), "the CRD is served")
+				ociUIDs[repo.GetName()] = repo.GetUID()
+			}
+		})
+		shoot := h.Shoot.Client
+
+		By("checking that the OCIRepositories were migrated off v1beta2, each the same object")
+		expectOnlyServedStoredVersions(ctx, shoot, "ocirepositories.source.toolkit.fluxcd.io")
+		status, err := h.ProviderStatus(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.StoredVersions).NotTo(BeNil())
+		Expect(status.StoredVersions.Migrated).To(ContainElement(And(HaveField("Kind", "OCIRepository"), HaveField("From", []string{"v1beta2"}), HaveField("Objects", BeEquivalentTo(objects)))))
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "OCIRepositoryList"})
+		Expect(shoot.List(ctx, list, client.InNamespace(stackitChildTarget))).To(Succeed())
+		got := map[string]types.UID{}
+		for _, repo := range list.Items {
+			got[repo.GetName()] = repo.GetUID()
+		}
+		Expect(got).To(Equal(ociUIDs))
+
+		By("checking that the extension's controllers replaced the stopped ones and reconcile the bootstrap and the child Kustomization")
+		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
+		requestReconcile(ctx, shoot, stackitChild)
+		Eventually(func(g Gomega) {
+			for _, o := range []struct {
+				gvk  schema.GroupVersionKind
+				name string
+			}{{gitRepositoryGVK, stackitName}, {kustomizationGVK, stackitName}, {kustomizationGVK, stackitChild}} {
+				g.Expect(readyConditionOf(g, ctx, h, o.gvk, fluxNamespace, o.name)).To(HaveKeyWithValue("status", "True"), "%s %s", o.gvk.Kind, o.name)
+			}
+		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+		shootInfo := &corev1.ConfigMap{}
+		Expect(get(ctx, shoot, shootInfo, fluxNamespace, constants.ShootInfoConfigMapName)).To(Succeed())
+		Expect(shootInfo.Data).To(HaveKeyWithValue(stackitShootInfoName, "switched"))
+		Expect(get(ctx, shoot, &corev1.Secret{}, fluxNamespace, stackitSecretName)).To(Succeed(), "stackit's synced Secret stays")
+	})
+
 	It("takes over a v0.27 shoot (Flux v2.9, git) with every object kept and the repository's Kustomizations still reconciling", Label(labelDeployed), func(ctx SpecContext) {
-		h, logs, _ := switchStackitShoot(ctx, "stackit")
+		h, logs, _ := switchStackitShoot(ctx, "stackit", stackitV027, nil)
 		shoot := h.Shoot.Client
 
 		By("checking that every object is the one stackit's extension left, now applied by the resource manager")
@@ -107,7 +185,7 @@ var _ = Describe("Switching a shoot from stackit's extension", func() {
 
 var _ = Describe("Disabling the extension on a shoot switched from stackit's extension", func() {
 	It("keeps the flux-system objects, the controllers and the repository's Kustomizations as they are", Label(labelDeployed), func(ctx SpecContext) {
-		h, logs, before := switchStackitShoot(ctx, "stackitoff")
+		h, logs, before := switchStackitShoot(ctx, "stackitoff", stackitV027, nil)
 		shoot := h.Shoot.Client
 
 		By("disabling the extension")
@@ -120,7 +198,7 @@ var _ = Describe("Disabling the extension on a shoot switched from stackit's ext
 		}
 
 		By("checking that every object stackit's extension and the repository left is still the same")
-		Expect(stackitUIDs(ctx, shoot)).To(Equal(before))
+		Expect(stackitUIDs(ctx, shoot, stackitV027)).To(Equal(before))
 		shootInfo := &corev1.ConfigMap{}
 		Expect(get(ctx, shoot, shootInfo, fluxNamespace, constants.ShootInfoConfigMapName)).To(Succeed())
 		Expect(shootInfo.Data).To(HaveKeyWithValue(stackitShootInfoName, "switched"))
@@ -135,15 +213,15 @@ var _ = Describe("Disabling the extension on a shoot switched from stackit's ext
 			g.Expect(readyConditionOf(g, ctx, h, kustomizationGVK, fluxNamespace, stackitChild)).To(HaveKeyWithValue("status", "True"))
 			g.Expect(readyConditionOf(g, ctx, h, gitRepositoryGVK, fluxNamespace, stackitName)).To(HaveKeyWithValue("status", "True"))
 		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
-		Expect(stackitUIDs(ctx, shoot)).To(Equal(before))
+		Expect(stackitUIDs(ctx, shoot, stackitV027)).To(Equal(before))
 	})
 })
 
-// switchStackitShoot sets a shoot up in a new project as stackit's extension (v0.27) leaves it, with a
-// child Kustomization of the repository's that references the bootstrap source, then enables this
-// extension with stackit's providerConfig and waits for its reconcile to succeed. It returns the
-// UIDs of what was there before the switch, unchanged by it.
-func switchStackitShoot(ctx context.Context, project string) (*sandbox.ShootHandle, func() string, map[string]types.UID) {
+// switchStackitShoot sets a shoot up in a new project as a release of stackit's extension leaves it,
+// with a child Kustomization of the repository's that references the bootstrap source and what
+// owner adds, then enables this extension with stackit's providerConfig and waits for its
+// reconcile to succeed. It returns the UIDs of what was there before the switch, unchanged by it.
+func switchStackitShoot(ctx context.Context, project string, release stackitRelease, owner func(client.Client)) (*sandbox.ShootHandle, func() string, map[string]types.UID) {
 	GinkgoHelper()
 	projectNamespace := newProject(ctx, project)
 	key, err := sshkey.Generate(sshkey.AlgorithmED25519, "stackit")
@@ -166,8 +244,10 @@ func switchStackitShoot(ctx context.Context, project string) (*sandbox.ShootHand
 	shoot := h.Shoot.Client
 
 	By("installing Flux and the bootstrap objects as stackit's extension did")
-	installFluxDirectly(ctx, shoot, []string{"source-controller", "kustomize-controller"})
-	expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
+	installFluxDirectly(ctx, shoot, []string{"source-controller", "kustomize-controller"}, release)
+	if !release.stopped {
+		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
+	}
 	Expect(shoot.Create(ctx, &corev1.Secret{ObjectMeta: stackitMeta(stackitSecretName), Data: credentials})).To(Succeed())
 	Expect(shoot.Create(ctx, &corev1.ConfigMap{ObjectMeta: stackitMeta(constants.ShootInfoConfigMapName), Data: map[string]string{
 		stackitShootInfoName: "switched", "SHOOT_INFO_TECHNICAL_ID": "shoot--stackit--switched",
@@ -184,22 +264,27 @@ func switchStackitShoot(ctx context.Context, project string) (*sandbox.ShootHand
 		"path": "./configmap", "prune": true, "interval": "1m", "targetNamespace": stackitChildTarget,
 		"sourceRef": map[string]any{"kind": "GitRepository", "name": stackitName},
 	})
-	Eventually(func(g Gomega) {
-		for _, o := range []struct {
-			gvk  schema.GroupVersionKind
-			name string
-		}{{gitRepositoryGVK, stackitName}, {kustomizationGVK, stackitName}, {kustomizationGVK, stackitChild}} {
-			g.Expect(readyConditionOf(g, ctx, h, o.gvk, fluxNamespace, o.name)).To(HaveKeyWithValue("status", "True"), "%s %s", o.gvk.Kind, o.name)
-		}
-	}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
-	before := stackitUIDs(ctx, shoot)
+	if owner != nil {
+		owner(shoot)
+	}
+	if !release.stopped {
+		Eventually(func(g Gomega) {
+			for _, o := range []struct {
+				gvk  schema.GroupVersionKind
+				name string
+			}{{gitRepositoryGVK, stackitName}, {kustomizationGVK, stackitName}, {kustomizationGVK, stackitChild}} {
+				g.Expect(readyConditionOf(g, ctx, h, o.gvk, fluxNamespace, o.name)).To(HaveKeyWithValue("status", "True"), "%s %s", o.gvk.Kind, o.name)
+			}
+		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+	}
+	before := stackitUIDs(ctx, shoot, release)
 
 	By("enabling this extension on the shoot with stackit's providerConfig")
 	Expect(h.CreateExtension(ctx)).To(Succeed())
 	_, err = h.WaitSucceeded(ctx, reconcileTimeout)
 	Expect(err).NotTo(HaveOccurred(), logs)
 
-	Expect(stackitUIDs(ctx, shoot)).To(Equal(before))
+	Expect(stackitUIDs(ctx, shoot, release)).To(Equal(before))
 	return h, logs, before
 }
 
@@ -239,13 +324,22 @@ func stackitMeta(name string) metav1.ObjectMeta {
 
 // installFluxDirectly applies the embedded Flux release's install manifests into the shoot as
 // stackit's extension did (`flux install --export`, applied with a client): no ManagedResource.
-// The newest embedded release stands in for v2.9.2, whose controllers the module proxy cannot
-// build here; the objects and their names are those of every v2.9 release.
-func installFluxDirectly(ctx context.Context, shoot client.Client, components []string) {
+// The newest embedded release stands in for the release's, whose controllers the module proxy
+// cannot build here; the objects and their names are those of every release since v2.0. The
+// release's older CRDs replace the embedded ones.
+func installFluxDirectly(ctx context.Context, shoot client.Client, components []string, release stackitRelease) {
 	GinkgoHelper()
 	versions := manifests.FluxVersions()
 	stream, err := manifests.RenderFlux(manifests.FluxOptions{Version: versions[len(versions)-1], Components: components, Namespace: fluxNamespace})
 	Expect(err).NotTo(HaveOccurred())
+	olderCRDs := map[string]*unstructured.Unstructured{}
+	for _, file := range release.crds {
+		data, err := os.ReadFile(file)
+		Expect(err).NotTo(HaveOccurred())
+		crd := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal(data, &crd.Object)).To(Succeed())
+		olderCRDs[crd.GetName()] = crd
+	}
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
@@ -257,6 +351,19 @@ func installFluxDirectly(ctx context.Context, shoot client.Client, components []
 		}
 		if len(obj.Object) == 0 {
 			continue
+		}
+		if crd, ok := olderCRDs[obj.GetName()]; ok && obj.GetKind() == "CustomResourceDefinition" {
+			obj = crd
+		}
+		if obj.GetKind() == "Deployment" {
+			if release.fluxVersion != "" {
+				labels := obj.GetLabels()
+				labels["app.kubernetes.io/version"] = release.fluxVersion
+				obj.SetLabels(labels)
+			}
+			if release.stopped {
+				Expect(unstructured.SetNestedField(obj.Object, int64(0), "spec", "replicas")).To(Succeed())
+			}
 		}
 		Eventually(func() error { return shoot.Create(ctx, obj) }).WithContext(ctx).WithTimeout(reconcileTimeout).Should(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
 	}
@@ -273,11 +380,12 @@ func createFlux(ctx context.Context, shoot client.Client, gvk schema.GroupVersio
 	Eventually(func() error { return shoot.Create(ctx, obj) }).WithContext(ctx).WithTimeout(reconcileTimeout).Should(Succeed())
 }
 
-// stackitUIDs returns the UIDs of what stackit's extension and the repository left in the shoot.
-func stackitUIDs(ctx context.Context, shoot client.Client) map[string]types.UID {
+// stackitUIDs returns the UIDs of what stackit's extension and the repository left in the shoot;
+// the objects a stopped release's controllers never applied are not there.
+func stackitUIDs(ctx context.Context, shoot client.Client, release stackitRelease) map[string]types.UID {
 	GinkgoHelper()
 	uids := map[string]types.UID{}
-	for _, o := range []struct {
+	objects := []struct {
 		gvk             schema.GroupVersionKind
 		namespace, name string
 	}{
@@ -291,9 +399,27 @@ func stackitUIDs(ctx context.Context, shoot client.Client) map[string]types.UID 
 		{kustomizationGVK, fluxNamespace, stackitChild},
 		{corev1.SchemeGroupVersion.WithKind("Secret"), fluxNamespace, stackitSecretName},
 		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), fluxNamespace, constants.ShootInfoConfigMapName},
-		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), gitserver.ConfigMapNamespace, gitserver.ConfigMapName},
-		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), stackitChildTarget, gitserver.ConfigMapName},
-	} {
+	}
+	if !release.stopped {
+		objects = append(objects, []struct {
+			gvk             schema.GroupVersionKind
+			namespace, name string
+		}{
+			{corev1.SchemeGroupVersion.WithKind("ConfigMap"), gitserver.ConfigMapNamespace, gitserver.ConfigMapName},
+			{corev1.SchemeGroupVersion.WithKind("ConfigMap"), stackitChildTarget, gitserver.ConfigMapName},
+		}...)
+	}
+	for _, crd := range release.crds {
+		data, err := os.ReadFile(crd)
+		Expect(err).NotTo(HaveOccurred())
+		meta := &metav1.PartialObjectMetadata{}
+		Expect(yaml.Unmarshal(data, meta)).To(Succeed())
+		objects = append(objects, struct {
+			gvk             schema.GroupVersionKind
+			namespace, name string
+		}{apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), "", meta.Name})
+	}
+	for _, o := range objects {
 		obj := unstructuredObject(o.gvk)
 		Expect(get(ctx, shoot, obj, o.namespace, o.name)).To(Succeed(), "%s %s/%s", o.gvk.Kind, o.namespace, o.name)
 		uids[o.gvk.Kind+" "+o.namespace+"/"+o.name] = obj.GetUID()
