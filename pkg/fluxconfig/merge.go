@@ -106,6 +106,10 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 			override(&d.Flux.Prune, s.Flux.Prune)
 			override(&d.Flux.Interval, s.Flux.Interval)
 			override(&d.Flux.TargetNamespace, s.Flux.TargetNamespace)
+			override(&d.Flux.Wait, s.Flux.Wait)
+			override(&d.Flux.Timeout, s.Flux.Timeout)
+			override(&d.Flux.RetryInterval, s.Flux.RetryInterval)
+			override(&d.Flux.ServiceAccountName, s.Flux.ServiceAccountName)
 		}
 	}
 

@@ -182,6 +182,11 @@ func validateBootstrapLayer(b *v1alpha1.Bootstrap, fldPath *field.Path) field.Er
 		if f.TargetNamespace != nil {
 			allErrs = append(allErrs, validation.ValidateNamespace(*f.TargetNamespace, fluxPath.Child("targetNamespace"))...)
 		}
+		allErrs = append(allErrs, validation.ValidatePositiveDuration(f.Timeout, fluxPath.Child("timeout"))...)
+		allErrs = append(allErrs, validation.ValidatePositiveDuration(f.RetryInterval, fluxPath.Child("retryInterval"))...)
+		if f.ServiceAccountName != nil {
+			allErrs = append(allErrs, validation.ValidateServiceAccountName(*f.ServiceAccountName, fluxPath.Child("serviceAccountName"))...)
+		}
 	}
 	return allErrs
 }

@@ -259,6 +259,15 @@ type FluxBootstrap struct {
 	Interval metav1.Duration
 	// TargetNamespace overrides the namespace of namespaced objects; empty keeps them.
 	TargetNamespace string
+	// Wait makes the Kustomization wait until every object it applied is ready.
+	Wait bool
+	// Timeout bounds one apply and, with Wait, the wait; nil means the controller default.
+	Timeout *metav1.Duration
+	// RetryInterval is the interval after a failed reconciliation; nil means Interval.
+	RetryInterval *metav1.Duration
+	// ServiceAccountName is the service account of Flux's namespace the Kustomization applies as;
+	// empty means kustomize-controller's own.
+	ServiceAccountName string
 }
 
 // AdditionalSecretResource copies a Shoot spec.resources Secret into the shoot.

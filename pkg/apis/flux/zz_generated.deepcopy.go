@@ -35,7 +35,7 @@ func (in *AdditionalSecretResource) DeepCopy() *AdditionalSecretResource {
 func (in *Bootstrap) DeepCopyInto(out *Bootstrap) {
 	*out = *in
 	in.Kluctl.DeepCopyInto(&out.Kluctl)
-	out.Flux = in.Flux
+	in.Flux.DeepCopyInto(&out.Flux)
 	return
 }
 
@@ -130,6 +130,16 @@ func (in *Flux) DeepCopy() *Flux {
 func (in *FluxBootstrap) DeepCopyInto(out *FluxBootstrap) {
 	*out = *in
 	out.Interval = in.Interval
+	if in.Timeout != nil {
+		in, out := &in.Timeout, &out.Timeout
+		*out = new(metav1.Duration)
+		**out = **in
+	}
+	if in.RetryInterval != nil {
+		in, out := &in.RetryInterval, &out.RetryInterval
+		*out = new(metav1.Duration)
+		**out = **in
+	}
 	return
 }
 

@@ -383,10 +383,18 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 			Path:            f.Path,
 			Prune:           f.Prune,
 			Interval:        f.Interval.Duration.String(),
-			TargetNamespace: f.TargetNamespace,
+			TargetNamespace:    f.TargetNamespace,
+			Wait:               f.Wait,
+			ServiceAccountName: f.ServiceAccountName,
 			// Removing the extension must never delete the workloads the repository deployed.
 			DeletionPolicy: deletionPolicyOrphan,
 		},
+	}
+	if f.Timeout != nil {
+		ks.Spec.Timeout = f.Timeout.Duration.String()
+	}
+	if f.RetryInterval != nil {
+		ks.Spec.RetryInterval = f.RetryInterval.Duration.String()
 	}
 	if v.Decryption != nil {
 		ks.Spec.Decryption = &decryption{Provider: "sops", SecretRef: secretRef{Name: constants.DecryptionSecretName}}

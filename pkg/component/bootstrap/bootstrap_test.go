@@ -108,7 +108,23 @@ var _ = Describe("Data", func() {
 		Expect(ks).To(HaveKeyWithValue("deletionPolicy", "Orphan"))
 		Expect(ks).To(HaveKeyWithValue("path", "deploy"))
 		Expect(ks).To(HaveKeyWithValue("prune", true))
+		Expect(ks).NotTo(HaveKey("wait"))
+		Expect(ks).NotTo(HaveKey("timeout"))
+		Expect(ks).NotTo(HaveKey("serviceAccountName"))
 		Expect(objs).NotTo(HaveKey(HavePrefix("KluctlDeployment/")))
+	})
+
+	It("renders the Kustomization's wait, timeout, retry interval and service account when set", func() {
+		cfg := config(fluxapi.BootstrapModeFlux)
+		cfg.Bootstrap.Flux.Wait = true
+		cfg.Bootstrap.Flux.Timeout = &metav1.Duration{Duration: 3 * time.Minute}
+		cfg.Bootstrap.Flux.RetryInterval = &metav1.Duration{Duration: 30 * time.Second}
+		cfg.Bootstrap.Flux.ServiceAccountName = "flux-applier"
+		ks := objects(Values{Config: cfg, URL: "ssh://git@git.example.com/org/repo"})["Kustomization/flux-system/shoot-flux-bootstrap"]["spec"].(map[string]any)
+		Expect(ks).To(HaveKeyWithValue("wait", true))
+		Expect(ks).To(HaveKeyWithValue("timeout", "3m0s"))
+		Expect(ks).To(HaveKeyWithValue("retryInterval", "30s"))
+		Expect(ks).To(HaveKeyWithValue("serviceAccountName", "flux-applier"))
 	})
 
 	It("names the objects bootstrap.name in both modes, the Kustomization's source too", func() {

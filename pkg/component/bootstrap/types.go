@@ -143,14 +143,19 @@ type kustomization struct {
 }
 
 type kustomizationSpec struct {
-	SourceRef       sourceRef   `json:"sourceRef"`
-	Path            string      `json:"path"`
-	Prune           bool        `json:"prune"`
-	Interval        string      `json:"interval"`
-	TargetNamespace string      `json:"targetNamespace,omitempty"`
-	DeletionPolicy  string      `json:"deletionPolicy"`
-	Decryption      *decryption `json:"decryption,omitempty"`
-	PostBuild       *postBuild  `json:"postBuild,omitempty"`
+	SourceRef       sourceRef `json:"sourceRef"`
+	Path            string    `json:"path"`
+	Prune           bool      `json:"prune"`
+	Interval        string    `json:"interval"`
+	TargetNamespace string    `json:"targetNamespace,omitempty"`
+	Wait            bool      `json:"wait,omitempty"`
+	Timeout         string    `json:"timeout,omitempty"`
+	RetryInterval   string    `json:"retryInterval,omitempty"`
+	// ServiceAccountName is the account the Kustomization applies as.
+	ServiceAccountName string      `json:"serviceAccountName,omitempty"`
+	DeletionPolicy     string      `json:"deletionPolicy"`
+	Decryption         *decryption `json:"decryption,omitempty"`
+	PostBuild          *postBuild  `json:"postBuild,omitempty"`
 }
 
 type postBuild struct {

@@ -367,7 +367,7 @@ func (c *converter) sourceInterval(d metav1.Duration, fldPath *field.Path) {
 func (c *converter) kustomization(in *Kustomization, sourceKind, sourceName string, fldPath *field.Path) *v1alpha1.Bootstrap {
 	ks := &kustomizev1.Kustomization{}
 	if !c.template(in.Template, ks, fldPath, map[string][]string{
-		"spec":           {"path", "prune", "interval", "targetNamespace", "sourceRef", "postBuild"},
+		"spec":           {"path", "prune", "interval", "targetNamespace", "sourceRef", "postBuild", "wait", "timeout", "retryInterval", "serviceAccountName"},
 		"spec.postBuild": {"substituteFrom"},
 	}) {
 		return nil
@@ -422,11 +422,23 @@ func (c *converter) kustomization(in *Kustomization, sourceKind, sourceName stri
 	flux := &v1alpha1.FluxBootstrap{
 		Path: ptr.To(spec.Path),
 		// A Kustomization's prune is false unless set; stackit's extension kept it so.
-		Prune:           ptr.To(spec.Prune),
-		Interval:        &interval,
-		TargetNamespace: nonEmpty(spec.TargetNamespace),
+		Prune:              ptr.To(spec.Prune),
+		Interval:           &interval,
+		TargetNamespace:    nonEmpty(spec.TargetNamespace),
+		Wait:               nonZero(spec.Wait),
+		Timeout:            spec.Timeout,
+		RetryInterval:      spec.RetryInterval,
+		ServiceAccountName: nonEmpty(spec.ServiceAccountName),
 	}
 	return &v1alpha1.Bootstrap{Mode: ptr.To(v1alpha1.BootstrapModeFlux), Name: &name, Flux: flux, ShootInfo: ptr.To(true)}
+}
+
+// nonZero is a set flag as a pointer, nil for false: unset as in stackit's template.
+func nonZero(b bool) *bool {
+	if !b {
+		return nil
+	}
+	return &b
 }
 
 func nonEmpty(s string) *string {
@@ -460,6 +472,10 @@ func FieldPath(in *FluxConfig, native string) string {
 		{"bootstrap.flux.path", ks + "path"},
 		{"bootstrap.flux.interval", ks + "interval"},
 		{"bootstrap.flux.targetNamespace", ks + "targetNamespace"},
+		{"bootstrap.flux.wait", ks + "wait"},
+		{"bootstrap.flux.timeout", ks + "timeout"},
+		{"bootstrap.flux.retryInterval", ks + "retryInterval"},
+		{"bootstrap.flux.serviceAccountName", ks + "serviceAccountName"},
 	} {
 		if native == m.native || strings.HasPrefix(native, m.native+".") {
 			return m.stackit + strings.TrimPrefix(native, m.native)

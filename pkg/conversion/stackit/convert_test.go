@@ -292,6 +292,27 @@ additionalSecretResourceNames: [vault]
 		Expect(out.AdditionalSecretResources).To(Equal([]v1alpha1.AdditionalSecretResource{{Name: "vault"}}))
 	})
 
+	It("carries the Kustomization template's wait, timeout, retryInterval and serviceAccountName", func() {
+		cfg := decode(`
+source: {template: {spec: {url: "https://h/r", ref: {tag: v1}}}}
+kustomization: {template: {spec: {path: ./, wait: true, timeout: 3m, retryInterval: 30s, serviceAccountName: flux-applier}}}
+`)
+		out, _, errs := stackit.Convert(cfg, embedded, nil)
+		Expect(errs).To(BeEmpty())
+		Expect(out.Bootstrap.Flux.Wait).To(Equal(ptr.To(true)))
+		Expect(out.Bootstrap.Flux.Timeout).To(Equal(&metav1.Duration{Duration: 3 * time.Minute}))
+		Expect(out.Bootstrap.Flux.RetryInterval).To(Equal(&metav1.Duration{Duration: 30 * time.Second}))
+		Expect(out.Bootstrap.Flux.ServiceAccountName).To(Equal(ptr.To("flux-applier")))
+		Expect(stackit.FieldPath(cfg, "bootstrap.flux.serviceAccountName")).To(Equal("kustomization.template.spec.serviceAccountName"))
+
+		By("leaving what the template does not set unset, as there")
+		out, _, errs = stackit.Convert(decode(v027Config), embedded, nil)
+		Expect(errs).To(BeEmpty())
+		Expect(out.Bootstrap.Flux.Wait).To(BeNil())
+		Expect(out.Bootstrap.Flux.Timeout).To(BeNil())
+		Expect(out.Bootstrap.Flux.ServiceAccountName).To(BeNil())
+	})
+
 	It("maps the fields of the converted configuration back to stackit's", func() {
 		cfg := decode(v027Config)
 		Expect(stackit.FieldPath(cfg, "source.oci.url")).To(Equal("source.template.spec.url"))
@@ -310,12 +331,12 @@ bootstrap: {mode: kluctl}
 `, `spec.providerConfig.bootstrap: Forbidden: is not a field of stackit's FluxConfig, whose other fields this document has; this extension's own fields cannot be mixed in`),
 		Entry("a template field the bootstrap objects do not have", `
 source: {template: {spec: {url: "https://h/r", ref: {branch: main}, ignore: "/*", recurseSubmodules: true}}}
-kustomization: {template: {spec: {path: ./, dependsOn: [{name: infra}], wait: true}}}
+kustomization: {template: {spec: {path: ./, dependsOn: [{name: infra}], force: true}}}
 `,
 			`spec.providerConfig.source.template.spec.ignore: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`,
 			`spec.providerConfig.source.template.spec.recurseSubmodules: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`,
 			`spec.providerConfig.kustomization.template.spec.dependsOn: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`,
-			`spec.providerConfig.kustomization.template.spec.wait: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`),
+			`spec.providerConfig.kustomization.template.spec.force: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`),
 		Entry("another registry", `flux: {registry: registry.example.com/fluxcd}`,
 			`spec.providerConfig.flux.registry: Invalid value: "registry.example.com/fluxcd": the operator's image vector decides where the controller images come from; remove flux.registry`),
 		Entry("a component Flux does not have", `flux: {componentsExtra: [image-reflector-controller, tf-controller]}`,

@@ -357,6 +357,20 @@ type FluxBootstrap struct {
 	// TargetNamespace overrides the namespace of namespaced objects.
 	// +optional
 	TargetNamespace *string `json:"targetNamespace,omitempty"`
+	// Wait makes the Kustomization wait until every object it applied is ready. Defaults to false.
+	// +optional
+	Wait *bool `json:"wait,omitempty"`
+	// Timeout bounds one apply and, with wait, the wait. Defaults to kustomize-controller's default
+	// (the interval).
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// RetryInterval is the interval after a failed reconciliation. Defaults to interval.
+	// +optional
+	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
+	// ServiceAccountName is a service account in Flux's namespace that the Kustomization applies as,
+	// which the repository or an owner creates. Defaults to kustomize-controller's own.
+	// +optional
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
 }
 
 // AdditionalSecretResource copies a Shoot spec.resources Secret into the shoot.

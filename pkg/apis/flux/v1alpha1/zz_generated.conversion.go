@@ -542,6 +542,14 @@ func autoConvert_v1alpha1_FluxBootstrap_To_flux_FluxBootstrap(in *FluxBootstrap,
 	if err := v1.Convert_Pointer_string_To_string(&in.TargetNamespace, &out.TargetNamespace, s); err != nil {
 		return err
 	}
+	if err := v1.Convert_Pointer_bool_To_bool(&in.Wait, &out.Wait, s); err != nil {
+		return err
+	}
+	out.Timeout = (*v1.Duration)(unsafe.Pointer(in.Timeout))
+	out.RetryInterval = (*v1.Duration)(unsafe.Pointer(in.RetryInterval))
+	if err := v1.Convert_Pointer_string_To_string(&in.ServiceAccountName, &out.ServiceAccountName, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -561,6 +569,14 @@ func autoConvert_flux_FluxBootstrap_To_v1alpha1_FluxBootstrap(in *flux.FluxBoots
 		return err
 	}
 	if err := v1.Convert_string_To_Pointer_string(&in.TargetNamespace, &out.TargetNamespace, s); err != nil {
+		return err
+	}
+	if err := v1.Convert_bool_To_Pointer_bool(&in.Wait, &out.Wait, s); err != nil {
+		return err
+	}
+	out.Timeout = (*v1.Duration)(unsafe.Pointer(in.Timeout))
+	out.RetryInterval = (*v1.Duration)(unsafe.Pointer(in.RetryInterval))
+	if err := v1.Convert_string_To_Pointer_string(&in.ServiceAccountName, &out.ServiceAccountName, s); err != nil {
 		return err
 	}
 	return nil

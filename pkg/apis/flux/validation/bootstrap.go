@@ -76,6 +76,11 @@ func validateFluxBootstrap(f *flux.FluxBootstrap, fldPath *field.Path) field.Err
 	if f.TargetNamespace != "" {
 		allErrs = append(allErrs, ValidateNamespace(f.TargetNamespace, fldPath.Child("targetNamespace"))...)
 	}
+	allErrs = append(allErrs, ValidatePositiveDuration(f.Timeout, fldPath.Child("timeout"))...)
+	allErrs = append(allErrs, ValidatePositiveDuration(f.RetryInterval, fldPath.Child("retryInterval"))...)
+	if f.ServiceAccountName != "" {
+		allErrs = append(allErrs, ValidateServiceAccountName(f.ServiceAccountName, fldPath.Child("serviceAccountName"))...)
+	}
 	return allErrs
 }
 

@@ -111,6 +111,18 @@ func ValidateNamespace(namespace string, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
+// ValidateServiceAccountName checks that name can name a service account: a DNS-1123 subdomain.
+func ValidateServiceAccountName(name string, fldPath *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(fldPath, "must not be empty")}
+	}
+	allErrs := field.ErrorList{}
+	for _, msg := range apivalidation.IsDNS1123Subdomain(name) {
+		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
+	}
+	return allErrs
+}
+
 // ValidateManagementMode checks that mode is continuous or handover.
 func ValidateManagementMode(mode flux.ManagementMode, fldPath *field.Path) field.ErrorList {
 	if !slices.Contains(managementModes, string(mode)) {

@@ -425,12 +425,15 @@ var _ = Describe("ValidateFluxConfig", func() {
 			cfg.Bootstrap.Mode = flux.BootstrapModeFlux
 		})
 
-		It("rejects an invalid path, interval and target namespace", func() {
-			cfg.Bootstrap.Flux = flux.FluxBootstrap{Path: "/abs", TargetNamespace: "Apps"}
+		It("rejects an invalid path, interval, target namespace, timeout, retry interval and service account", func() {
+			cfg.Bootstrap.Flux = flux.FluxBootstrap{Path: "/abs", TargetNamespace: "Apps", Timeout: &metav1.Duration{}, RetryInterval: &metav1.Duration{Duration: -time.Second}, ServiceAccountName: "Flux_Applier"}
 			Expect(validate()).To(ConsistOf(
 				`bootstrap.flux.path: Invalid value: "/abs": must be relative to the repository root`,
 				`bootstrap.flux.interval: Invalid value: "0s": must be greater than zero`,
 				`bootstrap.flux.targetNamespace: Invalid value: "Apps": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+				`bootstrap.flux.timeout: Invalid value: "0s": must be greater than zero`,
+				`bootstrap.flux.retryInterval: Invalid value: "-1s": must be greater than zero`,
+				`bootstrap.flux.serviceAccountName: Invalid value: "Flux_Applier": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 			))
 		})
 
