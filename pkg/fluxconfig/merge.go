@@ -110,6 +110,7 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 			override(&d.Flux.Timeout, s.Flux.Timeout)
 			override(&d.Flux.RetryInterval, s.Flux.RetryInterval)
 			override(&d.Flux.ServiceAccountName, s.Flux.ServiceAccountName)
+			override(&d.Flux.Decryption, s.Flux.Decryption)
 		}
 	}
 

@@ -187,6 +187,9 @@ func validateBootstrapLayer(b *v1alpha1.Bootstrap, fldPath *field.Path) field.Er
 		if f.ServiceAccountName != nil {
 			allErrs = append(allErrs, validation.ValidateServiceAccountName(*f.ServiceAccountName, fluxPath.Child("serviceAccountName"))...)
 		}
+		if f.Decryption != nil {
+			allErrs = append(allErrs, validation.ValidateDecryption(&flux.Decryption{SecretResourceName: f.Decryption.SecretResourceName}, fluxPath.Child("decryption"))...)
+		}
 	}
 	return allErrs
 }

@@ -225,8 +225,7 @@ func secretResources(ctx context.Context, refs *resourceReader, limits config.Li
 			return err
 		}
 	}
-	if d := cfg.Bootstrap.Kluctl.Decryption; d != nil && cfg.Bootstrap.Mode == fluxapi.BootstrapModeKluctl {
-		path := field.NewPath("bootstrap", "kluctl", "decryption", "secretResourceName")
+	if d, path := decryption(cfg); d != nil {
 		data, err := refs.secret(ctx, d.SecretResourceName, path.String())
 		if err != nil {
 			return err
@@ -369,4 +368,15 @@ func (rr *resourceReader) secret(ctx context.Context, name, field string) (map[s
 		return nil, fmt.Errorf("failed reading referenced Secret %q: %w", ref.Name, err)
 	}
 	return secret.Data, nil
+}
+
+// decryption returns the SOPS decryption of the active bootstrap mode and where it is configured.
+func decryption(cfg *fluxapi.FluxConfig) (*fluxapi.Decryption, *field.Path) {
+	switch cfg.Bootstrap.Mode {
+	case fluxapi.BootstrapModeKluctl:
+		return cfg.Bootstrap.Kluctl.Decryption, field.NewPath("bootstrap", "kluctl", "decryption", "secretResourceName")
+	case fluxapi.BootstrapModeFlux:
+		return cfg.Bootstrap.Flux.Decryption, field.NewPath("bootstrap", "flux", "decryption", "secretResourceName")
+	}
+	return nil, nil
 }

@@ -256,6 +256,9 @@ func referenceErrors(raw *runtime.RawExtension, resources []gardencorev1beta1.Na
 	if b := cfg.Bootstrap; b != nil && b.Kluctl != nil && b.Kluctl.Decryption != nil {
 		check(fldPath.Child("bootstrap", "kluctl", "decryption", "secretResourceName"), b.Kluctl.Decryption.SecretResourceName)
 	}
+	if b := cfg.Bootstrap; b != nil && b.Flux != nil && b.Flux.Decryption != nil {
+		check(fldPath.Child("bootstrap", "flux", "decryption", "secretResourceName"), b.Flux.Decryption.SecretResourceName)
+	}
 	for i, r := range cfg.AdditionalSecretResources {
 		check(fldPath.Child("additionalSecretResources").Index(i).Child("name"), r.Name)
 	}

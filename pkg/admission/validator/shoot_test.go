@@ -23,13 +23,14 @@ import (
 // supported are fixed versions, so that the tests do not depend on the embedded manifests.
 var supported = validation.SupportedVersions{Flux: []string{"v2.9.5"}, Kluctl: []string{"v2.28.2"}}
 
-// validConfig uses every field that references a Shoot resource.
+// validConfig uses every field that references a Shoot resource (the flux bootstrap section is
+// checked whatever the mode).
 const validConfig = `{
   "apiVersion": "shoot-flux.extensions.gardener.cloud/v1alpha1",
   "kind": "FluxConfig",
   "flux": {"version": "v2.9.5"},
   "source": {"url": "ssh://git@github.com/owner/repo", "ref": {"branch": "main"}, "secretResourceName": "git-creds"},
-  "bootstrap": {"mode": "kluctl", "kluctl": {"args": {"env": "prod"}, "decryption": {"secretResourceName": "sops-key"}}},
+  "bootstrap": {"mode": "kluctl", "kluctl": {"args": {"env": "prod"}, "decryption": {"secretResourceName": "sops-key"}}, "flux": {"decryption": {"secretResourceName": "sops-flux"}}},
   "additionalSecretResources": [{"name": "app-secret"}]
 }`
 
@@ -41,7 +42,7 @@ func secretResource(name string) gardencorev1beta1.NamedResourceReference {
 }
 
 func allSecretResources() []gardencorev1beta1.NamedResourceReference {
-	return []gardencorev1beta1.NamedResourceReference{secretResource("git-creds"), secretResource("sops-key"), secretResource("app-secret")}
+	return []gardencorev1beta1.NamedResourceReference{secretResource("git-creds"), secretResource("sops-key"), secretResource("sops-flux"), secretResource("app-secret")}
 }
 
 // newShoot returns a Shoot with another extension first, so that the shoot-flux entry is
@@ -160,6 +161,9 @@ var _ = Describe("Shoot validator", func() {
 					secretResource("app-secret"),
 				},
 				`spec.extensions[1].providerConfig.bootstrap.kluctl.decryption.secretResourceName: Invalid value: "sops-key": spec.resources[1] references v1 ConfigMap, but the resource must be a v1 Secret`),
+			Entry("decryption key of mode flux missing",
+				[]gardencorev1beta1.NamedResourceReference{secretResource("git-creds"), secretResource("app-secret")},
+				`spec.extensions[1].providerConfig.bootstrap.flux.decryption.secretResourceName: Invalid value: "sops-flux": must name an entry of spec.resources`),
 			Entry("additional Secret of the wrong API version",
 				[]gardencorev1beta1.NamedResourceReference{
 					secretResource("git-creds"), secretResource("sops-key"),

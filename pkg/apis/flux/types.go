@@ -268,6 +268,8 @@ type FluxBootstrap struct {
 	// ServiceAccountName is the service account of Flux's namespace the Kustomization applies as;
 	// empty means kustomize-controller's own.
 	ServiceAccountName string
+	// Decryption configures SOPS decryption.
+	Decryption *Decryption
 }
 
 // AdditionalSecretResource copies a Shoot spec.resources Secret into the shoot.

@@ -140,6 +140,11 @@ func (in *FluxBootstrap) DeepCopyInto(out *FluxBootstrap) {
 		*out = new(metav1.Duration)
 		**out = **in
 	}
+	if in.Decryption != nil {
+		in, out := &in.Decryption, &out.Decryption
+		*out = new(Decryption)
+		**out = **in
+	}
 	return
 }
 

@@ -127,6 +127,17 @@ var _ = Describe("Actuator limits", func() {
 		}, "bootstrap.kluctl.decryption.secretResourceName: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 1500 bytes, more than the operator's limit of 1499 bytes (limits.additionalSecretResourcesMaxBytes)")
 	})
 
+	It("delivers the decryption Secret of mode flux and counts it against the same limit", func() {
+		build(func(l *config.Limits) { l.AdditionalSecretResourcesMaxBytes = 1499 })
+		expectKept(func() {
+			big := &corev1.Secret{}
+			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: "ref-b"}, big)).To(Succeed())
+			big.Data["data"] = []byte(strings.Repeat("x", 1496))
+			Expect(seed.Update(ctx, big)).To(Succeed())
+			setProviderConfig(`{"bootstrap":{"mode":"flux","flux":{"decryption":{"secretResourceName":"b"}}}}`)()
+		}, "bootstrap.flux.decryption.secretResourceName: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 1500 bytes, more than the operator's limit of 1499 bytes (limits.additionalSecretResourcesMaxBytes)")
+	})
+
 	It("accepts additional Secrets at the limit", func() {
 		build(func(l *config.Limits) { l.AdditionalSecretResourcesMaxBytes = 2000 })
 		ex.Spec.ProviderConfig = providerConfig(`{"additionalSecretResources":[{"name":"a"},{"name":"b"}]}`)

@@ -44,6 +44,9 @@ var (
 	}
 )
 
+// sopsProvider is the one decryption provider of Flux's Kustomization.
+const sopsProvider = "sops"
+
 const unsupported = "is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)"
 
 // Convert converts stackit's FluxConfig into this extension's, keeping what stackit's extension made
@@ -53,7 +56,13 @@ const unsupported = "is not supported by this extension's bootstrap objects; rem
 // extension cannot honour is an error naming its path below fldPath; warnings tell where the result
 // behaves differently from stackit's extension.
 func Convert(in *FluxConfig, embedded []string, fldPath *field.Path) (*v1alpha1.FluxConfig, []string, field.ErrorList) {
-	c := &converter{embedded: embedded}
+	c := &converter{embedded: embedded, synced: map[string]string{}}
+	for _, r := range in.AdditionalSecretResources {
+		c.synced[ptr.Deref(r.TargetName, r.Name)] = r.Name
+	}
+	for _, name := range in.AdditionalSecretResourceNames {
+		c.synced[name] = name
+	}
 	out := &v1alpha1.FluxConfig{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "FluxConfig"},
 		Kluctl:   &v1alpha1.Kluctl{Enabled: ptr.To(false)},
@@ -95,6 +104,9 @@ type converter struct {
 	// sourceIntervalValue is the interval the source template sets; nil if it sets none.
 	sourceIntervalValue *metav1.Duration
 	sourceIntervalPath  *field.Path
+	// synced maps the Secrets stackit's extension synced into the shoot to their Shoot
+	// spec.resources entries.
+	synced map[string]string
 }
 
 func (c *converter) flux(in *FluxInstallation, fldPath *field.Path) (*v1alpha1.Flux, string) {
@@ -367,8 +379,9 @@ func (c *converter) sourceInterval(d metav1.Duration, fldPath *field.Path) {
 func (c *converter) kustomization(in *Kustomization, sourceKind, sourceName string, fldPath *field.Path) *v1alpha1.Bootstrap {
 	ks := &kustomizev1.Kustomization{}
 	if !c.template(in.Template, ks, fldPath, map[string][]string{
-		"spec":           {"path", "prune", "interval", "targetNamespace", "sourceRef", "postBuild", "wait", "timeout", "retryInterval", "serviceAccountName"},
-		"spec.postBuild": {"substituteFrom"},
+		"spec":            {"path", "prune", "interval", "targetNamespace", "sourceRef", "postBuild", "wait", "timeout", "retryInterval", "serviceAccountName", "decryption"},
+		"spec.postBuild":  {"substituteFrom"},
+		"spec.decryption": {"provider", "secretRef"},
 	}) {
 		return nil
 	}
@@ -430,7 +443,31 @@ func (c *converter) kustomization(in *Kustomization, sourceKind, sourceName stri
 		RetryInterval:      spec.RetryInterval,
 		ServiceAccountName: nonEmpty(spec.ServiceAccountName),
 	}
+	flux.Decryption = c.decryption(spec.Decryption, fldPath.Child("spec", "decryption"))
 	return &v1alpha1.Bootstrap{Mode: ptr.To(v1alpha1.BootstrapModeFlux), Name: &name, Flux: flux, ShootInfo: ptr.To(true)}
+}
+
+// decryption converts the Kustomization's SOPS decryption: its key is a Secret that stackit's
+// extension synced into the shoot from an additionalSecretResources entry, which this extension
+// delivers from the same entry.
+func (c *converter) decryption(d *kustomizev1.Decryption, fldPath *field.Path) *v1alpha1.Decryption {
+	if d == nil {
+		return nil
+	}
+	if d.Provider != sopsProvider {
+		c.errs = append(c.errs, field.NotSupported(fldPath.Child("provider"), d.Provider, []string{sopsProvider}))
+	}
+	if d.SecretRef == nil || d.SecretRef.Name == "" {
+		c.errs = append(c.errs, field.Required(fldPath.Child("secretRef", "name"), "name the Secret with the SOPS key that additionalSecretResources delivers"))
+		return nil
+	}
+	resource, ok := c.synced[d.SecretRef.Name]
+	if !ok {
+		c.errs = append(c.errs, field.Invalid(fldPath.Child("secretRef", "name"), d.SecretRef.Name, fmt.Sprintf(
+			"names a Secret in the shoot that this extension does not deliver; add the Shoot spec.resources entry with the SOPS key to additionalSecretResources with targetName %s", d.SecretRef.Name)))
+		return nil
+	}
+	return &v1alpha1.Decryption{SecretResourceName: resource}
 }
 
 // nonZero is a set flag as a pointer, nil for false: unset as in stackit's template.
@@ -476,6 +513,7 @@ func FieldPath(in *FluxConfig, native string) string {
 		{"bootstrap.flux.timeout", ks + "timeout"},
 		{"bootstrap.flux.retryInterval", ks + "retryInterval"},
 		{"bootstrap.flux.serviceAccountName", ks + "serviceAccountName"},
+		{"bootstrap.flux.decryption.secretResourceName", ks + "decryption.secretRef.name"},
 	} {
 		if native == m.native || strings.HasPrefix(native, m.native+".") {
 			return m.stackit + strings.TrimPrefix(native, m.native)

@@ -295,7 +295,9 @@ additionalSecretResourceNames: [vault]
 	It("carries the Kustomization template's wait, timeout, retryInterval and serviceAccountName", func() {
 		cfg := decode(`
 source: {template: {spec: {url: "https://h/r", ref: {tag: v1}}}}
-kustomization: {template: {spec: {path: ./, wait: true, timeout: 3m, retryInterval: 30s, serviceAccountName: flux-applier}}}
+kustomization: {template: {spec: {path: ./, wait: true, timeout: 3m, retryInterval: 30s, serviceAccountName: flux-applier,
+  decryption: {provider: sops, secretRef: {name: sops-age}}}}}
+additionalSecretResources: [{name: sops, targetName: sops-age}]
 `)
 		out, _, errs := stackit.Convert(cfg, embedded, nil)
 		Expect(errs).To(BeEmpty())
@@ -304,6 +306,8 @@ kustomization: {template: {spec: {path: ./, wait: true, timeout: 3m, retryInterv
 		Expect(out.Bootstrap.Flux.RetryInterval).To(Equal(&metav1.Duration{Duration: 30 * time.Second}))
 		Expect(out.Bootstrap.Flux.ServiceAccountName).To(Equal(ptr.To("flux-applier")))
 		Expect(stackit.FieldPath(cfg, "bootstrap.flux.serviceAccountName")).To(Equal("kustomization.template.spec.serviceAccountName"))
+		Expect(out.Bootstrap.Flux.Decryption).To(Equal(&v1alpha1.Decryption{SecretResourceName: "sops"}), "the key of the entry that synced the Secret")
+		Expect(stackit.FieldPath(cfg, "bootstrap.flux.decryption.secretResourceName")).To(Equal("kustomization.template.spec.decryption.secretRef.name"))
 
 		By("leaving what the template does not set unset, as there")
 		out, _, errs = stackit.Convert(decode(v027Config), embedded, nil)
@@ -362,6 +366,13 @@ source: {template: {spec: {url: "https://h/r", ref: {tag: v1}}}}
 kustomization: {template: {spec: {path: ./, postBuild: {substitute: {a: b}, substituteFrom: [{kind: Secret, name: vars}]}}}}
 `,
 			`spec.providerConfig.kustomization.template.spec.postBuild.substitute: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`),
+		Entry("a decryption key nobody delivers", `
+source: {template: {spec: {url: "https://h/r", ref: {tag: v1}}}}
+kustomization: {template: {spec: {path: ./, decryption: {provider: vault, secretRef: {name: sops-age}}}}}
+additionalSecretResources: [{name: sops-age, targetName: other}]
+`,
+			`spec.providerConfig.kustomization.template.spec.decryption.provider: Unsupported value: "vault": supported values: "sops"`,
+			`spec.providerConfig.kustomization.template.spec.decryption.secretRef.name: Invalid value: "sops-age": names a Secret in the shoot that this extension does not deliver; add the Shoot spec.resources entry with the SOPS key to additionalSecretResources with targetName sops-age`),
 		Entry("syncMode ManifestsOnly", `syncMode: ManifestsOnly`,
 			`spec.providerConfig.syncMode: Unsupported value: "ManifestsOnly": supported values: "Once"`),
 		Entry("a path missing", `

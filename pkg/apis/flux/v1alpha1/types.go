@@ -371,6 +371,9 @@ type FluxBootstrap struct {
 	// which the repository or an owner creates. Defaults to kustomize-controller's own.
 	// +optional
 	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
+	// Decryption configures SOPS decryption.
+	// +optional
+	Decryption *Decryption `json:"decryption,omitempty"`
 }
 
 // AdditionalSecretResource copies a Shoot spec.resources Secret into the shoot.

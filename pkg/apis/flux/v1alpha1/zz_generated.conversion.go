@@ -550,6 +550,7 @@ func autoConvert_v1alpha1_FluxBootstrap_To_flux_FluxBootstrap(in *FluxBootstrap,
 	if err := v1.Convert_Pointer_string_To_string(&in.ServiceAccountName, &out.ServiceAccountName, s); err != nil {
 		return err
 	}
+	out.Decryption = (*flux.Decryption)(unsafe.Pointer(in.Decryption))
 	return nil
 }
 
@@ -579,6 +580,7 @@ func autoConvert_flux_FluxBootstrap_To_v1alpha1_FluxBootstrap(in *flux.FluxBoots
 	if err := v1.Convert_string_To_Pointer_string(&in.ServiceAccountName, &out.ServiceAccountName, s); err != nil {
 		return err
 	}
+	out.Decryption = (*Decryption)(unsafe.Pointer(in.Decryption))
 	return nil
 }
 

@@ -222,6 +222,11 @@ func (in *FluxBootstrap) DeepCopyInto(out *FluxBootstrap) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.Decryption != nil {
+		in, out := &in.Decryption, &out.Decryption
+		*out = new(Decryption)
+		**out = **in
+	}
 	return
 }
 

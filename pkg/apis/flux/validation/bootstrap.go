@@ -81,6 +81,9 @@ func validateFluxBootstrap(f *flux.FluxBootstrap, fldPath *field.Path) field.Err
 	if f.ServiceAccountName != "" {
 		allErrs = append(allErrs, ValidateServiceAccountName(f.ServiceAccountName, fldPath.Child("serviceAccountName"))...)
 	}
+	if f.Decryption != nil {
+		allErrs = append(allErrs, ValidateDecryption(f.Decryption, fldPath.Child("decryption"))...)
+	}
 	return allErrs
 }
 
