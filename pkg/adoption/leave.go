@@ -59,10 +59,8 @@ func Leave(ctx context.Context, log logr.Logger, req Request) (string, error) {
 		return "", nil
 	}
 	if handover != nil && !req.Continuous {
-		if req.Unfit != nil {
-			return unfitWarning(req.Unfit, req.Namespace, handover.Version), nil
-		}
-		return "", nil
+		// Handed over before: what runs stays; Unfit is a warning here, not a failure.
+		return unfitWarning(req.Unfit, req.Namespace, handover.Version), nil
 	}
 	if handover == nil {
 		exists, err := req.Controllers.Exists(ctx)
@@ -135,8 +133,11 @@ func Leave(ctx context.Context, log logr.Logger, req Request) (string, error) {
 }
 
 // unfitWarning tells that the shoot keeps its Flux because no embedded release supports its
-// Kubernetes version; version is what the shoot runs, empty if unknown.
+// Kubernetes version; version is what the shoot runs, empty if unknown. Without unfit it is empty.
 func unfitWarning(unfit error, namespace, version string) string {
+	if unfit == nil {
+		return ""
+	}
 	running := ""
 	if version != "" {
 		running = ", Flux " + version
