@@ -114,14 +114,7 @@ var _ = Describe("Switching a shoot from stackit's extension", func() {
 		By("checking that the extension's controllers replaced the stopped ones and reconcile the bootstrap and the child Kustomization")
 		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
 		requestReconcile(ctx, shoot, stackitChild)
-		Eventually(func(g Gomega) {
-			for _, o := range []struct {
-				gvk  schema.GroupVersionKind
-				name string
-			}{{gitRepositoryGVK, stackitName}, {kustomizationGVK, stackitName}, {kustomizationGVK, stackitChild}} {
-				g.Expect(readyConditionOf(g, ctx, h, o.gvk, fluxNamespace, o.name)).To(HaveKeyWithValue("status", "True"), "%s %s", o.gvk.Kind, o.name)
-			}
-		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+		expectStackitObjectsReady(ctx, h, logs)
 		shootInfo := &corev1.ConfigMap{}
 		Expect(get(ctx, shoot, shootInfo, fluxNamespace, constants.ShootInfoConfigMapName)).To(Succeed())
 		Expect(shootInfo.Data).To(HaveKeyWithValue(stackitShootInfoName, "switched"))
@@ -268,14 +261,7 @@ func switchStackitShoot(ctx context.Context, project string, release stackitRele
 		owner(shoot)
 	}
 	if !release.stopped {
-		Eventually(func(g Gomega) {
-			for _, o := range []struct {
-				gvk  schema.GroupVersionKind
-				name string
-			}{{gitRepositoryGVK, stackitName}, {kustomizationGVK, stackitName}, {kustomizationGVK, stackitChild}} {
-				g.Expect(readyConditionOf(g, ctx, h, o.gvk, fluxNamespace, o.name)).To(HaveKeyWithValue("status", "True"), "%s %s", o.gvk.Kind, o.name)
-			}
-		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+		expectStackitObjectsReady(ctx, h, logs)
 	}
 	before := stackitUIDs(ctx, shoot, release)
 
@@ -286,6 +272,20 @@ func switchStackitShoot(ctx context.Context, project string, release stackitRele
 
 	Expect(stackitUIDs(ctx, shoot, release)).To(Equal(before))
 	return h, logs, before
+}
+
+// expectStackitObjectsReady waits until the flux-system source and Kustomization and the child
+// Kustomization are ready.
+func expectStackitObjectsReady(ctx context.Context, h *sandbox.ShootHandle, logs func() string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		for _, o := range []struct {
+			gvk  schema.GroupVersionKind
+			name string
+		}{{gitRepositoryGVK, stackitName}, {kustomizationGVK, stackitName}, {kustomizationGVK, stackitChild}} {
+			g.Expect(readyConditionOf(g, ctx, h, o.gvk, fluxNamespace, o.name)).To(HaveKeyWithValue("status", "True"), "%s %s", o.gvk.Kind, o.name)
+		}
+	}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
 }
 
 // stackitProviderConfig is a providerConfig of stackit's v0.27 shape for the git repository url.

@@ -114,13 +114,16 @@ var _ = Describe("Data", func() {
 		Expect(objs).NotTo(HaveKey(HavePrefix("KluctlDeployment/")))
 	})
 
-	It("renders the Kustomization's wait, timeout, retry interval and service account when set", func() {
+	It("renders the Kustomization's wait, timeout, retry interval, service account and SOPS decryption when set", func() {
 		cfg := config(fluxapi.BootstrapModeFlux)
 		cfg.Bootstrap.Flux.Wait = true
 		cfg.Bootstrap.Flux.Timeout = &metav1.Duration{Duration: 3 * time.Minute}
 		cfg.Bootstrap.Flux.RetryInterval = &metav1.Duration{Duration: 30 * time.Second}
 		cfg.Bootstrap.Flux.ServiceAccountName = "flux-applier"
-		ks := objects(Values{Config: cfg, URL: "ssh://git@git.example.com/org/repo"})["Kustomization/flux-system/shoot-flux-bootstrap"]["spec"].(map[string]any)
+		objs := objects(Values{Config: cfg, URL: "ssh://git@git.example.com/org/repo", Decryption: map[string][]byte{"identity.agekey": []byte("AGE-SECRET-KEY-1")}})
+		Expect(objs).To(HaveKey("Secret/flux-system/" + constants.DecryptionSecretName))
+		ks := objs["Kustomization/flux-system/shoot-flux-bootstrap"]["spec"].(map[string]any)
+		Expect(ks["decryption"]).To(Equal(map[string]any{"provider": "sops", "secretRef": map[string]any{"name": constants.DecryptionSecretName}}))
 		Expect(ks).To(HaveKeyWithValue("wait", true))
 		Expect(ks).To(HaveKeyWithValue("timeout", "3m0s"))
 		Expect(ks).To(HaveKeyWithValue("retryInterval", "30s"))

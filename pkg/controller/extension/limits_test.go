@@ -116,27 +116,20 @@ var _ = Describe("Actuator limits", func() {
 			"additionalSecretResources[0].name: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 2000 bytes, more than the operator's limit of 1999 bytes (limits.additionalSecretResourcesMaxBytes)")
 	})
 
-	It("refuses a decryption Secret over the limit on its own", func() {
-		build(func(l *config.Limits) { l.AdditionalSecretResourcesMaxBytes = 1499 })
-		expectKept(func() {
-			big := &corev1.Secret{}
-			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: "ref-b"}, big)).To(Succeed())
-			big.Data["data"] = []byte(strings.Repeat("x", 1496))
-			Expect(seed.Update(ctx, big)).To(Succeed())
-			setProviderConfig(`{"bootstrap":{"kluctl":{"decryption":{"secretResourceName":"b"}}}}`)()
-		}, "bootstrap.kluctl.decryption.secretResourceName: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 1500 bytes, more than the operator's limit of 1499 bytes (limits.additionalSecretResourcesMaxBytes)")
-	})
-
-	It("delivers the decryption Secret of mode flux and counts it against the same limit", func() {
-		build(func(l *config.Limits) { l.AdditionalSecretResourcesMaxBytes = 1499 })
-		expectKept(func() {
-			big := &corev1.Secret{}
-			Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: "ref-b"}, big)).To(Succeed())
-			big.Data["data"] = []byte(strings.Repeat("x", 1496))
-			Expect(seed.Update(ctx, big)).To(Succeed())
-			setProviderConfig(`{"bootstrap":{"mode":"flux","flux":{"decryption":{"secretResourceName":"b"}}}}`)()
-		}, "bootstrap.flux.decryption.secretResourceName: Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 1500 bytes, more than the operator's limit of 1499 bytes (limits.additionalSecretResourcesMaxBytes)")
-	})
+	DescribeTable("refuses a decryption Secret over the limit on its own, in either mode",
+		func(providerConfig, field string) {
+			build(func(l *config.Limits) { l.AdditionalSecretResourcesMaxBytes = 1499 })
+			expectKept(func() {
+				big := &corev1.Secret{}
+				Expect(seed.Get(ctx, client.ObjectKey{Namespace: seedNamespace, Name: "ref-b"}, big)).To(Succeed())
+				big.Data["data"] = []byte(strings.Repeat("x", 1496))
+				Expect(seed.Update(ctx, big)).To(Succeed())
+				setProviderConfig(providerConfig)()
+			}, field+": Too long: with this Secret, the data of the Secrets the bootstrap delivers (credentials, decryption, additionalSecretResources) has 1500 bytes, more than the operator's limit of 1499 bytes (limits.additionalSecretResourcesMaxBytes)")
+		},
+		Entry("kluctl", `{"bootstrap":{"kluctl":{"decryption":{"secretResourceName":"b"}}}}`, "bootstrap.kluctl.decryption.secretResourceName"),
+		Entry("flux", `{"bootstrap":{"mode":"flux","flux":{"decryption":{"secretResourceName":"b"}}}}`, "bootstrap.flux.decryption.secretResourceName"),
+	)
 
 	It("accepts additional Secrets at the limit", func() {
 		build(func(l *config.Limits) { l.AdditionalSecretResourcesMaxBytes = 2000 })

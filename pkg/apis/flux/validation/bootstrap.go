@@ -98,14 +98,7 @@ func ValidateBootstrapMode(mode flux.BootstrapMode, fldPath *field.Path) field.E
 // ValidateBootstrapName checks that name can name the bootstrap objects: the controllers write it
 // into label values of what they apply, so it is a DNS-1123 label.
 func ValidateBootstrapName(name string, fldPath *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(fldPath, "must not be empty")}
-	}
-	allErrs := field.ErrorList{}
-	for _, msg := range apivalidation.IsDNS1123Label(name) {
-		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
-	}
-	return allErrs
+	return validateObjectName(name, fldPath, apivalidation.IsDNS1123Label)
 }
 
 // ValidateKluctlArgs checks that args, if set, is a JSON object, the only shape kluctl accepts.

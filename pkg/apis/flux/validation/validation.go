@@ -101,23 +101,21 @@ func ValidateComponents(components []string, fldPath *field.Path) field.ErrorLis
 
 // ValidateNamespace checks that namespace is a valid namespace name.
 func ValidateNamespace(namespace string, fldPath *field.Path) field.ErrorList {
-	if namespace == "" {
-		return field.ErrorList{field.Required(fldPath, "must not be empty")}
-	}
-	allErrs := field.ErrorList{}
-	for _, msg := range apivalidation.IsDNS1123Label(namespace) {
-		allErrs = append(allErrs, field.Invalid(fldPath, namespace, msg))
-	}
-	return allErrs
+	return validateObjectName(namespace, fldPath, apivalidation.IsDNS1123Label)
 }
 
 // ValidateServiceAccountName checks that name can name a service account: a DNS-1123 subdomain.
 func ValidateServiceAccountName(name string, fldPath *field.Path) field.ErrorList {
+	return validateObjectName(name, fldPath, apivalidation.IsDNS1123Subdomain)
+}
+
+// validateObjectName checks that name is set and passes check, one of apimachinery's IsDNS1123*.
+func validateObjectName(name string, fldPath *field.Path, check func(string) []string) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(fldPath, "must not be empty")}
 	}
 	allErrs := field.ErrorList{}
-	for _, msg := range apivalidation.IsDNS1123Subdomain(name) {
+	for _, msg := range check(name) {
 		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
 	}
 	return allErrs
