@@ -45,7 +45,7 @@ type Request struct {
 // than the selection, or, when no embedded release fits the shoot (Unfit), any Flux it runs. In
 // flux.management handover those controllers are left as they are (the ManagedResource is written
 // handed over) and the warning for the status says so; in continuous a repository that manages
-// Flux or a newer Flux fails the reconcile and what runs stays. Unfit is returned when nothing runs to be kept.
+// Flux fails the reconcile and what runs stays. Unfit is returned when nothing runs to be kept.
 func Leave(ctx context.Context, log logr.Logger, req Request) (string, error) {
 	handover, err := req.Controllers.HandedOver(ctx)
 	if err != nil {
@@ -101,15 +101,8 @@ func Leave(ctx context.Context, log logr.Logger, req Request) (string, error) {
 		}
 		return unfitWarning(req.Unfit, req.Namespace, running.Version), nil
 	case self == nil:
-		if handover != nil || !newerMinor(running.Version, req.Selected) {
+		if req.Continuous || handover != nil || !newerMinor(running.Version, req.Selected) {
 			return "", nil
-		}
-		if req.Continuous {
-			// An older release over a newer one would take the newer CRDs' versions from the
-			// objects the shoot stores in them: what runs stays, and the owner chooses.
-			return "", configerror.Wrap(fmt.Errorf("flux.management is continuous, but the shoot runs Flux %s (Deployment %s/source-controller), a newer minor than the selected %s: "+
-				"the extension installs no older Flux over it; select flux.version %s or later once this extension embeds it, or set flux.management to handover to leave the controllers as they are",
-				running.Version, req.Namespace, req.Selected, semver.MajorMinor(running.Version)))
 		}
 		log.Info("Leaving the shoot's newer Flux as it is", "version", running.Version, "selected", req.Selected)
 		if err := leave(running.Version, "leaving the shoot's Flux "+running.Version+" as it is"); err != nil {

@@ -96,21 +96,13 @@ var _ = Describe("Leave", func() {
 		Expect(ctrls.deployed).To(BeEmpty())
 	})
 
-	It("leaves a Flux of a newer minor than the selection, refuses to replace it in continuous management, and takes over an older one", func(ctx SpecContext) {
+	It("leaves a Flux of a newer minor than the selection, and takes over an older one", func(ctx SpecContext) {
 		warning, err := adoption.Leave(ctx, logr.Discard(), request(sourceController(map[string]string{"app.kubernetes.io/version": "v2.9.2"})))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(warning).To(ContainSubstring("a newer minor than the selected v2.8.3"))
 		Expect(ctrls.deployed).To(HaveLen(1))
 
 		ctrls = &fakeControllers{}
-		req := request(sourceController(map[string]string{"app.kubernetes.io/version": "v2.9.2"}))
-		req.Continuous = true
-		_, err = adoption.Leave(ctx, logr.Discard(), req)
-		var cfgErr *configerror.Error
-		Expect(errors.As(err, &cfgErr)).To(BeTrue(), "%v", err)
-		Expect(err).To(MatchError(ContainSubstring("the shoot runs Flux v2.9.2 (Deployment flux-system/source-controller), a newer minor than the selected v2.8.3")))
-		Expect(ctrls.deployed).To(BeEmpty(), "continuous management writes nothing over a newer Flux")
-
 		warning, err = adoption.Leave(ctx, logr.Discard(), request(sourceController(map[string]string{"app.kubernetes.io/version": "v2.7.1"})))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(warning).To(BeEmpty())
