@@ -43,14 +43,19 @@ func (b *bench) noisyNeighbour(ctx context.Context) error {
 	)
 	for i, h := range shoots {
 		wg.Go(func() {
+			// An error after the measurement ended its context is the end of the attack, no failure.
 			for round := 1; attackCtx.Err() == nil; round++ {
 				if err := h.UpdateProviderConfig(attackCtx, noisySettings(i, round)); err != nil {
-					errs[i] = err
+					if attackCtx.Err() == nil {
+						errs[i] = err
+					}
 					return
 				}
 				changes.Add(1)
 				if _, err := h.WaitSucceeded(attackCtx, phaseTimeout(attackCtx)); err != nil {
-					errs[i] = fmt.Errorf("shoot %s, change %d: %w", h.Name, round, err)
+					if attackCtx.Err() == nil {
+						errs[i] = fmt.Errorf("shoot %s, change %d: %w", h.Name, round, err)
+					}
 					return
 				}
 			}
@@ -65,10 +70,8 @@ func (b *bench) noisyNeighbour(ctx context.Context) error {
 	duringMeasurement := changes.Load()
 	stop()
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil && !errors.Is(attackCtx.Err(), context.Canceled) {
-			return fmt.Errorf("the attacking shoots failed: %w", err)
-		}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("the attacking shoots failed: %w", err)
 	}
 	if measured != nil {
 		return measured
