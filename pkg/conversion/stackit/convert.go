@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"golang.org/x/mod/semver"
@@ -22,7 +21,6 @@ import (
 	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
 // What stackit's extension defaulted: Flux's default components, its objects' name and namespace,
@@ -43,11 +41,6 @@ var (
 		fluxapi.ComponentNotificationController,
 	}
 )
-
-// sopsProvider is the one decryption provider of Flux's Kustomization.
-const sopsProvider = "sops"
-
-const unsupported = "is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)"
 
 // Convert converts stackit's FluxConfig into this extension's, keeping what stackit's extension made
 // of it: Flux installed once and then left to the repository (flux.management: handover), its
@@ -306,58 +299,6 @@ func (c *converter) source(in *Source, fldPath *field.Path) (*v1alpha1.Source, s
 	return out, kind, ptr.Deref(nonEmpty(meta.Name), defaultName)
 }
 
-// template checks that a template sets only the fields this extension honours (allowed lists the
-// allowed fields of spec and its nested objects) and decodes it strictly into obj.
-func (c *converter) template(data json.RawMessage, obj any, fldPath *field.Path, allowed map[string][]string) bool {
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		c.errs = append(c.errs, field.Invalid(fldPath, "", err.Error()))
-		return false
-	}
-	allowed[""] = []string{"apiVersion", "kind", "metadata", "spec"}
-	allowed["metadata"] = []string{"name", "namespace", "labels", "annotations"}
-	before := len(c.errs)
-	c.checkFields(doc, "", fldPath, allowed)
-	if errs := decodeStrict(data, obj, fldPath, "unknown field"); len(errs) > 0 {
-		c.errs = append(c.errs, errs...)
-	}
-	return len(c.errs) == before
-}
-
-func (c *converter) checkFields(obj map[string]any, at string, fldPath *field.Path, allowed map[string][]string) {
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		path := k
-		if at != "" {
-			path = at + "." + k
-		}
-		if !slices.Contains(allowed[at], k) {
-			c.errs = append(c.errs, field.Forbidden(child(fldPath, path), unsupported))
-			continue
-		}
-		if nested, ok := obj[k].(map[string]any); ok {
-			if _, checked := allowed[path]; checked {
-				c.checkFields(nested, path, fldPath, allowed)
-			}
-		}
-	}
-}
-
-// metadata checks the namespace of a template: the bootstrap objects live in Flux's namespace.
-func (c *converter) metadata(meta metav1.ObjectMeta, fldPath *field.Path) {
-	if meta.Namespace != "" && meta.Namespace != c.namespace {
-		c.errs = append(c.errs, field.Invalid(fldPath.Child("namespace"), meta.Namespace,
-			fmt.Sprintf("the bootstrap objects live in Flux's namespace %s; set flux.namespace to %s or remove metadata.namespace", c.namespace, meta.Namespace)))
-	}
-	if len(meta.Labels) > 0 || len(meta.Annotations) > 0 {
-		c.warnings = append(c.warnings, fmt.Sprintf("%s: labels and annotations are not set on the bootstrap objects", fldPath))
-	}
-}
-
 // secretRef refuses a credentials Secret the user had to create in the shoot himself: this
 // extension delivers the credentials from a Shoot resource under a name of its own.
 func (c *converter) secretRef(ref *fluxmeta.LocalObjectReference, secretName *string, fldPath *field.Path, native string) {
@@ -372,102 +313,6 @@ func (c *converter) sourceInterval(d metav1.Duration, fldPath *field.Path) {
 	if d.Duration != 0 {
 		c.sourceIntervalValue, c.sourceIntervalPath = &d, fldPath
 	}
-}
-
-// kustomization converts the Kustomization template into bootstrap mode flux; sourceKind and
-// sourceName are those of the source template.
-func (c *converter) kustomization(in *Kustomization, sourceKind, sourceName string, fldPath *field.Path) *v1alpha1.Bootstrap {
-	ks := &kustomizev1.Kustomization{}
-	if !c.template(in.Template, ks, fldPath, map[string][]string{
-		"spec":            {"path", "prune", "interval", "targetNamespace", "sourceRef", "postBuild", "wait", "timeout", "retryInterval", "serviceAccountName", "decryption"},
-		"spec.postBuild":  {"substituteFrom"},
-		"spec.decryption": {"provider", "secretRef"},
-	}) {
-		return nil
-	}
-	if ks.APIVersion != "" && ks.APIVersion != kustomizev1.GroupVersion.String() {
-		c.errs = append(c.errs, field.NotSupported(fldPath.Child("apiVersion"), ks.APIVersion, []string{kustomizev1.GroupVersion.String()}))
-	}
-	if ks.Kind != "" && ks.Kind != kustomizev1.KustomizationKind {
-		c.errs = append(c.errs, field.NotSupported(fldPath.Child("kind"), ks.Kind, []string{kustomizev1.KustomizationKind}))
-	}
-	c.metadata(ks.ObjectMeta, fldPath.Child("metadata"))
-	// The repository's Kustomizations may depend on the objects by name: they keep stackit's.
-	name := ptr.Deref(nonEmpty(ks.Name), defaultName)
-	if sourceName != "" && sourceName != name {
-		c.errs = append(c.errs, field.Invalid(fldPath.Child("metadata", "name"), name, fmt.Sprintf(
-			"this extension gives the source and the Kustomization one name (bootstrap.name): name both %s or both %s", sourceName, name)))
-	}
-
-	spec := ks.Spec
-	refPath := fldPath.Child("spec", "sourceRef")
-	if sourceKind != "" && spec.SourceRef.Kind != "" && spec.SourceRef.Kind != sourceKind {
-		c.errs = append(c.errs, field.Invalid(refPath.Child("kind"), spec.SourceRef.Kind, fmt.Sprintf("must be the source template's kind %s", sourceKind)))
-	}
-	if sourceName != "" && spec.SourceRef.Name != "" && spec.SourceRef.Name != sourceName {
-		c.errs = append(c.errs, field.Invalid(refPath.Child("name"), spec.SourceRef.Name, fmt.Sprintf("must be the source template's name %s", sourceName)))
-	}
-	if spec.SourceRef.Namespace != "" && spec.SourceRef.Namespace != c.namespace {
-		c.errs = append(c.errs, field.Invalid(refPath.Child("namespace"), spec.SourceRef.Namespace, fmt.Sprintf("must be Flux's namespace %s", c.namespace)))
-	}
-	if spec.SourceRef.APIVersion != "" && spec.SourceRef.APIVersion != sourcev1.GroupVersion.String() {
-		c.errs = append(c.errs, field.NotSupported(refPath.Child("apiVersion"), spec.SourceRef.APIVersion, []string{sourcev1.GroupVersion.String()}))
-	}
-	if spec.Path == "" {
-		c.errs = append(c.errs, field.Required(fldPath.Child("spec", "path"), "stackit's extension needs it, and so does this one"))
-	}
-	if spec.PostBuild != nil {
-		for i, ref := range spec.PostBuild.SubstituteFrom {
-			if ref.Kind != "ConfigMap" || ref.Name != constants.ShootInfoConfigMapName {
-				c.errs = append(c.errs, field.Invalid(fldPath.Child("spec", "postBuild", "substituteFrom").Index(i), ref.Kind+" "+ref.Name,
-					fmt.Sprintf("only the ConfigMap %s, which this extension delivers, can be substituted from; remove the others", constants.ShootInfoConfigMapName)))
-			}
-		}
-	}
-
-	interval := defaultInterval
-	if spec.Interval.Duration != 0 {
-		interval = spec.Interval
-	}
-	if c.sourceIntervalValue != nil && c.sourceIntervalValue.Duration != interval.Duration {
-		c.warnings = append(c.warnings, fmt.Sprintf("%s: the source and the Kustomization share one interval here, the Kustomization's %s", c.sourceIntervalPath, interval.Duration))
-	}
-	flux := &v1alpha1.FluxBootstrap{
-		Path: ptr.To(spec.Path),
-		// A Kustomization's prune is false unless set; stackit's extension kept it so.
-		Prune:              ptr.To(spec.Prune),
-		Interval:           &interval,
-		TargetNamespace:    nonEmpty(spec.TargetNamespace),
-		Wait:               nonZero(spec.Wait),
-		Timeout:            spec.Timeout,
-		RetryInterval:      spec.RetryInterval,
-		ServiceAccountName: nonEmpty(spec.ServiceAccountName),
-	}
-	flux.Decryption = c.decryption(spec.Decryption, fldPath.Child("spec", "decryption"))
-	return &v1alpha1.Bootstrap{Mode: ptr.To(v1alpha1.BootstrapModeFlux), Name: &name, Flux: flux, ShootInfo: ptr.To(true)}
-}
-
-// decryption converts the Kustomization's SOPS decryption: its key is a Secret that stackit's
-// extension synced into the shoot from an additionalSecretResources entry, which this extension
-// delivers from the same entry.
-func (c *converter) decryption(d *kustomizev1.Decryption, fldPath *field.Path) *v1alpha1.Decryption {
-	if d == nil {
-		return nil
-	}
-	if d.Provider != sopsProvider {
-		c.errs = append(c.errs, field.NotSupported(fldPath.Child("provider"), d.Provider, []string{sopsProvider}))
-	}
-	if d.SecretRef == nil || d.SecretRef.Name == "" {
-		c.errs = append(c.errs, field.Required(fldPath.Child("secretRef", "name"), "name the Secret with the SOPS key that additionalSecretResources delivers"))
-		return nil
-	}
-	resource, ok := c.synced[d.SecretRef.Name]
-	if !ok {
-		c.errs = append(c.errs, field.Invalid(fldPath.Child("secretRef", "name"), d.SecretRef.Name, fmt.Sprintf(
-			"names a Secret in the shoot that this extension does not deliver; add the Shoot spec.resources entry with the SOPS key to additionalSecretResources with targetName %s", d.SecretRef.Name)))
-		return nil
-	}
-	return &v1alpha1.Decryption{SecretResourceName: resource}
 }
 
 // nonZero is a set flag as a pointer, nil for false: unset as in stackit's template.
