@@ -116,3 +116,12 @@ const DefaultDeployKeysMaxDataKeys = 1500
 // 0.8 s of CPU, so 50 keys take up to 40 s, while a project that rotates more names its keys in
 // batches.
 const DefaultDeployKeysMaxRotatedKeys = 50
+
+// ShootInfoVariables are the keys of the ConfigMap shoot-info, the Kustomization's substitution
+// variables of the shoot's identity: this extension's and those stackit's extension wrote. They are
+// reserved in bootstrap.flux.postBuild.substitute, whose values would win over them.
+var ShootInfoVariables = []string{
+	"SHOOT_PROJECT", "SHOOT_NAME", "SHOOT_NAMESPACE", "SHOOT_SEED", "SHOOT_REGION", "SHOOT_PROVIDER_TYPE",
+	"SHOOT_KUBERNETES_VERSION", "SHOOT_PURPOSE", "SHOOT_DOMAIN",
+	"SHOOT_INFO_NAME", "SHOOT_INFO_CLUSTER_IDENTITY", "SHOOT_INFO_TECHNICAL_ID", "SHOOT_INFO_GARDEN_CLUSTER_IDENTITY",
+}

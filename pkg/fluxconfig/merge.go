@@ -14,9 +14,9 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 )
 
-// merge applies the fields src sets onto dst: scalars and lists replace, sections merge, source.ref,
-// source.oci.ref and bootstrap.kluctl.decryption replace as a whole, bootstrap.kluctl.args is a JSON
-// merge patch (RFC 7386). source.oci replaces the git fields, source.url replaces source.oci and
+// merge applies the fields src sets onto dst: scalars, lists and maps replace, sections merge,
+// source.ref, source.oci.ref and bootstrap.kluctl.decryption replace as a whole, bootstrap.kluctl.args
+// is a JSON merge patch (RFC 7386). source.oci replaces the git fields, source.url replaces source.oci and
 // drops lower source.knownHosts, source.path drops bootstrap.flux.path. dst shares no memory with src.
 func merge(dst, src *v1alpha1.FluxConfig) error {
 	src = src.DeepCopy()
@@ -75,6 +75,7 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 		}
 		override(&d.KnownHosts, s.KnownHosts)
 		override(&d.SecretResourceName, s.SecretResourceName)
+		override(&d.Ignore, s.Ignore)
 		// bootstrap.flux.path defaults to source.path: a path this layer sets must not be hidden by
 		// a lower layer's bootstrap.flux.path. One of this layer's own beats it (merged below).
 		if s.Path != nil && dst.Bootstrap != nil && dst.Bootstrap.Flux != nil {
@@ -111,6 +112,21 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 			override(&d.Flux.RetryInterval, s.Flux.RetryInterval)
 			override(&d.Flux.ServiceAccountName, s.Flux.ServiceAccountName)
 			override(&d.Flux.Decryption, s.Flux.Decryption)
+			if p := s.Flux.PostBuild; p != nil {
+				if d.Flux.PostBuild == nil {
+					d.Flux.PostBuild = &v1alpha1.PostBuild{}
+				}
+				// A merged map or list would keep entries the upper layer cannot remove.
+				if p.Substitute != nil {
+					d.Flux.PostBuild.Substitute = p.Substitute
+				}
+				if p.SubstituteFrom != nil {
+					d.Flux.PostBuild.SubstituteFrom = p.SubstituteFrom
+				}
+			}
+			if s.Flux.Patches != nil {
+				d.Flux.Patches = s.Flux.Patches
+			}
 		}
 	}
 
@@ -147,6 +163,7 @@ func mergeOCISource(d, s *v1alpha1.OCISource) {
 	}
 	override(&d.Path, s.Path)
 	override(&d.SecretResourceName, s.SecretResourceName)
+	override(&d.Ignore, s.Ignore)
 }
 
 // MergeControllerSettings applies the fields src sets onto dst. Resources, tolerations and the

@@ -46,6 +46,7 @@ var (
 		sourceType,
 		{name: "knownHosts", set: func(s *v1alpha1.Source) bool { return s.KnownHosts != nil }},
 		{name: "secretResourceName", set: func(s *v1alpha1.Source) bool { return s.SecretResourceName != nil }},
+		{name: "ignore", set: func(s *v1alpha1.Source) bool { return s.Ignore != nil }},
 	}
 )
 

@@ -116,6 +116,7 @@ func validateSourceLayer(s *v1alpha1.Source, knownHosts sshkey.KnownHostsLimits,
 	if s.SecretResourceName != nil && *s.SecretResourceName == "" {
 		allErrs = append(allErrs, field.Required(fldPath.Child("secretResourceName"), "must name a Shoot spec.resources Secret if set"))
 	}
+	allErrs = append(allErrs, validation.ValidateIgnore(s.Ignore, fldPath.Child("ignore"))...)
 	if s.OCI != nil {
 		var gitFields []string
 		if s.URL != nil {
@@ -147,6 +148,7 @@ func validateOCISourceLayer(s *v1alpha1.OCISource, fldPath *field.Path) field.Er
 	if s.SecretResourceName != nil && *s.SecretResourceName == "" {
 		allErrs = append(allErrs, field.Required(fldPath.Child("secretResourceName"), "must name a Shoot spec.resources Secret if set"))
 	}
+	allErrs = append(allErrs, validation.ValidateIgnore(s.Ignore, fldPath.Child("ignore"))...)
 	return allErrs
 }
 
@@ -189,6 +191,19 @@ func validateBootstrapLayer(b *v1alpha1.Bootstrap, fldPath *field.Path) field.Er
 		}
 		if f.Decryption != nil {
 			allErrs = append(allErrs, validation.ValidateDecryption(&flux.Decryption{SecretResourceName: f.Decryption.SecretResourceName}, fluxPath.Child("decryption"))...)
+		}
+		if f.PostBuild != nil {
+			var p flux.PostBuild
+			// The generated conversion only copies fields and cannot fail.
+			_ = v1alpha1.Convert_v1alpha1_PostBuild_To_flux_PostBuild(f.PostBuild, &p, nil)
+			allErrs = append(allErrs, validation.ValidatePostBuild(&p, fluxPath.Child("postBuild"))...)
+		}
+		if f.Patches != nil {
+			patches := make([]flux.Patch, len(f.Patches))
+			for i := range f.Patches {
+				_ = v1alpha1.Convert_v1alpha1_Patch_To_flux_Patch(&f.Patches[i], &patches[i], nil)
+			}
+			allErrs = append(allErrs, validation.ValidatePatches(patches, fluxPath.Child("patches"))...)
 		}
 	}
 	return allErrs

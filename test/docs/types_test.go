@@ -196,11 +196,21 @@ func typeProblems(docs []document) []string {
 						candidates = append(candidates, map[string]bool{v: true})
 					}
 				} else {
+					// A table of the providerConfig reference names fields below its prefix: there the
+					// field of that path is meant (bootstrap.kluctl's target, not a patch's).
+					prefix := ""
+					if t.doc.path == providerConfigDoc {
+						prefix = tablePrefix(t.doc, t.header)
+					}
 					for _, fields := range apis {
 						derived := map[string]bool{}
-						for path, typ := range fields {
-							if path == name || strings.HasSuffix(path, "."+name) {
-								derived[typ] = true
+						if typ, ok := fields[prefix+"."+name]; ok && prefix != "" {
+							derived[typ] = true
+						} else {
+							for path, typ := range fields {
+								if path == name || strings.HasSuffix(path, "."+name) {
+									derived[typ] = true
+								}
 							}
 						}
 						if len(derived) > 0 {
@@ -255,5 +265,12 @@ var _ = Describe("field tables in the docs", func() {
 			referenceDoc+":5: `replicaCount` is integer, documented as boolean",
 			referenceDoc+":15: `webhookConfig.tls.crt` is string, documented as boolean",
 		))
+	})
+
+	It("read a name of the providerConfig reference below its table's prefix", func() {
+		// target is bootstrap.kluctl's string and a patch's object of bootstrap.flux.patches.
+		docs := []document{parseDocument(providerConfigDoc, "### `bootstrap`\n\n`bootstrap.kluctl`:\n\n| Field | Type | Default |\n|---|---|---|\n| `target` | string | x |\n\n"+
+			"`bootstrap.flux`:\n\n| Field | Type | Default |\n|---|---|---|\n| `patches` | string | x |\n")}
+		Expect(typeProblems(docs)).To(ConsistOf(providerConfigDoc + ":13: `patches` is []object, documented as string"))
 	})
 })

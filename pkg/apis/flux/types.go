@@ -164,6 +164,9 @@ type Source struct {
 	SecretResourceName string
 	// OCI is the OCI artifact to bootstrap from instead of a git repository.
 	OCI *OCISource
+	// Ignore are the GitRepository's .gitignore-style ignore rules; nil keeps source-controller's
+	// default rules.
+	Ignore *string
 }
 
 // OCISource is an OCI artifact in Flux's artifact format.
@@ -177,6 +180,8 @@ type OCISource struct {
 	// SecretResourceName names a Shoot spec.resources Secret with registry credentials; empty means
 	// anonymous pulls.
 	SecretResourceName string
+	// Ignore are the OCIRepository's ignore rules, like Source.Ignore.
+	Ignore *string
 }
 
 // OCIRef is a tag, a digest or a semantic version range; exactly one is set.
@@ -270,6 +275,47 @@ type FluxBootstrap struct {
 	ServiceAccountName string
 	// Decryption configures SOPS decryption.
 	Decryption *Decryption
+	// PostBuild configures the variable substitution beside the shoot's identity; nil sets none.
+	PostBuild *PostBuild
+	// Patches are the patches the Kustomization applies to the objects it builds.
+	Patches []Patch
+}
+
+// PostBuild configures the variable substitution of the bootstrap Kustomization.
+type PostBuild struct {
+	// Substitute are variables and their values.
+	Substitute map[string]string
+	// SubstituteFrom are ConfigMaps and Secrets in Flux's namespace with variables.
+	SubstituteFrom []SubstituteReference
+}
+
+// SubstituteReference names a ConfigMap or Secret in Flux's namespace with variables.
+type SubstituteReference struct {
+	// Kind is ConfigMap or Secret.
+	Kind string
+	// Name is the name of the ConfigMap or Secret.
+	Name string
+	// Optional makes a missing object count as empty.
+	Optional bool
+}
+
+// Patch is a patch of the objects the Kustomization builds.
+type Patch struct {
+	// Patch is a strategic merge patch or a JSON 6902 patch.
+	Patch string
+	// Target selects the objects to patch.
+	Target *PatchSelector
+}
+
+// PatchSelector selects objects by kustomize's rules.
+type PatchSelector struct {
+	Group              string
+	Version            string
+	Kind               string
+	Name               string
+	Namespace          string
+	AnnotationSelector string
+	LabelSelector      string
 }
 
 // AdditionalSecretResource copies a Shoot spec.resources Secret into the shoot.

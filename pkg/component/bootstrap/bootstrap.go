@@ -399,11 +399,8 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 	if v.Decryption != nil {
 		ks.Spec.Decryption = &decryption{Provider: "sops", SecretRef: secretRef{Name: constants.DecryptionSecretName}}
 	}
-	if v.Shoot != nil {
-		// Not optional: applied before the ConfigMap exists, the Kustomization must fail and retry
-		// rather than substitute empty values.
-		ks.Spec.PostBuild = &postBuild{SubstituteFrom: []substituteReference{{Kind: "ConfigMap", Name: constants.ShootInfoConfigMapName}}}
-	}
+	ks.Spec.PostBuild = kustomizationPostBuild(f.PostBuild, v.Shoot != nil)
+	ks.Spec.Patches = kustomizationPatches(f.Patches)
 
 	return map[string]any{
 		strings.ToLower(sourceKind) + "__" + namespace + "__" + name + ".yaml": sourceObj,
@@ -424,6 +421,7 @@ func fluxSource(v Values, namespace string) (client.Object, error) {
 				URL:       v.URL,
 				Interval:  interval,
 				Reference: &sourcev1.OCIRepositoryRef{Tag: oci.Ref.Tag, Digest: oci.Ref.Digest, SemVer: oci.Ref.SemVer},
+				Ignore:    oci.Ignore,
 			},
 		}
 		if v.Credentials != nil {
@@ -444,6 +442,7 @@ func fluxSource(v Values, namespace string) (client.Object, error) {
 				SemVer: cfg.Source.Ref.SemVer,
 				Name:   cfg.Source.Ref.Name,
 			},
+			Ignore: cfg.Source.Ignore,
 		},
 	}
 	if v.Credentials != nil {

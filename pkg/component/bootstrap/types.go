@@ -156,15 +156,33 @@ type kustomizationSpec struct {
 	DeletionPolicy     string      `json:"deletionPolicy"`
 	Decryption         *decryption `json:"decryption,omitempty"`
 	PostBuild          *postBuild  `json:"postBuild,omitempty"`
+	Patches            []patch     `json:"patches,omitempty"`
 }
 
 type postBuild struct {
-	SubstituteFrom []substituteReference `json:"substituteFrom"`
+	Substitute     map[string]string     `json:"substitute,omitempty"`
+	SubstituteFrom []substituteReference `json:"substituteFrom,omitempty"`
 }
 
 type substituteReference struct {
-	Kind string `json:"kind"`
-	Name string `json:"name"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	Optional bool   `json:"optional,omitempty"`
+}
+
+type patch struct {
+	Patch  string         `json:"patch"`
+	Target *patchSelector `json:"target,omitempty"`
+}
+
+type patchSelector struct {
+	Group              string `json:"group,omitempty"`
+	Version            string `json:"version,omitempty"`
+	Kind               string `json:"kind,omitempty"`
+	Name               string `json:"name,omitempty"`
+	Namespace          string `json:"namespace,omitempty"`
+	AnnotationSelector string `json:"annotationSelector,omitempty"`
+	LabelSelector      string `json:"labelSelector,omitempty"`
 }
 
 type sourceRef struct {

@@ -223,6 +223,12 @@ type Source struct {
 	// "flux push artifact" or "kluctl oci push".
 	// +optional
 	OCI *OCISource `json:"oci,omitempty"`
+	// Ignore are .gitignore-style rules of the files the GitRepository leaves out of its artifact,
+	// Flux's spec.ignore: set, they replace source-controller's default rules (which leave out .git/
+	// and files such as images and archives); "" ignores nothing. At most 4096 bytes; bootstrap
+	// mode flux only. Defaults to source-controller's default rules.
+	// +optional
+	Ignore *string `json:"ignore,omitempty"`
 }
 
 // OCISource is an OCI artifact in Flux's artifact format.
@@ -241,6 +247,11 @@ type OCISource struct {
 	// and password, or token. Without it the artifact is pulled anonymously.
 	// +optional
 	SecretResourceName *string `json:"secretResourceName,omitempty"`
+	// Ignore are .gitignore-style rules of the files the OCIRepository leaves out of its artifact,
+	// like source.ignore. At most 4096 bytes; bootstrap mode flux only. Defaults to
+	// source-controller's default rules.
+	// +optional
+	Ignore *string `json:"ignore,omitempty"`
 }
 
 // OCIRef is a tag or a digest.
@@ -374,6 +385,78 @@ type FluxBootstrap struct {
 	// Decryption configures SOPS decryption.
 	// +optional
 	Decryption *Decryption `json:"decryption,omitempty"`
+	// PostBuild configures the variable substitution of the Kustomization, next to the shoot's
+	// identity (bootstrap.shootInfo).
+	// +optional
+	PostBuild *PostBuild `json:"postBuild,omitempty"`
+	// Patches are strategic merge or JSON 6902 patches the Kustomization applies to the objects it
+	// builds, at most 20 of at most 16384 bytes each. A later configuration layer replaces the list.
+	// +optional
+	Patches []Patch `json:"patches,omitempty"`
+}
+
+// PostBuild configures the variable substitution of the bootstrap Kustomization.
+type PostBuild struct {
+	// Substitute are variables and their values, at most 100. A name matches
+	// ^[_a-zA-Z][_a-zA-Z0-9]*$ and has at most 128 characters, a value at most 4096 bytes; the
+	// variables of the ConfigMap shoot-info (SHOOT_NAME, ..., SHOOT_INFO_NAME, ...) are reserved. A
+	// later configuration layer replaces the map.
+	// +optional
+	Substitute map[string]string `json:"substitute,omitempty"`
+	// SubstituteFrom are ConfigMaps and Secrets in Flux's namespace whose keys are variables, at
+	// most 20; a later entry's value wins over an earlier one's, and the ConfigMap shoot-info
+	// (bootstrap.shootInfo) is substituted after them all. A later configuration layer replaces
+	// the list.
+	// +optional
+	SubstituteFrom []SubstituteReference `json:"substituteFrom,omitempty"`
+}
+
+// SubstituteReference names a ConfigMap or Secret in Flux's namespace with variables.
+type SubstituteReference struct {
+	// Kind is ConfigMap or Secret.
+	Kind string `json:"kind"`
+	// Name is the name of the ConfigMap or Secret.
+	Name string `json:"name"`
+	// Optional makes a missing ConfigMap or Secret count as empty; otherwise the Kustomization
+	// fails until it exists. Defaults to false.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// Patch is a patch of the objects the Kustomization builds.
+type Patch struct {
+	// Patch is a strategic merge patch or a JSON 6902 patch, as YAML or JSON.
+	Patch string `json:"patch"`
+	// Target selects the objects to patch; a strategic merge patch without it patches the object
+	// it names.
+	// +optional
+	Target *PatchSelector `json:"target,omitempty"`
+}
+
+// PatchSelector selects objects by kustomize's rules: name and namespace are regular
+// expressions, the selectors Kubernetes label selectors. Each field has at most 1024 characters.
+type PatchSelector struct {
+	// Group is the API group.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Version is the API version.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Kind is the kind.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Name matches the name.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Namespace matches the namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// AnnotationSelector selects by annotations.
+	// +optional
+	AnnotationSelector string `json:"annotationSelector,omitempty"`
+	// LabelSelector selects by labels.
+	// +optional
+	LabelSelector string `json:"labelSelector,omitempty"`
 }
 
 // AdditionalSecretResource copies a Shoot spec.resources Secret into the shoot.

@@ -17,7 +17,9 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 )
 
-func validateBootstrap(cfg *flux.FluxConfig, fldPath *field.Path) field.ErrorList {
+// validateBootstrap validates the bootstrap section at fldPath; sourcePath is the path of the
+// source, whose fields some modes cannot honour.
+func validateBootstrap(cfg *flux.FluxConfig, fldPath, sourcePath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	b := cfg.Bootstrap
 	modePath := fldPath.Child("mode")
@@ -34,6 +36,16 @@ func validateBootstrap(cfg *flux.FluxConfig, fldPath *field.Path) field.ErrorLis
 		// The KluctlDeployment's git reference knows branches, tags and commits only.
 		if src := cfg.Source; src != nil && src.OCI == nil && (src.Ref.SemVer != "" || src.Ref.Name != "") {
 			allErrs = append(allErrs, field.Invalid(modePath, b.Mode, "source.ref.semver and source.ref.name need mode flux; kluctl checks out a branch, tag or commit"))
+		}
+		// The KluctlDeployment's source has no ignore rules.
+		if src := cfg.Source; src != nil {
+			ignorePath, ignore := sourcePath.Child("ignore"), src.Ignore
+			if src.OCI != nil {
+				ignorePath, ignore = sourcePath.Child("oci", "ignore"), src.OCI.Ignore
+			}
+			if ignore != nil {
+				allErrs = append(allErrs, field.Forbidden(ignorePath, fmt.Sprintf("needs bootstrap.mode flux: the KluctlDeployment of mode %s has no ignore rules; remove it, or ignore the files in the kluctl project", b.Mode)))
+			}
 		}
 	case flux.BootstrapModeFlux:
 		if !slices.Contains(cfg.Flux.Components, flux.ComponentKustomizeController) {
@@ -84,6 +96,8 @@ func validateFluxBootstrap(f *flux.FluxBootstrap, fldPath *field.Path) field.Err
 	if f.Decryption != nil {
 		allErrs = append(allErrs, ValidateDecryption(f.Decryption, fldPath.Child("decryption"))...)
 	}
+	allErrs = append(allErrs, ValidatePostBuild(f.PostBuild, fldPath.Child("postBuild"))...)
+	allErrs = append(allErrs, ValidatePatches(f.Patches, fldPath.Child("patches"))...)
 	return allErrs
 }
 

@@ -30,6 +30,7 @@ func validateSource(src *flux.Source, fldPath *field.Path) field.ErrorList {
 	allErrs = append(allErrs, ValidateRepositoryPath(src.Path, fldPath.Child("path"))...)
 	allErrs = append(allErrs, ValidateRepositoryType(src.Type, fldPath.Child("type"))...)
 	allErrs = append(allErrs, ValidateKnownHosts(src.KnownHosts, fldPath.Child("knownHosts"))...)
+	allErrs = append(allErrs, ValidateIgnore(src.Ignore, fldPath.Child("ignore"))...)
 
 	if len(urlErrs) == 0 && src.Type == flux.RepositoryTypePrivate && src.SecretResourceName == "" {
 		if u, err := helper.ParseGitURL(src.URL); err == nil && u.Scheme != helper.SchemeSSH {
@@ -53,6 +54,7 @@ func gitFieldsSet(src *flux.Source) []string {
 		{"type", src.Type != ""},
 		{"knownHosts", src.KnownHosts != ""},
 		{"secretResourceName", src.SecretResourceName != ""},
+		{"ignore", src.Ignore != nil},
 	} {
 		if f.set {
 			names = append(names, f.name)
@@ -77,6 +79,7 @@ func validateOCISource(oci *flux.OCISource, fldPath *field.Path) field.ErrorList
 	allErrs = append(allErrs, ValidateOCIURL(oci.URL, fldPath.Child("url"))...)
 	allErrs = append(allErrs, ValidateOCIRef(oci.Ref, fldPath.Child("ref"))...)
 	allErrs = append(allErrs, ValidateRepositoryPath(oci.Path, fldPath.Child("path"))...)
+	allErrs = append(allErrs, ValidateIgnore(oci.Ignore, fldPath.Child("ignore"))...)
 	return allErrs
 }
 

@@ -60,7 +60,7 @@ func ValidateFluxConfig(cfg *flux.FluxConfig, supported SupportedVersions, fldPa
 		allErrs = append(allErrs, validateSource(cfg.Source, fldPath.Child("source"))...)
 	}
 
-	allErrs = append(allErrs, validateBootstrap(cfg, fldPath.Child("bootstrap"))...)
+	allErrs = append(allErrs, validateBootstrap(cfg, fldPath.Child("bootstrap"), fldPath.Child("source"))...)
 	allErrs = append(allErrs, ValidateAdditionalSecretResources(cfg.AdditionalSecretResources, fldPath.Child("additionalSecretResources"))...)
 	allErrs = append(allErrs, ValidateControllers(cfg.Controllers, fldPath.Child("controllers"))...)
 	return allErrs
