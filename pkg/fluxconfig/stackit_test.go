@@ -5,6 +5,7 @@
 package fluxconfig_test
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -106,8 +107,56 @@ kustomization:
 		Expect(conv.Native).NotTo(ContainSubstring("v2.6.1"))
 	})
 
+	DescribeTable("bounds the template fields it carries, naming them as stackit's document writes them",
+		func(doc, message string) {
+			var msgs []string
+			for _, e := range ProviderConfigFieldErrors(raw(doc), supported, sshkey.DefaultKnownHostsLimits(), field.NewPath("spec", "providerConfig")) {
+				msgs = append(msgs, e.Error())
+			}
+			Expect(msgs).To(ConsistOf(message))
+		},
+		Entry("the GitRepository's ignore rules", stackitDoc(`{"url":"https://h/r","ref":{"tag":"v1"},"ignore":"`+strings.Repeat("x", 4097)+`"}`, `{"path":"./"}`),
+			"spec.providerConfig.source.template.spec.ignore: Too long: has 4097 bytes, more than 4096"),
+		Entry("the OCIRepository's ignore rules", stackitDoc(`{"url":"oci://ghcr.io/acme/fleet","ref":{"tag":"v1"},"ignore":"`+strings.Repeat("x", 4097)+`"}`, `{"path":"./"}`, `"kind":"OCIRepository",`),
+			"spec.providerConfig.source.template.spec.ignore: Too long: has 4097 bytes, more than 4096"),
+		Entry("the number of variables", stackitDoc(gitSpec, `{"path":"./","postBuild":{"substitute":{`+variables(101)+`}}}`),
+			"spec.providerConfig.kustomization.template.spec.postBuild.substitute: Too many: 101: must have at most 100 items"),
+		Entry("a variable's name", stackitDoc(gitSpec, `{"path":"./","postBuild":{"substitute":{"`+strings.Repeat("V", 129)+`":"x"}}}`),
+			"spec.providerConfig.kustomization.template.spec.postBuild.substitute["+strings.Repeat("V", 128)+"...]: Too long: may not be more than 128 characters"),
+		Entry("a variable's value", stackitDoc(gitSpec, `{"path":"./","postBuild":{"substitute":{"CLUSTER":"`+strings.Repeat("x", 4097)+`"}}}`),
+			"spec.providerConfig.kustomization.template.spec.postBuild.substitute[CLUSTER]: Too long: has 4097 bytes, more than 4096"),
+		Entry("a variable of the shoot's identity", stackitDoc(gitSpec, `{"path":"./","postBuild":{"substitute":{"SHOOT_INFO_NAME":"x"}}}`),
+			"spec.providerConfig.kustomization.template.spec.postBuild.substitute[SHOOT_INFO_NAME]: Forbidden: is a variable of the ConfigMap shoot-info (bootstrap.shootInfo), whose value this one would replace; name the variable differently"),
+		Entry("the entries to substitute from", stackitDoc(gitSpec, `{"path":"./","postBuild":{"substituteFrom":[`+strings.Repeat(`{"kind":"Secret","name":"v"},`, 20)+`{"kind":"Secret","name":"w"}]}}`),
+			"spec.providerConfig.kustomization.template.spec.postBuild.substituteFrom: Too many: 21: must have at most 20 items"),
+		Entry("the number of patches", stackitDoc(gitSpec, `{"path":"./","patches":[`+strings.Repeat(`{"patch":"p"},`, 20)+`{"patch":"p"}]}`),
+			"spec.providerConfig.kustomization.template.spec.patches: Too many: 21: must have at most 20 items"),
+		Entry("a patch", stackitDoc(gitSpec, `{"path":"./","patches":[{"patch":"a"},{"patch":"b"},{"patch":"c"},{"patch":"`+strings.Repeat("p", 16385)+`"}]}`),
+			"spec.providerConfig.kustomization.template.spec.patches[3].patch: Too long: has 16385 bytes, more than 16384"),
+		Entry("a patch's target", stackitDoc(gitSpec, `{"path":"./","patches":[{"patch":"a","target":{"name":"`+strings.Repeat("n", 1025)+`"}}]}`),
+			"spec.providerConfig.kustomization.template.spec.patches[0].target.name: Too long: has 1025 bytes, more than 1024"),
+	)
+
 	It("refuses another kind", func() {
 		_, err := Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), nil, raw(`{"kind": "Shoot", "kustomization": {}}`))
 		Expect(err).To(MatchError(ContainSubstring("apiVersion and kind of stackit's FluxConfig must be flux.extensions.gardener.cloud/v1alpha1 FluxConfig, got  Shoot")))
 	})
 })
+
+// gitSpec is the spec of a GitRepository template.
+const gitSpec = `{"url":"https://h/r","ref":{"tag":"v1"}}`
+
+// stackitDoc is stackit's providerConfig with the source template's and the Kustomization
+// template's spec; extra goes into the source template, e.g. its kind.
+func stackitDoc(sourceSpec, kustomizationSpec string, extra ...string) string {
+	return `{"source":{"template":{` + strings.Join(extra, "") + `"spec":` + sourceSpec + `}},"kustomization":{"template":{"spec":` + kustomizationSpec + `}}}`
+}
+
+// variables are n substitution variables as JSON object members.
+func variables(n int) string {
+	members := make([]string, n)
+	for i := range members {
+		members[i] = fmt.Sprintf(`"V%d":"x"`, i)
+	}
+	return strings.Join(members, ",")
+}

@@ -261,11 +261,11 @@ func (c *converter) source(in *Source, fldPath *field.Path) (*v1alpha1.Source, s
 	var meta metav1.ObjectMeta
 	if kind == sourcev1.OCIRepositoryKind {
 		repo := &sourcev1.OCIRepository{}
-		if !c.template(template, repo, tmplPath, map[string][]string{"spec": {"url", "ref", "interval", "secretRef"}, "spec.ref": {"tag", "digest", "semver"}}) {
+		if !c.template(template, repo, tmplPath, map[string][]string{"spec": {"url", "ref", "interval", "secretRef", "ignore"}, "spec.ref": {"tag", "digest", "semver"}}) {
 			return nil, "", ""
 		}
 		meta = repo.ObjectMeta
-		oci := &v1alpha1.OCISource{URL: ptr.To(repo.Spec.URL), SecretResourceName: secretName}
+		oci := &v1alpha1.OCISource{URL: ptr.To(repo.Spec.URL), SecretResourceName: secretName, Ignore: repo.Spec.Ignore}
 		if ref := repo.Spec.Reference; ref != nil {
 			oci.Ref = &v1alpha1.OCIRef{Tag: nonEmpty(ref.Tag), Digest: nonEmpty(ref.Digest), SemVer: nonEmpty(ref.SemVer)}
 		}
@@ -274,7 +274,7 @@ func (c *converter) source(in *Source, fldPath *field.Path) (*v1alpha1.Source, s
 		c.sourceInterval(repo.Spec.Interval, tmplPath.Child("spec", "interval"))
 	} else {
 		repo := &sourcev1.GitRepository{}
-		if !c.template(template, repo, tmplPath, map[string][]string{"spec": {"url", "ref", "interval", "secretRef"}, "spec.ref": {"branch", "tag", "semver", "name", "commit"}}) {
+		if !c.template(template, repo, tmplPath, map[string][]string{"spec": {"url", "ref", "interval", "secretRef", "ignore"}, "spec.ref": {"branch", "tag", "semver", "name", "commit"}}) {
 			return nil, "", ""
 		}
 		meta = repo.ObjectMeta
@@ -286,6 +286,7 @@ func (c *converter) source(in *Source, fldPath *field.Path) (*v1alpha1.Source, s
 			out.Ref = &v1alpha1.GitRef{Branch: nonEmpty(ref.Branch), Tag: nonEmpty(ref.Tag), SemVer: nonEmpty(ref.SemVer), Name: nonEmpty(ref.Name), Commit: nonEmpty(ref.Commit)}
 		}
 		out.SecretResourceName = secretName
+		out.Ignore = repo.Spec.Ignore
 		// stackit's extension has no deploy keys: without credentials the repository is public.
 		repoType := v1alpha1.RepositoryTypePublic
 		if secretName != nil {
@@ -348,9 +349,11 @@ func FieldPath(in *FluxConfig, native string) string {
 		{"source.oci.url", tmpl + ".spec.url"},
 		{"source.oci.ref", tmpl + ".spec.ref"},
 		{"source.oci.secretResourceName", secret},
+		{"source.oci.ignore", tmpl + ".spec.ignore"},
 		{"source.url", tmpl + ".spec.url"},
 		{"source.ref", tmpl + ".spec.ref"},
 		{"source.secretResourceName", secret},
+		{"source.ignore", tmpl + ".spec.ignore"},
 		{"bootstrap.flux.path", ks + "path"},
 		{"bootstrap.flux.interval", ks + "interval"},
 		{"bootstrap.flux.targetNamespace", ks + "targetNamespace"},
@@ -359,8 +362,10 @@ func FieldPath(in *FluxConfig, native string) string {
 		{"bootstrap.flux.retryInterval", ks + "retryInterval"},
 		{"bootstrap.flux.serviceAccountName", ks + "serviceAccountName"},
 		{"bootstrap.flux.decryption.secretResourceName", ks + "decryption.secretRef.name"},
+		{"bootstrap.flux.postBuild", ks + "postBuild"},
+		{"bootstrap.flux.patches", ks + "patches"},
 	} {
-		if native == m.native || strings.HasPrefix(native, m.native+".") {
+		if native == m.native || strings.HasPrefix(native, m.native+".") || strings.HasPrefix(native, m.native+"[") {
 			return m.stackit + strings.TrimPrefix(native, m.native)
 		}
 	}

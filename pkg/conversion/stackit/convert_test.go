@@ -317,6 +317,51 @@ additionalSecretResources: [{name: sops, targetName: sops-age}]
 		Expect(out.Bootstrap.Flux.ServiceAccountName).To(BeNil())
 	})
 
+	It("carries the source template's ignore rules and the Kustomization template's substitution and patches", func() {
+		cfg := decode(`
+source: {template: {spec: {url: "https://h/r", ref: {tag: v1}, ignore: "/*\n!/deploy\n"}}}
+kustomization: {template: {spec: {path: ./,
+  postBuild: {substitute: {CLUSTER: prod}, substituteFrom: [{kind: ConfigMap, name: shoot-info}, {kind: Secret, name: vars, optional: true}]},
+  patches: [{patch: "- {op: remove, path: /spec/replicas}", target: {kind: Deployment, labelSelector: "tier=web"}}, {patch: "kind: ConfigMap"}]}}}
+`)
+		out, warnings, errs := stackit.Convert(cfg, embedded, nil)
+		Expect(errs).To(BeEmpty())
+		Expect(out.Source.Ignore).To(Equal(ptr.To("/*\n!/deploy\n")))
+		Expect(out.Bootstrap.ShootInfo).To(Equal(ptr.To(true)))
+		Expect(out.Bootstrap.Flux.PostBuild).To(Equal(&v1alpha1.PostBuild{
+			Substitute:     map[string]string{"CLUSTER": "prod"},
+			SubstituteFrom: []v1alpha1.SubstituteReference{{Kind: "Secret", Name: "vars", Optional: true}},
+		}), "the ConfigMap shoot-info is bootstrap.shootInfo")
+		Expect(out.Bootstrap.Flux.Patches).To(Equal([]v1alpha1.Patch{
+			{Patch: "- {op: remove, path: /spec/replicas}", Target: &v1alpha1.PatchSelector{Kind: "Deployment", LabelSelector: "tier=web"}},
+			{Patch: "kind: ConfigMap"},
+		}))
+		Expect(warnings).To(ContainElement("kustomization.template.spec.postBuild.substituteFrom[0]: the ConfigMap shoot-info is substituted after the other entries here, so its keys win over theirs"))
+		Expect(stackit.FieldPath(cfg, "source.ignore")).To(Equal("source.template.spec.ignore"))
+		Expect(stackit.FieldPath(cfg, "bootstrap.flux.patches[1].patch")).To(Equal("kustomization.template.spec.patches[1].patch"))
+		Expect(stackit.FieldPath(cfg, "bootstrap.flux.postBuild.substitute[CLUSTER]")).To(Equal("kustomization.template.spec.postBuild.substitute[CLUSTER]"))
+		Expect(stackit.FieldPath(cfg, "bootstrap.flux.postBuild.substituteFrom")).To(Equal("kustomization.template.spec.postBuild.substituteFrom"))
+
+		By("carrying the OCIRepository's ignore rules to source.oci.ignore")
+		cfg = decode(`
+source: {ociRepository: {template: {spec: {url: "oci://ghcr.io/acme/fleet", ref: {tag: v1}, ignore: ""}}}}
+kustomization: {template: {spec: {path: ./, postBuild: {substituteFrom: [{kind: ConfigMap, name: shoot-info}]}}}}
+`)
+		out, warnings, errs = stackit.Convert(cfg, embedded, nil)
+		Expect(errs).To(BeEmpty())
+		Expect(out.Source.OCI.Ignore).To(Equal(ptr.To("")))
+		Expect(out.Bootstrap.Flux.PostBuild).To(BeNil(), "nothing beside shoot-info")
+		Expect(warnings).To(BeEmpty())
+		Expect(stackit.FieldPath(cfg, "source.oci.ignore")).To(Equal("source.ociRepository.template.spec.ignore"))
+
+		By("leaving what the template does not set unset, as there")
+		out, _, errs = stackit.Convert(decode(v027Config), embedded, nil)
+		Expect(errs).To(BeEmpty())
+		Expect(out.Source.OCI.Ignore).To(BeNil())
+		Expect(out.Bootstrap.Flux.PostBuild).To(BeNil())
+		Expect(out.Bootstrap.Flux.Patches).To(BeNil())
+	})
+
 	It("maps the fields of the converted configuration back to stackit's", func() {
 		cfg := decode(v027Config)
 		Expect(stackit.FieldPath(cfg, "source.oci.url")).To(Equal("source.template.spec.url"))
@@ -335,9 +380,9 @@ bootstrap: {mode: kluctl}
 `, `spec.providerConfig.bootstrap: Forbidden: is not a field of stackit's FluxConfig, whose other fields this document has; this extension's own fields cannot be mixed in`),
 		Entry("a template field the bootstrap objects do not have", `
 source: {template: {spec: {url: "https://h/r", ref: {branch: main}, ignore: "/*", recurseSubmodules: true}}}
-kustomization: {template: {spec: {path: ./, dependsOn: [{name: infra}], force: true}}}
+kustomization: {template: {spec: {path: ./, dependsOn: [{name: infra}], force: true, postBuild: {substituteStrategy: Always}}}}
 `,
-			`spec.providerConfig.source.template.spec.ignore: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`,
+			`spec.providerConfig.kustomization.template.spec.postBuild.substituteStrategy: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`,
 			`spec.providerConfig.source.template.spec.recurseSubmodules: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`,
 			`spec.providerConfig.kustomization.template.spec.dependsOn: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`,
 			`spec.providerConfig.kustomization.template.spec.force: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`),
@@ -361,11 +406,17 @@ kustomization: {template: {spec: {path: ./, sourceRef: {kind: OCIRepository}}}}
 source: {template: {kind: Bucket, spec: {}}}
 kustomization: {template: {spec: {path: ./}}}
 `, `spec.providerConfig.source.template.kind: Unsupported value: "Bucket": supported values: "GitRepository", "OCIRepository"`),
-		Entry("substitutions from elsewhere", `
+		Entry("substitutions from what Flux cannot read, by stackit's index", `
 source: {template: {spec: {url: "https://h/r", ref: {tag: v1}}}}
-kustomization: {template: {spec: {path: ./, postBuild: {substitute: {a: b}, substituteFrom: [{kind: Secret, name: vars}]}}}}
+kustomization: {template: {spec: {path: ./, postBuild: {substituteFrom: [{kind: ConfigMap, name: shoot-info}, {kind: Bucket, name: vars}, {kind: Secret, name: Vars}]}}}}
 `,
-			`spec.providerConfig.kustomization.template.spec.postBuild.substitute: Forbidden: is not supported by this extension's bootstrap objects; remove it, or set it on a Flux object of the repository (docs/usage/migration.md)`),
+			`spec.providerConfig.kustomization.template.spec.postBuild.substituteFrom[1].kind: Unsupported value: "Bucket": supported values: "ConfigMap", "Secret"`,
+			`spec.providerConfig.kustomization.template.spec.postBuild.substituteFrom[2].name: Invalid value: "Vars": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`),
+		Entry("a patch's unknown field", `
+source: {template: {spec: {url: "https://h/r", ref: {tag: v1}}}}
+kustomization: {template: {spec: {path: ./, patches: [{patch: "kind: ConfigMap", options: {allowKindChange: true}}]}}}
+`,
+			`spec.providerConfig.kustomization.template.spec.patches[0].options: Forbidden: unknown field`),
 		Entry("a decryption key nobody delivers", `
 source: {template: {spec: {url: "https://h/r", ref: {tag: v1}}}}
 kustomization: {template: {spec: {path: ./, decryption: {provider: vault, secretRef: {name: sops-age}}}}}

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/validation"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 )
 
@@ -24,8 +26,9 @@ const sopsProvider = "sops"
 func (c *converter) kustomization(in *Kustomization, sourceKind, sourceName string, fldPath *field.Path) *v1alpha1.Bootstrap {
 	ks := &kustomizev1.Kustomization{}
 	if !c.template(in.Template, ks, fldPath, map[string][]string{
-		"spec":            {"path", "prune", "interval", "targetNamespace", "sourceRef", "postBuild", "wait", "timeout", "retryInterval", "serviceAccountName", "decryption"},
-		"spec.postBuild":  {"substituteFrom"},
+		"spec": {"path", "prune", "interval", "targetNamespace", "sourceRef", "postBuild", "wait", "timeout", "retryInterval", "serviceAccountName", "decryption",
+			"patches"},
+		"spec.postBuild":  {"substitute", "substituteFrom"},
 		"spec.decryption": {"provider", "secretRef"},
 	}) {
 		return nil
@@ -61,14 +64,6 @@ func (c *converter) kustomization(in *Kustomization, sourceKind, sourceName stri
 	if spec.Path == "" {
 		c.errs = append(c.errs, field.Required(fldPath.Child("spec", "path"), "stackit's extension needs it, and so does this one"))
 	}
-	if spec.PostBuild != nil {
-		for i, ref := range spec.PostBuild.SubstituteFrom {
-			if ref.Kind != "ConfigMap" || ref.Name != constants.ShootInfoConfigMapName {
-				c.errs = append(c.errs, field.Invalid(fldPath.Child("spec", "postBuild", "substituteFrom").Index(i), ref.Kind+" "+ref.Name,
-					fmt.Sprintf("only the ConfigMap %s, which this extension delivers, can be substituted from; remove the others", constants.ShootInfoConfigMapName)))
-			}
-		}
-	}
 
 	interval := defaultInterval
 	if spec.Interval.Duration != 0 {
@@ -89,6 +84,15 @@ func (c *converter) kustomization(in *Kustomization, sourceKind, sourceName stri
 		ServiceAccountName: nonEmpty(spec.ServiceAccountName),
 	}
 	flux.Decryption = c.decryption(spec.Decryption, fldPath.Child("spec", "decryption"))
+	flux.PostBuild = c.postBuild(spec.PostBuild, fldPath.Child("spec", "postBuild"))
+	for _, p := range spec.Patches {
+		out := v1alpha1.Patch{Patch: p.Patch}
+		if t := p.Target; t != nil {
+			out.Target = &v1alpha1.PatchSelector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
+				AnnotationSelector: t.AnnotationSelector, LabelSelector: t.LabelSelector}
+		}
+		flux.Patches = append(flux.Patches, out)
+	}
 	return &v1alpha1.Bootstrap{Mode: ptr.To(v1alpha1.BootstrapModeFlux), Name: &name, Flux: flux, ShootInfo: ptr.To(true)}
 }
 
@@ -113,4 +117,38 @@ func (c *converter) decryption(d *kustomizev1.Decryption, fldPath *field.Path) *
 		return nil
 	}
 	return &v1alpha1.Decryption{SecretResourceName: resource}
+}
+
+// postBuild converts the Kustomization's substitution. The ConfigMap shoot-info, which stackit's
+// extension delivered too, becomes bootstrap.shootInfo; the other ConfigMaps and Secrets are
+// carried. They are checked here, where an error can name the entry as stackit's list numbers it.
+func (c *converter) postBuild(p *kustomizev1.PostBuild, fldPath *field.Path) *v1alpha1.PostBuild {
+	if p == nil {
+		return nil
+	}
+	out := &v1alpha1.PostBuild{}
+	if len(p.Substitute) > 0 {
+		out.Substitute = p.Substitute
+	}
+	fromPath := fldPath.Child("substituteFrom")
+	shootInfoAt := -1
+	for i, ref := range p.SubstituteFrom {
+		if ref.Kind == "ConfigMap" && ref.Name == constants.ShootInfoConfigMapName {
+			shootInfoAt = i
+			continue
+		}
+		if errs := validation.ValidateSubstituteReference(fluxapi.SubstituteReference{Kind: ref.Kind, Name: ref.Name}, fromPath.Index(i)); len(errs) > 0 {
+			c.errs = append(c.errs, errs...)
+			continue
+		}
+		out.SubstituteFrom = append(out.SubstituteFrom, v1alpha1.SubstituteReference{Kind: ref.Kind, Name: ref.Name, Optional: ref.Optional})
+	}
+	if shootInfoAt >= 0 && shootInfoAt < len(p.SubstituteFrom)-1 {
+		c.warnings = append(c.warnings, fmt.Sprintf("%s: the ConfigMap %s is substituted after the other entries here, so its keys win over theirs",
+			fromPath.Index(shootInfoAt), constants.ShootInfoConfigMapName))
+	}
+	if out.Substitute == nil && out.SubstituteFrom == nil {
+		return nil
+	}
+	return out
 }
