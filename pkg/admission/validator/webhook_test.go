@@ -289,6 +289,20 @@ var _ = Describe("Webhooks", func() {
 			Expect(resp.Result.Message).To(ContainSubstring("spec.extensions[1].providerConfig.source.template.spec.verify: Forbidden: is not supported by this extension's bootstrap objects"))
 		})
 
+		It("admits stackit's ignore rules, substitution and patches, and denies a patch over its bound, naming stackit's field", func() {
+			doc := func(patch string) string {
+				return `{"apiVersion": "flux.extensions.gardener.cloud/v1alpha1", "kind": "FluxConfig",
+  "source": {"template": {"spec": {"url": "https://github.com/o/r", "ref": {"branch": "main"}, "ignore": "/*\n!/deploy"}}},
+  "kustomization": {"template": {"spec": {"path": "./", "postBuild": {"substitute": {"CLUSTER": "prod"}, "substituteFrom": [{"kind": "Secret", "name": "vars"}]},
+    "patches": [{"patch": "a"}, {"patch": "b"}, {"patch": "c"}, {"patch": "` + patch + `"}]}}}}`
+			}
+			resp := wh.Webhook.Handle(ctx, request(onKubernetes(doc("kind: ConfigMap"), "1.35.2"), nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			resp = wh.Webhook.Handle(ctx, request(onKubernetes(doc(strings.Repeat("p", 16385)), "1.35.2"), nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeFalse())
+			Expect(resp.Result.Message).To(ContainSubstring("spec.extensions[1].providerConfig.kustomization.template.spec.patches[3].patch: Too long: has 16385 bytes, more than 16384"))
+		})
+
 		It("denies a new selection outside the shoot's Kubernetes range, naming the range and the fix", func() {
 			resp := wh.Webhook.Handle(ctx, request(onKubernetes(`{"flux": {"version": "v2.9"}}`, "1.33.4"), nil, shootGVK, admissionv1.Create))
 			Expect(resp.Allowed).To(BeFalse())
