@@ -42,11 +42,16 @@ import (
 // the credentials of source.secretResourceName synced as the Secret the template names; its
 // ConfigMap shoot-info with the SHOOT_INFO_* keys; both labelled as its own.
 const (
-	stackitName          = "flux-system"
-	stackitSecretName    = "flux-system"
-	stackitCredentials   = "git-credentials"
-	stackitChild         = "apps"
-	stackitChildTarget   = "apps"
+	stackitName        = "flux-system"
+	stackitSecretName  = "flux-system"
+	stackitCredentials = "git-credentials"
+	stackitChild       = "apps"
+	stackitChildTarget = "apps"
+	// The Kustomization template's patch sets this label of the repository's ConfigMap to the
+	// variable its postBuild.substitute defines.
+	stackitPatchedLabel  = "patched"
+	stackitVariable      = "GREETING"
+	stackitVariableValue = "hello"
 	stackitManagedBy     = "gardener-extension-shoot-flux"
 	stackitShootInfoName = "SHOOT_INFO_NAME"
 )
@@ -156,6 +161,13 @@ var _ = Describe("Switching a shoot from stackit's extension", func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(nestedString(ks, "status", "lastHandledReconcileAt")).To(Equal(ks.GetAnnotations()["reconcile.fluxcd.io/requestedAt"]))
 			g.Expect(readyConditionOf(g, ctx, h, kustomizationGVK, fluxNamespace, stackitChild)).To(HaveKeyWithValue("status", "True"))
+		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
+
+		By("checking that kustomize-controller applied the template's patch and substitution, carried into bootstrap.flux")
+		Eventually(func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			g.Expect(get(ctx, shoot, cm, gitserver.ConfigMapNamespace, gitserver.ConfigMapName)).To(Succeed())
+			g.Expect(cm.Labels).To(HaveKeyWithValue(stackitPatchedLabel, stackitVariableValue))
 		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
 
 		By("removing the condition stackit's extension set")
@@ -312,6 +324,12 @@ func stackitProviderConfig(url string) []byte {
 				"metadata":   map[string]any{"name": stackitName, "namespace": fluxNamespace},
 				"spec": map[string]any{
 					"path": "./configmap", "interval": "1m", "sourceRef": map[string]any{"kind": "GitRepository", "name": stackitName},
+					// Carried into bootstrap.flux: the patch brings a variable the substitution fills.
+					"patches": []any{map[string]any{
+						"patch":  fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  labels:\n    %s: ${%s}\n", gitserver.ConfigMapName, stackitPatchedLabel, stackitVariable),
+						"target": map[string]any{"kind": "ConfigMap"},
+					}},
+					"postBuild": map[string]any{"substitute": map[string]any{stackitVariable: stackitVariableValue}},
 				},
 			},
 		},
