@@ -18,6 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
 )
 
 // shootAPIAudiences are the audiences of a shoot's kube-apiserver in a landscape.
@@ -25,7 +28,7 @@ var shootAPIAudiences = []string{"kubernetes", v1beta1constants.GardenerAudience
 
 func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager, runControllers bool, nodeEnv []string) error {
 	h.log.Info("Starting shoot API server")
-	opts := clusterOptions{apiServerFlags: map[string]string{
+	opts := cluster.Options{APIServerFlags: map[string]string{
 		// As gardener's shoot kube-apiservers (pkg/component/shared kubeapiserver.go): tokens that
 		// gardener-resource-manager's token requestor requests for shoot access Secrets have the
 		// audience gardener.
@@ -41,19 +44,19 @@ func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager
 		h.mu.Lock()
 		h.vpn = v
 		h.mu.Unlock()
-		opts.apiServerFlags["egress-selector-config-file"] = v.egressSelectorConfigFile()
+		opts.APIServerFlags["egress-selector-config-file"] = v.egressSelectorConfigFile()
 	}
-	shoot, err := startCluster(h.SeedNamespace, kubernetes.ShootScheme, nil, opts)
+	shoot, err := cluster.Start(h.SeedNamespace, kubernetes.ShootScheme, nil, opts)
 	if err != nil {
 		return err
 	}
 	h.Shoot = shoot
-	cm, err := startShootControllerManager(ctx, h.log.WithName("controller-manager"), shoot)
+	cm, err := kubecontrollermanager.Start(ctx, h.log.WithName("kube-controller-manager"), shoot)
 	if err != nil {
 		return err
 	}
 	h.mu.Lock()
-	h.controllerManager = cm
+	h.kubeControllerManager = cm
 	h.mu.Unlock()
 	if runControllers {
 		k, err := startKubelet(ctx, h.log.WithName("kubelet"), shoot, h.sandbox.controllerBinaries(), nodeEnv, h.vpn)
@@ -148,7 +151,7 @@ func (h *ShootHandle) stopResourceManager() error {
 	rm := h.resourceManager
 	h.resourceManager = nil
 	h.mu.Unlock()
-	return rm.stop()
+	return rm.Stop()
 }
 
 // ResourceManagerRunning tells whether the shoot's gardener-resource-manager runs, i.e. the shoot
@@ -186,12 +189,12 @@ func (h *ShootHandle) stopControlPlane() error {
 	}
 	errs = append(errs, h.stopResourceManager())
 	h.mu.Lock()
-	cm := h.controllerManager
-	h.controllerManager = nil
+	cm := h.kubeControllerManager
+	h.kubeControllerManager = nil
 	h.mu.Unlock()
-	errs = append(errs, cm.stop())
+	errs = append(errs, cm.Stop())
 	if h.Shoot != nil {
-		errs = append(errs, h.Shoot.stop())
+		errs = append(errs, h.Shoot.Stop())
 	}
 	h.mu.Lock()
 	v := h.vpn

@@ -30,6 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 // DisabledAdmissionPlugins are the admission plugins of gardener-apiserver the sandbox's garden
@@ -79,25 +81,25 @@ func StartGarden(opts GardenOptions) (*Cluster, error) {
 	}()
 	stderr := os.Stderr
 	os.Stderr = w
-	c, err := startCluster("garden", kubernetes.GardenScheme, opts.CRDPaths, clusterOptions{auditDir: opts.AuditDir, gardener: true})
+	c, err := cluster.Start("garden", kubernetes.GardenScheme, opts.CRDPaths, cluster.Options{AuditDir: opts.AuditDir, Wrap: gardenerEnvironment})
 	os.Stderr = stderr
 	if err != nil {
 		return nil, errors.Join(err, w.Close())
 	}
-	c.closers = append(c.closers, w.Close)
+	c.AddCloser(w.Close)
 	return c, nil
 }
 
 // gardenerEnvironment wraps env so that starting it also starts gardener-apiserver.
-func gardenerEnvironment(env *envtest.Environment) *gardenerenvtest.GardenerTestEnvironment {
+func gardenerEnvironment(env *envtest.Environment) cluster.Environment {
 	disabled := slices.Sorted(maps.Keys(DisabledAdmissionPlugins))
 	return &gardenerenvtest.GardenerTestEnvironment{
 		Environment:         env,
 		UseExistingGardener: ptr.To(false),
 		GardenerAPIServer: &gardenerenvtest.GardenerAPIServer{
 			Args:         []string{"--disable-admission-plugins=" + strings.Join(disabled, ","), "--log-level=error"},
-			StartTimeout: ControlPlaneStartTimeout,
-			StopTimeout:  ControlPlaneStopTimeout,
+			StartTimeout: cluster.ControlPlaneStartTimeout,
+			StopTimeout:  cluster.ControlPlaneStopTimeout,
 		},
 	}
 }
@@ -275,11 +277,6 @@ func NewShoot(namespace, name string, providerConfigData []byte) (*gardencorev1b
 			Extensions: []gardencorev1beta1.Extension{{Type: constants.ExtensionType, ProviderConfig: raw}},
 		},
 	}, nil
-}
-
-// Stop stops a cluster started with StartGarden.
-func (c *Cluster) Stop() error {
-	return c.stop()
 }
 
 // ExtensionRegistrationFile is the ControllerDeployment and ControllerRegistration of shoot-flux

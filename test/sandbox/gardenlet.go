@@ -27,6 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 // The sandbox plays the part of gardenlet's shoot flow that concerns extensions with gardenlet's
@@ -201,7 +203,7 @@ func (h *ShootHandle) markBeforeRequest(ctx context.Context) (requestMark, error
 func (h *ShootHandle) checkpointAtRequest(ctx context.Context, m requestMark) error {
 	h.setSince(m.listVersion)
 	var found string
-	err := h.watchExtension(ctx, CacheSyncTimeout, func(ex *extensionsv1alpha1.Extension, reread bool, _ time.Time) (bool, error) {
+	err := h.watchExtension(ctx, cluster.CacheSyncTimeout, func(ex *extensionsv1alpha1.Extension, reread bool, _ time.Time) (bool, error) {
 		if ex.Annotations[v1beta1constants.GardenerTimestamp] == m.timestamp {
 			return false, nil
 		}

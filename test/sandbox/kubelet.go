@@ -34,6 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 var (
@@ -170,7 +172,7 @@ type kubelet struct {
 	// ctx ends when the kubelet stops; the pods' watchers probe and report with it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	runner *runner
+	runner *cluster.Runner
 
 	mu   sync.Mutex
 	pods map[types.NamespacedName]*controllerPod
@@ -182,11 +184,11 @@ type kubelet struct {
 }
 
 func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries map[string]string, nodeEnv []string, v *vpn) (*kubelet, error) {
-	mgr, err := newShootManager(log, shoot)
+	mgr, err := cluster.NewManager(log, shoot)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "shoot-flux-kubelet-"+fileName(shoot.Name)+"-")
+	dir, err := os.MkdirTemp("", "shoot-flux-kubelet-"+cluster.FileName(shoot.Name)+"-")
 	if err != nil {
 		return nil, fmt.Errorf("failed creating kubelet directory of shoot %s: %w", shoot.Name, err)
 	}
@@ -217,7 +219,7 @@ func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries
 		k.cancel()
 		return nil, errors.Join(fmt.Errorf("failed adding kubelet controller: %w", err), os.RemoveAll(dir))
 	}
-	if k.runner, err = startManager(ctx, log, "kubelet "+shoot.Name, mgr); err != nil {
+	if k.runner, err = cluster.StartManager(ctx, log, "kubelet "+shoot.Name, mgr); err != nil {
 		k.cancel()
 		k.stopPods()
 		return nil, errors.Join(err, os.RemoveAll(dir))
@@ -232,7 +234,7 @@ func (k *kubelet) stop() error {
 		return nil
 	}
 	k.cancel()
-	err := k.runner.stop()
+	err := k.runner.Stop()
 	k.stopPods()
 	return errors.Join(err, os.RemoveAll(k.dir))
 }
@@ -289,7 +291,7 @@ func (k *kubelet) pod(key types.NamespacedName) *controllerPod {
 
 // stopPod stops the Deployment's process, if any, with the pod's grace period. The kubelet's stop
 // cuts the grace period short, as the end of a node ends its processes: its controller manager
-// waits for the reconcile that stops the pod only for GracefulShutdownTimeout, and a process need
+// waits for the reconcile that stops the pod only for cluster.GracefulShutdownTimeout, and a process need
 // not end on SIGTERM. A Flux controller whose RBAC was removed before its caches synced (its
 // ManagedResource deleted right after it started) was seen to outlive SIGTERM by more than that.
 func (k *kubelet) stopPod(key types.NamespacedName, reason string) {

@@ -44,13 +44,16 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/hack/publish/publish"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/ociregistry"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
 )
 
 // With Options.Deployed the extension is installed the way a landscape installs it, by Gardener's
@@ -96,8 +99,8 @@ type landscape struct {
 	// settings are merged over them (setDeploymentValues).
 	publishedValues map[string]any
 
-	controllerManager, resourceManager, seedControllers *runner
-	gardenlet                                           *runner
+	gardenerControllerManager, resourceManager, seedKubeControllerManager *cluster.Runner
+	gardenlet                                                             *cluster.Runner
 	// gardenAddress is the garden address gardenlet's configuration hands the extension
 	// (gardenClientConnection.gardenClusterAddress); empty for the garden's own.
 	gardenAddress string
@@ -256,7 +259,7 @@ func (s *Sandbox) startLandscape(ctx context.Context) error {
 	var err error
 	// The seed's kube-controller-manager: deleting an installation deletes its namespace, and
 	// gardener-resource-manager deletes Deployments with foreground propagation.
-	if l.seedControllers, err = startShootControllerManager(ctx, s.log.WithName("seed-controller-manager"), s.Seed); err != nil {
+	if l.seedKubeControllerManager, err = kubecontrollermanager.Start(ctx, s.log.WithName("seed-kube-controller-manager"), s.Seed); err != nil {
 		return err
 	}
 	if l.resourceManager, err = startResourceManager(ctx, s.log.WithName("seed-resource-manager"), s.Seed.Config, s.Seed, resourceManagerOptions{
@@ -278,7 +281,7 @@ func (s *Sandbox) startLandscape(ctx context.Context) error {
 	if err := system.Wait(ctx); err != nil {
 		return fmt.Errorf("the seed's system resources: %w", err)
 	}
-	if l.controllerManager, err = s.startControllerManager(ctx); err != nil {
+	if l.gardenerControllerManager, err = s.startControllerManager(ctx); err != nil {
 		return err
 	}
 	if l.gardenlet, err = s.startGardenlet(ctx, ""); err != nil {
@@ -319,8 +322,8 @@ func (l *landscape) stop() error {
 		return nil
 	}
 	errs := []error{l.kubelet.stop()}
-	for _, r := range []*runner{l.gardenlet, l.controllerManager, l.resourceManager, l.seedControllers} {
-		errs = append(errs, r.stop())
+	for _, r := range []*cluster.Runner{l.gardenlet, l.gardenerControllerManager, l.resourceManager, l.seedKubeControllerManager} {
+		errs = append(errs, r.Stop())
 	}
 	if l.registry != nil {
 		errs = append(errs, l.registry.Close())
@@ -336,7 +339,7 @@ func landscapeManagerOptions(log logr.Logger) manager.Options {
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
+		GracefulShutdownTimeout: ptr.To(cluster.GracefulShutdownTimeout),
 	}
 }
 
@@ -345,8 +348,8 @@ func landscapeManagerOptions(log logr.Logger) manager.Options {
 // ControllerInstallation reconcilers, which create and delete the installations the seed needs,
 // the Seed and ControllerRegistration finalizers and the extension ClusterRole binder, with the
 // field indexes gardener-controller-manager sets up for them.
-func (s *Sandbox) startControllerManager(ctx context.Context) (*runner, error) {
-	opts := landscapeManagerOptions(s.log.WithName("controller-manager"))
+func (s *Sandbox) startControllerManager(ctx context.Context) (*cluster.Runner, error) {
+	opts := landscapeManagerOptions(s.log.WithName("gardener-controller-manager"))
 	opts.Scheme = kubernetes.GardenScheme
 	mgr, err := manager.New(s.Garden.Config, opts)
 	if err != nil {
@@ -372,7 +375,7 @@ func (s *Sandbox) startControllerManager(ctx context.Context) (*runner, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("failed adding gardener-controller-manager's ControllerRegistration controllers: %w", err)
 	}
-	return startManager(ctx, opts.Logger, "gardener-controller-manager", mgr)
+	return cluster.StartManager(ctx, opts.Logger, "gardener-controller-manager", mgr)
 }
 
 // startGardenlet runs gardenlet's ControllerInstallation controllers for the seed
@@ -382,7 +385,7 @@ func (s *Sandbox) startControllerManager(ctx context.Context) (*runner, error) {
 // the seed with the garden as a second cluster. gardenAddress is gardenlet's
 // gardenClientConnection.gardenClusterAddress, the garden address it hands extensions; empty for
 // the garden API server's own.
-func (s *Sandbox) startGardenlet(ctx context.Context, gardenAddress string) (*runner, error) {
+func (s *Sandbox) startGardenlet(ctx context.Context, gardenAddress string) (*cluster.Runner, error) {
 	opts := landscapeManagerOptions(s.log.WithName("gardenlet"))
 	opts.Scheme = kubernetes.SeedScheme
 	// The token requestor watches Secrets, of which the seed holds many of the shoots'
@@ -396,7 +399,7 @@ func (s *Sandbox) startGardenlet(ctx context.Context, gardenAddress string) (*ru
 	if err != nil {
 		return nil, fmt.Errorf("failed creating gardenlet: %w", err)
 	}
-	garden, err := cluster.New(s.Garden.Config, func(o *cluster.Options) {
+	garden, err := ctrlcluster.New(s.Garden.Config, func(o *ctrlcluster.Options) {
 		o.Scheme = kubernetes.GardenScheme
 		o.Logger = opts.Logger
 	})
@@ -443,10 +446,10 @@ func (s *Sandbox) startGardenlet(ctx context.Context, gardenAddress string) (*ru
 		cfg.GardenClientConnection.GardenClusterAddress = ptr.To(s.gardenConfig(gardenAddress).Host)
 	}
 	// The controllers' predicates keep the context they are added with for the manager's lifetime.
-	r := newRunner(ctx, "gardenlet")
-	if err := gardenletcontrollerinstallation.AddToManager(r.ctx, mgr, garden, mgr, seedClientSet, cfg,
+	r := cluster.NewRunner(ctx, "gardenlet")
+	if err := gardenletcontrollerinstallation.AddToManager(r.Context(), mgr, garden, mgr, seedClientSet, cfg,
 		&gardencorev1beta1.Gardener{Version: version}, gardenClusterIdentity, false, nil, SeedName, GardenNamespace); err != nil {
-		r.cancel()
+		r.Cancel()
 		return nil, fmt.Errorf("failed adding gardenlet's ControllerInstallation controllers: %w", err)
 	}
 	if err := (&tokenrequestor.Reconciler{
@@ -454,10 +457,10 @@ func (s *Sandbox) startGardenlet(ctx context.Context, gardenAddress string) (*ru
 		Class:           ptr.To(resourcesv1alpha1.ResourceManagerClassGarden),
 		TargetNamespace: GardenAccessNamespace,
 	}).AddToManager(mgr, mgr, garden); err != nil {
-		r.cancel()
+		r.Cancel()
 		return nil, fmt.Errorf("failed adding gardenlet's token requestor: %w", err)
 	}
-	if err := r.start(ctx, opts.Logger, mgr); err != nil {
+	if err := r.Start(ctx, opts.Logger, mgr); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -471,7 +474,7 @@ func (s *Sandbox) setGardenletAddress(ctx context.Context, gardenAddress string)
 	if l.gardenAddress == gardenAddress {
 		return nil
 	}
-	if err := l.gardenlet.stop(); err != nil {
+	if err := l.gardenlet.Stop(); err != nil {
 		return err
 	}
 	r, err := s.startGardenlet(ctx, gardenAddress)

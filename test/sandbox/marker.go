@@ -20,11 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 // startAppliedMarker runs a stand-in for the resource managers of light shoots that reports every
 // ManagedResource as applied without applying anything (Options.MarkSharedApplied).
-func startAppliedMarker(ctx context.Context, log logr.Logger, seed *rest.Config, opts resourceManagerOptions) (*runner, error) {
+func startAppliedMarker(ctx context.Context, log logr.Logger, seed *rest.Config, opts resourceManagerOptions) (*cluster.Runner, error) {
 	mgr, err := manager.New(seed, sourceManagerOptions(log, opts))
 	if err != nil {
 		return nil, fmt.Errorf("failed creating applied marker: %w", err)
@@ -36,7 +38,7 @@ func startAppliedMarker(ctx context.Context, log logr.Logger, seed *rest.Config,
 		Complete(&appliedMarker{client: mgr.GetClient()}); err != nil {
 		return nil, fmt.Errorf("failed adding applied marker: %w", err)
 	}
-	return startManager(ctx, log, "applied-marker", mgr)
+	return cluster.StartManager(ctx, log, "applied-marker", mgr)
 }
 
 // appliedMarker sets the status gardener-resource-manager sets after a successful apply.

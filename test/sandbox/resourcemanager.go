@@ -29,10 +29,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 // resourceManagerOptions say which ManagedResources a resource manager applies, and how.
@@ -65,13 +67,13 @@ type resourceManagerOptions struct {
 // gardenlet's care controller aggregates. Its garbage collector does not run here: the one that
 // removes the ManagedResource Secrets of the seed runs in the seed's resource manager
 // (startSeedResourceManager).
-func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config, shoot *Cluster, opts resourceManagerOptions) (*runner, error) {
+func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config, shoot *Cluster, opts resourceManagerOptions) (*cluster.Runner, error) {
 	mgr, err := manager.New(seed, sourceManagerOptions(log, opts))
 	if err != nil {
 		return nil, fmt.Errorf("failed creating resource manager %s: %w", opts.name, err)
 	}
 
-	target, err := cluster.New(shoot.Config, func(o *cluster.Options) {
+	target, err := ctrlcluster.New(shoot.Config, func(o *ctrlcluster.Options) {
 		o.Scheme = resourcemanagerclient.TargetScheme
 		o.Logger = log
 		// CRDs are applied by the same ManagedResource as their objects; the dynamic mapper
@@ -101,12 +103,12 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 		return nil, fmt.Errorf("failed adding health controller to resource manager %s: %w", opts.name, err)
 	}
 	// The progressing controller's predicates keep the context they are added with.
-	r := newRunner(ctx, "resource-manager "+opts.name)
+	r := cluster.NewRunner(ctx, "resource-manager "+opts.name)
 	if err := (&progressing.Reconciler{
 		Config:      healthConfig,
 		ClassFilter: resourcemanagerpredicate.NewClassFilter(opts.class),
-	}).AddToManager(r.ctx, mgr, mgr, target, ""); err != nil {
-		r.cancel()
+	}).AddToManager(r.Context(), mgr, mgr, target, ""); err != nil {
+		r.Cancel()
 		return nil, fmt.Errorf("failed adding progressing controller to resource manager %s: %w", opts.name, err)
 	}
 
@@ -121,10 +123,10 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 		RequeueAfterOnDeletionPending: ptr.To(ResourceManagerDeletionRequeue),
 	}
 	if err := reconciler.AddToManager(mgr, mgr, target); err != nil {
-		r.cancel()
+		r.Cancel()
 		return nil, fmt.Errorf("failed adding managedresource controller to resource manager %s: %w", opts.name, err)
 	}
-	if err := r.start(ctx, log, mgr); err != nil {
+	if err := r.Start(ctx, log, mgr); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -137,7 +139,7 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 // than ResourceManagerGarbageCollectionMinimumAge, every ResourceManagerGarbageCollectionPeriod.
 // Its other controllers serve ManagedResources of class seed, of which the sandbox has none.
 // Since it runs in the seed, it also collects while a shoot is hibernated.
-func startSeedResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config) (*runner, error) {
+func startSeedResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config) (*cluster.Runner, error) {
 	mgr, err := manager.New(seed, seedManagerOptions(log))
 	if err != nil {
 		return nil, fmt.Errorf("failed creating seed resource manager: %w", err)
@@ -152,7 +154,7 @@ func startSeedResourceManager(ctx context.Context, log logr.Logger, seed *rest.C
 	}).AddToManager(mgr, mgr); err != nil {
 		return nil, fmt.Errorf("failed adding garbage collector to seed resource manager: %w", err)
 	}
-	return startManager(ctx, log, "seed resource manager", mgr)
+	return cluster.StartManager(ctx, log, "seed resource manager", mgr)
 }
 
 // seedManagerOptions are the options of a controller manager of gardener-resource-manager that
@@ -165,7 +167,7 @@ func seedManagerOptions(log logr.Logger) manager.Options {
 		HealthProbeBindAddress: "0",
 		// Every shoot has a resource manager with the same controller name in this process.
 		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
+		GracefulShutdownTimeout: ptr.To(cluster.GracefulShutdownTimeout),
 	}
 }
 

@@ -54,17 +54,11 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	shootmetrics "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/metrics/shoots"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 var (
-	// ControlPlaneStartTimeout bounds the start of one etcd or kube-apiserver.
-	ControlPlaneStartTimeout = time.Minute
-	// ControlPlaneStopTimeout bounds the stop of one etcd or kube-apiserver.
-	ControlPlaneStopTimeout = 30 * time.Second
-	// CacheSyncTimeout bounds the initial cache sync of a controller manager.
-	CacheSyncTimeout = time.Minute
-	// GracefulShutdownTimeout bounds how long a stopping manager waits for running reconciles.
-	GracefulShutdownTimeout = 30 * time.Second
 	// PollInterval is how often helpers re-read objects while waiting.
 	PollInterval = 200 * time.Millisecond
 	// WatchRenewal is how long a wait watches the Extension before it starts a new watch from the
@@ -95,8 +89,6 @@ var (
 	// HealthCheckSyncPeriod is how often the in-process health check controller checks a shoot; the
 	// binary's minute would make scenarios wait long for a condition.
 	HealthCheckSyncPeriod = 5 * time.Second
-	// NamespaceFinalizerRequeue is how soon a terminating shoot namespace is checked again.
-	NamespaceFinalizerRequeue = 250 * time.Millisecond
 	// NudgeInterval is how long a new Extension may wait for a deployed extension to pick it up
 	// before it is touched again (see ShootHandle.CreateExtension).
 	NudgeInterval = 2 * time.Second
@@ -190,10 +182,10 @@ type Sandbox struct {
 	log    logr.Logger
 
 	// seedResourceManager runs gardener-resource-manager's garbage collector for the seed.
-	seedResourceManager *runner
+	seedResourceManager *cluster.Runner
 
 	mu        sync.Mutex
-	extension *runner
+	extension *cluster.Runner
 	deployed  *deployedExtension
 	// metricsAddr is where the running extension serves /metrics.
 	metricsAddr string
@@ -280,7 +272,7 @@ func (s *Sandbox) start(ctx context.Context) error {
 		return err
 	}
 	s.log.Info("Starting seed API server")
-	if s.Seed, err = startCluster("seed", kubernetes.SeedScheme, crds, clusterOptions{auditDir: s.opts.AuditLogDir}); err != nil {
+	if s.Seed, err = cluster.Start("seed", kubernetes.SeedScheme, crds, cluster.Options{AuditDir: s.opts.AuditLogDir}); err != nil {
 		return err
 	}
 	if err := s.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: GardenNamespace}}); err != nil {
@@ -407,7 +399,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		HealthProbeBindAddress: healthAddr,
 		// A restarted extension registers its controller name again in this process.
 		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
+		GracefulShutdownTimeout: ptr.To(cluster.GracefulShutdownTimeout),
 	}
 	// The cache is set up as in the extension binary.
 	fluxcmd.ApplySeedCacheOptions(&mgrOpts)
@@ -420,36 +412,36 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		return err
 	}
 	// The controller's predicates keep the context they are added with for the manager's lifetime.
-	r := newRunner(ctx, "extension")
-	if err := extension.AddToManagerWithOptions(r.ctx, mgr, extension.AddOptions{
+	r := cluster.NewRunner(ctx, "extension")
+	if err := extension.AddToManagerWithOptions(r.Context(), mgr, extension.AddOptions{
 		ControllerOptions:         controller.Options{MaxConcurrentReconciles: workers},
 		IgnoreOperationAnnotation: s.opts.IgnoreOperationAnnotation,
 		Config:                    *cfg,
 		GardenCluster:             garden,
 		Resync:                    extension.DefaultAddOptions.Resync,
 	}); err != nil {
-		r.cancel()
+		r.Cancel()
 		return fmt.Errorf("failed adding extension controller: %w", err)
 	}
 	if s.opts.HealthCheck {
 		opts := healthcheck.DefaultAddOptions
 		opts.HealthCheckConfig.SyncPeriod = metav1.Duration{Duration: HealthCheckSyncPeriod}
 		if err := healthcheck.AddToManagerWithOptions(mgr, opts); err != nil {
-			r.cancel()
+			r.Cancel()
 			return fmt.Errorf("failed adding health check controller: %w", err)
 		}
 	}
 	// As in the extension binary; this process's registry holds the counters of every start.
 	if err := shootmetrics.AddToManager(mgr, "", releases.New(cfg.Rollout.Releases, manifests.SupportedVersions())); err != nil {
-		r.cancel()
+		r.Cancel()
 		return fmt.Errorf("failed adding the extension's metrics: %w", err)
 	}
-	if err := r.start(ctx, log, mgr); err != nil {
+	if err := r.Start(ctx, log, mgr); err != nil {
 		return err
 	}
 	// Ready as the deployed extension's kubelet would see it.
-	if err := WaitReady(ctx, healthAddr, r.exited); err != nil {
-		return errors.Join(fmt.Errorf("the extension: %w", err), r.stop())
+	if err := WaitReady(ctx, healthAddr, r.Exited); err != nil {
+		return errors.Join(fmt.Errorf("the extension: %w", err), r.Stop())
 	}
 	s.extension, s.extCache, s.metricsAddr = r, mgr.GetClient(), metricsAddr
 	return nil
@@ -473,7 +465,7 @@ func (s *Sandbox) StopExtension() error {
 	r, d := s.extension, s.deployed
 	s.extension, s.extCache, s.deployed, s.metricsAddr = nil, nil, nil, ""
 	s.mu.Unlock()
-	return errors.Join(r.stop(), d.stop())
+	return errors.Join(r.Stop(), d.stop())
 }
 
 // ExtensionRunning tells whether the in-process extension runs.
@@ -521,13 +513,13 @@ func (s *Sandbox) Stop() error {
 	shared := s.shared
 	s.shared = nil
 	s.mu.Unlock()
-	errs = append(errs, shared.stop(), s.seedResourceManager.stop())
+	errs = append(errs, shared.stop(), s.seedResourceManager.Stop())
 	if s.deployedEnv != nil {
 		errs = append(errs, s.deployedEnv.landscape.stop())
 	}
 	for _, c := range []*Cluster{s.Seed, s.Garden} {
 		if c != nil {
-			errs = append(errs, c.stop())
+			errs = append(errs, c.Stop())
 		}
 	}
 	if s.deployedEnv != nil {
@@ -583,3 +575,6 @@ func (w logWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Cluster is one of the sandbox's API servers (package cluster).
+type Cluster = cluster.Cluster

@@ -40,6 +40,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 // ExtensionRestartBackoff is how long the kubelet stand-in of the seed waits before it starts the
@@ -71,7 +73,7 @@ type extensionKubelet struct {
 	events    chan event.GenericEvent
 	ctx       context.Context
 	cancel    context.CancelFunc
-	runner    *runner
+	runner    *cluster.Runner
 
 	// lifecycle serialises the starts and stops of the pod.
 	lifecycle sync.Mutex
@@ -139,7 +141,7 @@ func startExtensionKubelet(ctx context.Context, log logr.Logger, seed *Cluster, 
 		k.cancel()
 		return nil, fmt.Errorf("failed adding the seed's kubelet: %w", err)
 	}
-	if k.runner, err = startManager(ctx, log, "seed-kubelet", mgr); err != nil {
+	if k.runner, err = cluster.StartManager(ctx, log, "seed-kubelet", mgr); err != nil {
 		k.cancel()
 		return nil, err
 	}
@@ -208,7 +210,7 @@ func (k *extensionKubelet) stop() error {
 		return nil
 	}
 	k.cancel()
-	err := k.runner.stop()
+	err := k.runner.Stop()
 	k.lifecycle.Lock()
 	defer k.lifecycle.Unlock()
 	// The Pod object goes with the seed.

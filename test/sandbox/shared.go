@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/gardener/gardener/pkg/client/kubernetes"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
 )
 
 var (
@@ -34,9 +37,9 @@ var (
 // ManagedResources of all their seed namespaces into the one API server, so objects with equal
 // names overwrite each other there.
 type sharedControlPlane struct {
-	shoot             *Cluster
-	controllerManager *runner
-	resourceManager   *runner
+	shoot                 *Cluster
+	kubeControllerManager *cluster.Runner
+	resourceManager       *cluster.Runner
 
 	mu         sync.RWMutex
 	namespaces map[string]bool
@@ -56,12 +59,12 @@ func (s *Sandbox) sharedControlPlane(ctx context.Context) (*sharedControlPlane, 
 
 	log := s.log.WithValues("shoot", "shared")
 	log.Info("Starting shared shoot API server")
-	shoot, err := startCluster("shared-shoot", kubernetes.ShootScheme, nil, clusterOptions{})
+	shoot, err := cluster.Start("shared-shoot", kubernetes.ShootScheme, nil, cluster.Options{})
 	if err != nil {
 		return nil, err
 	}
 	shared = &sharedControlPlane{shoot: shoot, namespaces: map[string]bool{}}
-	if shared.controllerManager, err = startShootControllerManager(ctx, log.WithName("controller-manager"), shoot); err != nil {
+	if shared.kubeControllerManager, err = kubecontrollermanager.Start(ctx, log.WithName("kube-controller-manager"), shoot); err != nil {
 		return nil, errors.Join(err, shared.stop())
 	}
 	rmOpts := resourceManagerOptions{
@@ -110,9 +113,9 @@ func (p *sharedControlPlane) stop() error {
 	if p == nil {
 		return nil
 	}
-	errs := []error{p.resourceManager.stop(), p.controllerManager.stop()}
+	errs := []error{p.resourceManager.Stop(), p.kubeControllerManager.Stop()}
 	if p.shoot != nil {
-		errs = append(errs, p.shoot.stop())
+		errs = append(errs, p.shoot.Stop())
 	}
 	return errors.Join(errs...)
 }

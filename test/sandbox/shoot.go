@@ -29,6 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 const (
@@ -138,15 +140,15 @@ type ShootHandle struct {
 	// syncPeriod is the resource manager's sync period (ShootSpec.ResourceManagerSyncPeriod).
 	syncPeriod time.Duration
 
-	mu                sync.Mutex
-	resourceManager   *runner
-	controllerManager *runner
-	kubelet           *kubelet
-	vpn               *vpn
-	sourceControllers []*SourceController
-	since             string
-	sinceTime         time.Time
-	stopped           bool
+	mu                    sync.Mutex
+	resourceManager       *cluster.Runner
+	kubeControllerManager *cluster.Runner
+	kubelet               *kubelet
+	vpn                   *vpn
+	sourceControllers     []*SourceController
+	since                 string
+	sinceTime             time.Time
+	stopped               bool
 }
 
 // CreateShoot sets up a shoot the way gardenlet does: the seed namespace, the shoot's control
@@ -302,7 +304,7 @@ func (h *ShootHandle) waitUntilExtensionSeesCluster(ctx context.Context, resourc
 	if reader == nil {
 		return nil
 	}
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, cluster.CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
 		c := &extensionsv1alpha1.Cluster{}
 		if err := reader.Get(ctx, client.ObjectKey{Name: h.SeedNamespace}, c); err != nil {
 			return false, client.IgnoreNotFound(err)
@@ -351,7 +353,7 @@ const annotationNudge = "sandbox.shoot-flux.extensions.gardener.cloud/nudge"
 // the extension evaluates anew, with the Cluster in its cache by then.
 func (h *ShootHandle) nudgeUntilPickedUp(ctx context.Context) error {
 	nudges, lastNudge := 0, time.Now()
-	err := wait.PollUntilContextTimeout(ctx, PollInterval, CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, PollInterval, cluster.CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
 		ex, err := h.Extension(ctx)
 		if err != nil {
 			return false, err
@@ -376,10 +378,10 @@ func (h *ShootHandle) nudgeUntilPickedUp(ctx context.Context) error {
 // createGardenShoot creates a Shoot in gardener-apiserver. Its admission plugins read the
 // project's objects from informer caches: a Shoot created right after its project may be refused
 // because the CredentialsBinding is not in the cache yet ("… not found"), which a user or a
-// pipeline retries, as this does within CacheSyncTimeout.
+// pipeline retries, as this does within cluster.CacheSyncTimeout.
 func createGardenShoot(ctx context.Context, c client.Client, shoot *gardencorev1beta1.Shoot) error {
 	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, PollInterval, CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, PollInterval, cluster.CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
 		lastErr = c.Create(ctx, shoot.DeepCopy())
 		if apierrors.IsForbidden(lastErr) && strings.Contains(lastErr.Error(), "not found") {
 			return false, nil

@@ -24,6 +24,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiserverv1beta1 "k8s.io/apiserver/pkg/apis/apiserver/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 // PodNetwork is the range the kubelet stand-in takes pod IPs from. kube-apiserver's pod proxy
@@ -61,7 +63,7 @@ var vpnHandshakeTimeout = 10 * time.Second
 // gardener's secrets utilities, writes the egress selector configuration into a directory of its
 // own and listens on a free loopback port.
 func startVPN(log logr.Logger, name string) (*vpn, error) {
-	dir, err := os.MkdirTemp("", "shoot-flux-vpn-"+fileName(name)+"-")
+	dir, err := os.MkdirTemp("", "shoot-flux-vpn-"+cluster.FileName(name)+"-")
 	if err != nil {
 		return nil, fmt.Errorf("failed creating VPN directory of %s: %w", name, err)
 	}

@@ -2,7 +2,12 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+// Package cluster runs the sandbox's API servers (envtest's etcd and kube-apiserver, no
+// controllers) and the controller-runtime managers that the stand-ins and Gardener's components
+// run against them. It is the bottom of the sandbox: the stand-ins (kubelet, network,
+// kubecontrollermanager), the wiring of Gardener's components (gardener) and the harness (sandbox)
+// build on it, and it imports none of them.
+package cluster
 
 import (
 	"bytes"
@@ -25,6 +30,13 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+var (
+	// ControlPlaneStartTimeout bounds the start of one etcd or kube-apiserver.
+	ControlPlaneStartTimeout = time.Minute
+	// ControlPlaneStopTimeout bounds the stop of one etcd or kube-apiserver.
+	ControlPlaneStopTimeout = 30 * time.Second
 )
 
 // Cluster is one envtest API server (etcd and kube-apiserver, no controllers).
@@ -60,16 +72,23 @@ type Cluster struct {
 	stopErr  error
 }
 
-// clusterOptions are the optional settings of startCluster.
-type clusterOptions struct {
-	// auditDir, if set, makes kube-apiserver write an audit log <name>-audit.log there (see
+// Environment is a started and stopped control plane: envtest's, or one that wraps it.
+type Environment interface {
+	Start() (*rest.Config, error)
+	Stop() error
+}
+
+// Options are the optional settings of Start.
+type Options struct {
+	// AuditDir, if set, makes kube-apiserver write an audit log <name>-audit.log there (see
 	// auditPolicy).
-	auditDir string
-	// gardener also starts gardener-apiserver behind kube-apiserver (StartGarden).
-	gardener bool
-	// apiServerFlags are further kube-apiserver flags. They are part of envtest's configuration of
+	AuditDir string
+	// Wrap, if set, wraps envtest's environment into one that starts more with it, e.g.
+	// gardener-apiserver behind kube-apiserver (gardener.StartGarden).
+	Wrap func(*envtest.Environment) Environment
+	// APIServerFlags are further kube-apiserver flags. They are part of envtest's configuration of
 	// the process, so StartAPIServer keeps them.
-	apiServerFlags map[string]string
+	APIServerFlags map[string]string
 }
 
 // auditPolicy records every request at metadata level, and Extension requests with their bodies,
@@ -87,8 +106,9 @@ rules:
 - level: Metadata
 `
 
-func startCluster(name string, scheme *runtime.Scheme, crdPaths []string, opts clusterOptions) (*Cluster, error) {
-	certDir, err := os.MkdirTemp("", "shoot-flux-sandbox-"+fileName(name)+"-")
+// Start starts an API server named name with the scheme's kinds and the CRDs of crdPaths.
+func Start(name string, scheme *runtime.Scheme, crdPaths []string, opts Options) (*Cluster, error) {
+	certDir, err := os.MkdirTemp("", "shoot-flux-sandbox-"+FileName(name)+"-")
 	if err != nil {
 		return nil, fmt.Errorf("failed creating certificate directory of %s: %w", name, err)
 	}
@@ -101,27 +121,27 @@ func startCluster(name string, scheme *runtime.Scheme, crdPaths []string, opts c
 		ControlPlaneStopTimeout:  ControlPlaneStopTimeout,
 	}
 	apiServer := &envtest.APIServer{CertDir: certDir}
-	if opts.auditDir != "" {
+	if opts.AuditDir != "" {
 		policy := filepath.Join(certDir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 			return nil, errors.Join(fmt.Errorf("failed writing audit policy of %s: %w", name, err), os.RemoveAll(certDir))
 		}
-		c.AuditLogPath = filepath.Join(opts.auditDir, fileName(name)+"-audit.log")
+		c.AuditLogPath = filepath.Join(opts.AuditDir, FileName(name)+"-audit.log")
 		apiServer.Configure().
 			Set("audit-policy-file", policy).
 			Set("audit-log-path", c.AuditLogPath).
 			Set("audit-log-format", "json")
 	}
-	for name, value := range opts.apiServerFlags {
+	for name, value := range opts.APIServerFlags {
 		apiServer.Configure().Set(name, value)
 	}
 	env.ControlPlane.APIServer = apiServer
 	c.Env = env
 
 	start, stop := env.Start, env.Stop
-	if opts.gardener {
-		genv := gardenerEnvironment(env)
-		start, stop = genv.Start, genv.Stop
+	if opts.Wrap != nil {
+		wrapped := opts.Wrap(env)
+		start, stop = wrapped.Start, wrapped.Stop
 	}
 	c.stopEnv = stop
 	cfg, err := start()
@@ -140,7 +160,8 @@ func startCluster(name string, scheme *runtime.Scheme, crdPaths []string, opts c
 	return c, nil
 }
 
-func fileName(name string) string {
+// FileName turns a cluster's name into one that fits into a file name.
+func FileName(name string) string {
 	return strings.NewReplacer("/", "-", ":", "-").Replace(name)
 }
 
@@ -219,8 +240,16 @@ func (c *Cluster) APIServerRunning() bool {
 	return c.apiServer
 }
 
-// stop stops the API server once; later calls return the first result.
-func (c *Cluster) stop() error {
+// AddCloser adds a function that runs after the control plane stopped, e.g. to close what a
+// wrapped environment left open.
+func (c *Cluster) AddCloser(closeFn func() error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closers = append(c.closers, closeFn)
+}
+
+// Stop stops the API server once; later calls return the first result.
+func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()

@@ -2,12 +2,17 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+// Package kubecontrollermanager stands in for kube-controller-manager in the sandbox's clusters:
+// envtest runs none, and without its namespace and garbage collector controllers a deleted
+// namespace would stay Terminating and a foreground deletion would never end. Not to be confused
+// with gardener-controller-manager, whose controllers package gardener runs.
+package kubecontrollermanager
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,25 +20,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 // envtest runs no kube-controller-manager, so a deleted namespace would stay Terminating and an
 // object deleted with foreground propagation (gardener-resource-manager deletes apps and batch
-// objects that way) would keep its finalizer forever. The shoot controller manager does the part of
+// objects that way) would keep its finalizer forever. The stand-in does the part of
 // the namespace and garbage collector controllers that deletion depends on. Nothing in a sandbox
 // shoot creates dependents (there is no deployment or job controller either), so the finalizers
 // of the garbage collector can be removed right away.
@@ -48,31 +49,14 @@ var foregroundKinds = []schema.GroupVersionKind{
 	batchv1.SchemeGroupVersion.WithKind("CronJob"),
 }
 
-// newShootManager returns a manager for controllers the sandbox runs against a shoot's API server
-// in its own process: the client-go scheme, no metrics or probe listeners.
-func newShootManager(log logr.Logger, shoot *Cluster) (manager.Manager, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("failed building scheme: %w", err)
-	}
-	mgr, err := manager.New(shoot.Config, manager.Options{
-		Scheme:                  scheme,
-		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("failed creating manager for shoot %s: %w", shoot.Name, err)
-	}
-	return mgr, nil
-}
+// NamespaceFinalizerRequeue is how soon a terminating namespace is checked again.
+var NamespaceFinalizerRequeue = 250 * time.Millisecond
 
-func startShootControllerManager(ctx context.Context, log logr.Logger, shoot *Cluster) (*runner, error) {
-	mgr, err := newShootManager(log, shoot)
+// Start runs the stand-in against a shoot's (or the seed's) API server until the runner stops.
+func Start(ctx context.Context, log logr.Logger, shoot *cluster.Cluster) (*cluster.Runner, error) {
+	mgr, err := cluster.NewManager(log, shoot)
 	if err != nil {
-		return nil, fmt.Errorf("controller manager: %w", err)
+		return nil, fmt.Errorf("kube-controller-manager: %w", err)
 	}
 
 	clientset, err := kubernetes.NewForConfig(shoot.Config)
@@ -102,7 +86,7 @@ func startShootControllerManager(ctx context.Context, log logr.Logger, shoot *Cl
 			return nil, fmt.Errorf("failed adding garbage collector for %s: %w", gvk.Kind, err)
 		}
 	}
-	return startManager(ctx, log, "controller-manager "+shoot.Name, mgr)
+	return cluster.StartManager(ctx, log, "kube-controller-manager "+shoot.Name, mgr)
 }
 
 // garbageCollector removes the foregroundDeletion and orphan finalizers of deleted objects.
