@@ -15,6 +15,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
 )
 
 // gardenDownRetryWindow is how long the retries of a reconcile that needs the unreachable garden
@@ -35,7 +36,7 @@ var _ = Describe("Garden unreachable at start", Label(labelDeployed), func() {
 		By("starting the extension with its garden connection through a proxy that resets every connection")
 		gardenAddress, err := sb.Garden.Address()
 		Expect(err).NotTo(HaveOccurred())
-		proxy, err := sandbox.StartProxy(gardenAddress)
+		proxy, err := network.StartProxy(gardenAddress)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(proxy.Close)
 		proxy.Down()

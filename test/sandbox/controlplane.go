@@ -21,6 +21,8 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
 )
 
 // shootAPIAudiences are the audiences of a shoot's kube-apiserver in a landscape.
@@ -37,14 +39,14 @@ func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager
 	if runControllers {
 		// The pods of the kubelet stand-in are reached through the VPN stand-in, as a shoot's pods
 		// through Gardener's VPN: kube-apiserver's pod proxy, and with it the shoot's Prometheus.
-		v, err := startVPN(h.log.WithName("vpn"), h.SeedNamespace)
+		v, err := network.StartVPN(h.log.WithName("vpn"), h.SeedNamespace)
 		if err != nil {
 			return err
 		}
 		h.mu.Lock()
 		h.vpn = v
 		h.mu.Unlock()
-		opts.APIServerFlags["egress-selector-config-file"] = v.egressSelectorConfigFile()
+		opts.APIServerFlags["egress-selector-config-file"] = v.EgressSelectorConfigFile()
 	}
 	shoot, err := cluster.Start(h.SeedNamespace, kubernetes.ShootScheme, nil, opts)
 	if err != nil {
@@ -200,7 +202,7 @@ func (h *ShootHandle) stopControlPlane() error {
 	v := h.vpn
 	h.vpn = nil
 	h.mu.Unlock()
-	errs = append(errs, v.close())
+	errs = append(errs, v.Close())
 	return errors.Join(errs...)
 }
 

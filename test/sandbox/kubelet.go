@@ -36,6 +36,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
 )
 
 var (
@@ -165,7 +167,7 @@ type kubelet struct {
 	// nodeEnv comes before the image's and the container's env of every process (ShootSpec.NodeEnv).
 	nodeEnv []string
 	// vpn routes the pod IPs of the published Pods to the processes (kubeletpodobject.go).
-	vpn    *vpn
+	vpn    *network.VPN
 	dir    string
 	client client.Client
 	events chan event.GenericEvent
@@ -183,7 +185,7 @@ type kubelet struct {
 	started []*controllerPod
 }
 
-func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries map[string]string, nodeEnv []string, v *vpn) (*kubelet, error) {
+func startKubelet(ctx context.Context, log logr.Logger, shoot *Cluster, binaries map[string]string, nodeEnv []string, v *network.VPN) (*kubelet, error) {
 	mgr, err := cluster.NewManager(log, shoot)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet: %w", err)

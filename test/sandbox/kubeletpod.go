@@ -132,7 +132,7 @@ func (k *kubelet) startPod(ctx context.Context, d *appsv1.Deployment, c corev1.C
 	}
 	if err := p.run(k); err != nil {
 		if p.ip.IsValid() {
-			k.vpn.removePod(p.ip)
+			k.vpn.RemovePod(p.ip)
 		}
 		return nil, cleanup(err)
 	}

@@ -168,7 +168,7 @@ func (k *kubelet) deletePodObject(p *controllerPod) {
 	if !p.ip.IsValid() {
 		return
 	}
-	k.vpn.removePod(p.ip)
+	k.vpn.RemovePod(p.ip)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.key.Namespace, Name: p.name}}
 	// The kubelet's context ends when it stops; the node is gone then and its pods stay, as in a
 	// landscape until the pod garbage collector removes them.
@@ -183,7 +183,7 @@ func (k *kubelet) allocatePodIP(p *controllerPod, ports map[int32]string) error 
 	if k.vpn == nil {
 		return nil
 	}
-	ip, err := k.vpn.addPod(p.key.Namespace+"/"+p.name, ports)
+	ip, err := k.vpn.AddPod(p.key.Namespace+"/"+p.name, ports)
 	if err != nil {
 		return err
 	}

@@ -343,7 +343,7 @@ type ExtensionSettings struct {
 	// MaxConcurrentReconciles replaces Options.MaxConcurrentReconciles if not zero.
 	MaxConcurrentReconciles int
 	// GardenAddress, if set, is the "host:port" the extension reaches the garden API server at
-	// instead of the API server's own, e.g. a Proxy's Addr, so that a scenario can cut the
+	// instead of the API server's own, e.g. a network.Proxy's Addr, so that a scenario can cut the
 	// extension off from the garden.
 	GardenAddress string
 }

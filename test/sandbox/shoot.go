@@ -31,6 +31,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
 )
 
 const (
@@ -144,7 +146,7 @@ type ShootHandle struct {
 	resourceManager       *cluster.Runner
 	kubeControllerManager *cluster.Runner
 	kubelet               *kubelet
-	vpn                   *vpn
+	vpn                   *network.VPN
 	sourceControllers     []*SourceController
 	since                 string
 	sinceTime             time.Time

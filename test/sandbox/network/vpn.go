@@ -2,7 +2,10 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+// Package network stands in for the network between the sandbox's components: Gardener's VPN
+// between a shoot's control plane and its pods (VPN), and network outages between a component
+// and an API server (Proxy).
+package network
 
 import (
 	"bufio"
@@ -34,14 +37,14 @@ import (
 // reached only through the VPN stand-in, never routed on the machine.
 var PodNetwork = netip.MustParsePrefix("10.200.0.0/16")
 
-// vpn stands in for Gardener's VPN between a shoot's control plane and its nodes: kube-apiserver
+// VPN stands in for Gardener's VPN between a shoot's control plane and its nodes: kube-apiserver
 // reaches pod IPs through it (the "cluster" egress selection, see egressSelectorConfig), as
 // through vpn-seed-server's HTTP CONNECT proxy in a landscape. It maps <podIP>:<containerPort> of
 // the pods the kubelet stand-in publishes to the local listeners of their processes and refuses
 // every other address, so the shoot's API server cannot be used to reach anything else on the
 // machine. Like vpn-seed-server's proxy it serves TLS and accepts only the client certificate it
 // issued to kube-apiserver.
-type vpn struct {
+type VPN struct {
 	log      logr.Logger
 	dir      string
 	listener net.Listener
@@ -59,15 +62,15 @@ type vpn struct {
 // vpnHandshakeTimeout bounds a client's TLS handshake and CONNECT request.
 var vpnHandshakeTimeout = 10 * time.Second
 
-// startVPN generates the CA, the proxy's serving and kube-apiserver's client certificate with
+// StartVPN generates the CA, the proxy's serving and kube-apiserver's client certificate with
 // gardener's secrets utilities, writes the egress selector configuration into a directory of its
 // own and listens on a free loopback port.
-func startVPN(log logr.Logger, name string) (*vpn, error) {
+func StartVPN(log logr.Logger, name string) (*VPN, error) {
 	dir, err := os.MkdirTemp("", "shoot-flux-vpn-"+cluster.FileName(name)+"-")
 	if err != nil {
 		return nil, fmt.Errorf("failed creating VPN directory of %s: %w", name, err)
 	}
-	v := &vpn{log: log, dir: dir, targets: map[string]string{}, pods: map[netip.Addr]string{}, next: PodNetwork.Addr().Next(), conns: map[net.Conn]struct{}{}}
+	v := &VPN{log: log, dir: dir, targets: map[string]string{}, pods: map[netip.Addr]string{}, next: PodNetwork.Addr().Next(), conns: map[net.Conn]struct{}{}}
 	tlsConfig, err := v.writeCertificates()
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
@@ -76,7 +79,7 @@ func startVPN(log logr.Logger, name string) (*vpn, error) {
 		return nil, errors.Join(fmt.Errorf("failed listening for the VPN of %s: %w", name, err), os.RemoveAll(dir))
 	}
 	if err := v.writeEgressSelectorConfig(); err != nil {
-		return nil, errors.Join(err, v.close())
+		return nil, errors.Join(err, v.Close())
 	}
 	v.wg.Go(v.serve)
 	return v, nil
@@ -96,7 +99,7 @@ const (
 	vpnServerCommonName    = "vpn-seed-server"
 )
 
-func (v *vpn) writeCertificates() (*tls.Config, error) {
+func (v *VPN) writeCertificates() (*tls.Config, error) {
 	ca, err := (&secrets.CertificateSecretConfig{Name: vpnCACommonName, CommonName: vpnCACommonName, CertType: secrets.CACert}).GenerateCertificate()
 	if err != nil {
 		return nil, fmt.Errorf("failed generating the VPN CA: %w", err)
@@ -147,7 +150,7 @@ func (v *vpn) writeCertificates() (*tls.Config, error) {
 // k8s.io/apiserver v0.36.4 reads the TLS settings of every tcp transport (egressselector
 // getTLSConfig dereferences the nil tlsConfig, a panic at start) and always dials the proxy with
 // TLS (tcpHTTPConnectConnector), so mutual TLS as in gardener is the only working tcp setup.
-func (v *vpn) writeEgressSelectorConfig() error {
+func (v *VPN) writeEgressSelectorConfig() error {
 	cfg := apiserverv1beta1.EgressSelectorConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: apiserverv1beta1.SchemeGroupVersion.String(), Kind: "EgressSelectorConfiguration"},
 		EgressSelections: []apiserverv1beta1.EgressSelection{
@@ -173,19 +176,19 @@ func (v *vpn) writeEgressSelectorConfig() error {
 	if err != nil {
 		return fmt.Errorf("failed encoding the egress selector configuration: %w", err)
 	}
-	if err := os.WriteFile(v.egressSelectorConfigFile(), data, 0o600); err != nil {
+	if err := os.WriteFile(v.EgressSelectorConfigFile(), data, 0o600); err != nil {
 		return fmt.Errorf("failed writing the egress selector configuration: %w", err)
 	}
 	return nil
 }
 
-// egressSelectorConfigFile is the value of kube-apiserver's --egress-selector-config-file.
-func (v *vpn) egressSelectorConfigFile() string {
+// EgressSelectorConfigFile is the value of kube-apiserver's --egress-selector-config-file.
+func (v *VPN) EgressSelectorConfigFile() string {
 	return filepath.Join(v.dir, egressSelectorFile)
 }
 
-// addPod allocates a pod IP and routes <podIP>:<port> to the local address of each port.
-func (v *vpn) addPod(pod string, ports map[int32]string) (netip.Addr, error) {
+// AddPod allocates a pod IP and routes <podIP>:<port> to the local address of each port.
+func (v *VPN) AddPod(pod string, ports map[int32]string) (netip.Addr, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	ip, err := v.allocate()
@@ -202,7 +205,7 @@ func (v *vpn) addPod(pod string, ports map[int32]string) (netip.Addr, error) {
 // allocate returns the next free address of PodNetwork after the last one given out, so that a
 // recently removed pod's address is not reused at once (a scrape of the old pod must not reach the
 // new one).
-func (v *vpn) allocate() (netip.Addr, error) {
+func (v *VPN) allocate() (netip.Addr, error) {
 	for range 1 << (32 - PodNetwork.Bits()) {
 		ip := v.next
 		v.next = ip.Next()
@@ -225,8 +228,8 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	return netip.AddrFrom4(a)
 }
 
-// removePod releases the pod's IP and routes.
-func (v *vpn) removePod(ip netip.Addr) {
+// RemovePod releases the pod's IP and routes.
+func (v *VPN) RemovePod(ip netip.Addr) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	delete(v.pods, ip)
@@ -237,14 +240,14 @@ func (v *vpn) removePod(ip netip.Addr) {
 	}
 }
 
-func (v *vpn) target(address string) (string, bool) {
+func (v *VPN) target(address string) (string, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	local, ok := v.targets[address]
 	return local, ok
 }
 
-func (v *vpn) serve() {
+func (v *VPN) serve() {
 	for {
 		conn, err := v.listener.Accept()
 		if err != nil {
@@ -262,7 +265,7 @@ func (v *vpn) serve() {
 }
 
 // handle answers one CONNECT request and then copies bytes both ways until either side closes.
-func (v *vpn) handle(conn net.Conn) {
+func (v *VPN) handle(conn net.Conn) {
 	defer func() { _ = conn.Close() }()
 	_ = conn.SetDeadline(time.Now().Add(vpnHandshakeTimeout))
 	br := bufio.NewReader(conn)
@@ -306,7 +309,7 @@ func (v *vpn) handle(conn net.Conn) {
 	<-done
 }
 
-func (v *vpn) track(conn net.Conn) bool {
+func (v *VPN) track(conn net.Conn) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
@@ -316,14 +319,14 @@ func (v *vpn) track(conn net.Conn) bool {
 	return true
 }
 
-func (v *vpn) untrack(conn net.Conn) {
+func (v *VPN) untrack(conn net.Conn) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	delete(v.conns, conn)
 }
 
-// close stops listening, ends every tunnel and removes the certificates and the configuration.
-func (v *vpn) close() error {
+// Close stops listening, ends every tunnel and removes the certificates and the configuration.
+func (v *VPN) Close() error {
 	if v == nil {
 		return nil
 	}
