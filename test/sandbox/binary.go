@@ -9,28 +9,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-var (
-	// BuildTimeout bounds the build of the extension binary. A first build compiles gardener and
-	// Kubernetes, which takes several minutes on two busy cores; the bound only catches a hang.
-	BuildTimeout = 20 * time.Minute
-	// ReadyTimeout bounds the wait for a started extension process to report ready.
-	ReadyTimeout = 2 * time.Minute
-	// readyPollInterval is how often readiness is checked.
-	readyPollInterval = 100 * time.Millisecond
-	// httpTimeout bounds one request to an extension's health endpoint.
-	httpTimeout = 10 * time.Second
-)
+// BuildTimeout bounds the build of the extension binary. A first build compiles gardener and
+// Kubernetes, which takes several minutes on two busy cores; the bound only catches a hang.
+var BuildTimeout = 20 * time.Minute
 
 // ExtensionPackage is the main package of the extension binary.
 const ExtensionPackage = "./cmd/gardener-extension-shoot-flux"
@@ -66,32 +55,6 @@ func BuildExtension(ctx context.Context, repoRoot, out string) error {
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("failed building the extension: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
-}
-
-// WaitReady waits until the readiness checks served at healthAddr pass; exited reports a process
-// that ended meanwhile, which fails the wait at once.
-func WaitReady(ctx context.Context, healthAddr string, exited func() (bool, error)) error {
-	client := &http.Client{Timeout: httpTimeout}
-	err := wait.PollUntilContextTimeout(ctx, readyPollInterval, ReadyTimeout, true, func(ctx context.Context) (bool, error) {
-		if done, err := exited(); done {
-			return false, fmt.Errorf("the process exited: %w", err)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+healthAddr+"/readyz", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet: the poll goes on
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		return fmt.Errorf("not ready within %s: %w", ReadyTimeout, err)
 	}
 	return nil
 }

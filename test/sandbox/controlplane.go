@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -23,6 +24,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 // shootAPIAudiences are the audiences of a shoot's kube-apiserver in a landscape.
@@ -61,7 +64,7 @@ func (h *ShootHandle) startControlPlane(ctx context.Context, withResourceManager
 	h.kubeControllerManager = cm
 	h.mu.Unlock()
 	if runControllers {
-		k, err := startKubelet(ctx, h.log.WithName("kubelet"), shoot, h.sandbox.controllerBinaries(), nodeEnv, h.vpn)
+		k, err := kubelet.Start(ctx, h.log.WithName("kubelet"), shoot, h.sandbox.controllerBinaries(), nodeEnv, h.vpn)
 		if err != nil {
 			return err
 		}
@@ -181,7 +184,7 @@ func (h *ShootHandle) stopControlPlane() error {
 	h.mu.Unlock()
 
 	// The controllers stop while the API server still answers, so that they end as in a cluster.
-	errs := []error{k.stop()}
+	errs := []error{k.Stop()}
 	for _, sc := range scs {
 		errs = append(errs, sc.Stop())
 	}
@@ -232,4 +235,50 @@ func (h *ShootHandle) Stop(ctx context.Context) error {
 	h.sandbox.mu.Unlock()
 	errs = append(errs, h.stopControlPlane())
 	return errors.Join(errs...)
+}
+
+// Controllers lists the controllers the shoot's kubelet stand-in runs (ShootSpec.RunControllers),
+// one per Deployment, in start order; stopped ones are left out.
+func (h *ShootHandle) Controllers() []ControllerProcess {
+	h.mu.Lock()
+	k := h.kubelet
+	h.mu.Unlock()
+	if k == nil {
+		return nil
+	}
+	return k.Processes()
+}
+
+// ControllerLogs returns the end of the log of every controller the shoot's kubelet stand-in has
+// started, stopped ones included, for failure reports.
+func (h *ShootHandle) ControllerLogs() string {
+	h.mu.Lock()
+	k := h.kubelet
+	h.mu.Unlock()
+	if k == nil {
+		return "(the shoot runs no controllers)"
+	}
+	return k.Logs()
+}
+
+// StartSourceController runs the source-controller of the newest embedded Flux release
+// (Options.FluxControllers) against the shoot until Stop or the shoot is stopped. The shoot must
+// have the source-controller CRDs, which the extension's controllers ManagedResource installs.
+func (h *ShootHandle) StartSourceController(ctx context.Context) (*SourceController, error) {
+	bin, err := kubelet.NewestSourceController(h.sandbox.opts.FluxControllers)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "source-controller-")
+	if err != nil {
+		return nil, fmt.Errorf("failed creating source-controller directory: %w", err)
+	}
+	sc, err := kubelet.StartSourceController(ctx, bin, dir, h.Shoot)
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	h.mu.Lock()
+	h.sourceControllers = append(h.sourceControllers, sc)
+	h.mu.Unlock()
+	return sc, nil
 }

@@ -40,6 +40,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 // GardenRBACFile is what operators apply to the garden for the extension, relative to the
@@ -90,7 +92,7 @@ func (e *deployedEnv) users() (seed, garden []string) {
 
 // deployedExtension is a start of the deployed extension: the rollout the kubelet stand-in runs.
 type deployedExtension struct {
-	kubelet     *extensionKubelet
+	kubelet     *kubelet.SeedKubelet
 	healthAddr  string
 	metricsAddr string
 }
@@ -134,18 +136,18 @@ func (s *Sandbox) prepareDeployed(ctx context.Context) error {
 // deployedValues are the ControllerDeployment values of one start: free ports (others than the
 // last start's, so that the rollout of this start is told from the last one by them) and the
 // settings of the sandbox as chart values.
-func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers int) (map[string]any, rollout, error) {
-	var want rollout
+func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers int) (map[string]any, kubelet.Rollout, error) {
+	var want kubelet.Rollout
 	for {
 		var err error
-		if want.healthPort, err = FreePort(); err != nil {
+		if want.HealthPort, err = kubelet.FreePort(); err != nil {
 			return nil, want, err
 		}
-		if want.metricsPort, err = FreePort(); err != nil {
+		if want.MetricsPort, err = kubelet.FreePort(); err != nil {
 			return nil, want, err
 		}
 		last := s.deployedEnv.ports
-		if want.healthPort != want.metricsPort && !slices.Contains(last[:], want.healthPort) && !slices.Contains(last[:], want.metricsPort) {
+		if want.HealthPort != want.MetricsPort && !slices.Contains(last[:], want.HealthPort) && !slices.Contains(last[:], want.MetricsPort) {
 			break
 		}
 	}
@@ -167,8 +169,8 @@ func (s *Sandbox) deployedValues(cfg *config.ControllerConfiguration, workers in
 		configValues["healthCheckConfig"] = map[string]any{"syncPeriod": HealthCheckSyncPeriod.String()}
 	}
 	values := map[string]any{
-		"metrics":    map[string]any{"port": want.metricsPort},
-		"healthPort": want.healthPort,
+		"metrics":    map[string]any{"port": want.MetricsPort},
+		"healthPort": want.HealthPort,
 		"controllers": map[string]any{
 			"extension":                 map[string]any{"concurrentSyncs": workers},
 			"ignoreOperationAnnotation": s.opts.IgnoreOperationAnnotation,
@@ -198,13 +200,13 @@ func (s *Sandbox) startDeployed(ctx context.Context, cfg *config.ControllerConfi
 	if err := s.setDeploymentValues(ctx, values); err != nil {
 		return nil, err
 	}
-	env.ports = [2]int{want.healthPort, want.metricsPort}
+	env.ports = [2]int{want.HealthPort, want.MetricsPort}
 	k := env.landscape.kubelet
-	k.run(want)
+	k.Run(want)
 	d := &deployedExtension{
 		kubelet:     k,
-		healthAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(want.healthPort)),
-		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(want.metricsPort)),
+		healthAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(want.HealthPort)),
+		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(want.MetricsPort)),
 	}
 	s.log.Info("Rolling out the deployed extension", "log", env.logPath)
 	if err := s.waitRollout(ctx, want); err != nil {
@@ -216,14 +218,14 @@ func (s *Sandbox) startDeployed(ctx context.Context, cfg *config.ControllerConfi
 // waitRollout waits until the kubelet stand-in runs a ready pod of the rollout and gardenlet
 // reports the ControllerInstallation Valid, Installed, Healthy and not Progressing. A pod of the
 // rollout that ends before it is ready fails the wait at once.
-func (s *Sandbox) waitRollout(ctx context.Context, want rollout) error {
+func (s *Sandbox) waitRollout(ctx context.Context, want kubelet.Rollout) error {
 	k := s.deployedEnv.landscape.kubelet
 	var (
 		state      string
 		conditions []gardencorev1beta1.Condition
 	)
 	err := wait.PollUntilContextTimeout(ctx, PollInterval, DeployedRolloutTimeout, true, func(ctx context.Context) (bool, error) {
-		ready, st, err := k.rolloutState(want)
+		ready, st, err := k.RolloutState(want)
 		state = st
 		if err != nil {
 			return false, err
@@ -267,7 +269,7 @@ func (d *deployedExtension) stop() error {
 	if d == nil {
 		return nil
 	}
-	return d.kubelet.suspend()
+	return d.kubelet.Suspend()
 }
 
 // ExtensionLogPath is the log of the deployed extension (Options.Deployed); empty otherwise.
@@ -326,6 +328,23 @@ func (s *Sandbox) DeniedRequests() ([]string, error) {
 		}
 	}
 	return denied, nil
+}
+
+// admitExtensionPod lets the seed's kubelet stand-in start the extension's pod once the garden
+// enforces the admission policy of GardenRBACFile on the pod's garden identity, and records the
+// pod's identities for DeniedRequests.
+func (s *Sandbox) admitExtensionPod(ctx context.Context, seedUser, gardenUser string) error {
+	if gardenUser != "" {
+		enforced, answer, err := gardenPolicyEnforced(ctx, s.Garden.Config, gardenUser)
+		if err != nil {
+			return err
+		}
+		if !enforced {
+			return fmt.Errorf("the garden does not enforce the admission policy of %s on %s yet (its answer to a forbidden Secret: %s)", GardenRBACFile, gardenUser, answer)
+		}
+	}
+	s.deployedEnv.addUsers(seedUser, gardenUser)
+	return nil
 }
 
 // gardenPolicyEnforced tells whether the garden enforces the admission policy of GardenRBACFile on

@@ -54,6 +54,8 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 // With Options.Deployed the extension is installed the way a landscape installs it, by Gardener's
@@ -104,7 +106,7 @@ type landscape struct {
 	// gardenAddress is the garden address gardenlet's configuration hands the extension
 	// (gardenClientConnection.gardenClusterAddress); empty for the garden's own.
 	gardenAddress string
-	kubelet       *extensionKubelet
+	kubelet       *kubelet.SeedKubelet
 }
 
 // publishExtension installs the extension as InstallationDoc tells an operator to, into a registry
@@ -287,7 +289,16 @@ func (s *Sandbox) startLandscape(ctx context.Context) error {
 	if l.gardenlet, err = s.startGardenlet(ctx, ""); err != nil {
 		return err
 	}
-	l.kubelet, err = startExtensionKubelet(ctx, s.log.WithName("seed-kubelet"), s.Seed, s.Garden.Config, env, l)
+	log := s.log.WithName("seed-kubelet")
+	l.kubelet, err = kubelet.StartSeed(ctx, log, s.Seed, kubelet.SeedOptions{
+		Manager:               landscapeManagerOptions(log),
+		Registry:              l.registry.Host(),
+		RegistryAuth:          l.registryAuth(),
+		Dir:                   env.dir,
+		LogPath:               env.logPath,
+		GardenAccessNamespace: GardenAccessNamespace,
+		Admit:                 s.admitExtensionPod,
+	})
 	return err
 }
 
@@ -321,7 +332,7 @@ func (l *landscape) stop() error {
 	if l == nil {
 		return nil
 	}
-	errs := []error{l.kubelet.stop()}
+	errs := []error{l.kubelet.Stop()}
 	for _, r := range []*cluster.Runner{l.gardenlet, l.gardenerControllerManager, l.resourceManager, l.seedKubeControllerManager} {
 		errs = append(errs, r.Stop())
 	}

@@ -56,6 +56,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/releases"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 var (
@@ -209,10 +211,10 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = 5
 	}
-	if err := validateFluxControllers(opts.FluxControllers); err != nil {
+	if err := kubelet.ValidateFluxControllers(opts.FluxControllers); err != nil {
 		return nil, err
 	}
-	if err := validateKluctlControllers(opts.KluctlControllers); err != nil {
+	if err := kubelet.ValidateKluctlControllers(opts.KluctlControllers); err != nil {
 		return nil, err
 	}
 	// gardenlet's Extension component polls every 5 s, which would dominate the sandbox's scenarios
@@ -375,12 +377,12 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		return nil
 	}
 
-	healthPort, err := FreePort()
+	healthPort, err := kubelet.FreePort()
 	if err != nil {
 		return err
 	}
 	healthAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort))
-	metricsPort, err := FreePort()
+	metricsPort, err := kubelet.FreePort()
 	if err != nil {
 		return err
 	}
@@ -440,7 +442,7 @@ func (s *Sandbox) StartExtensionWith(ctx context.Context, settings ExtensionSett
 		return err
 	}
 	// Ready as the deployed extension's kubelet would see it.
-	if err := WaitReady(ctx, healthAddr, r.Exited); err != nil {
+	if err := kubelet.WaitReady(ctx, healthAddr, r.Exited); err != nil {
 		return errors.Join(fmt.Errorf("the extension: %w", err), r.Stop())
 	}
 	s.extension, s.extCache, s.metricsAddr = r, mgr.GetClient(), metricsAddr
@@ -575,6 +577,3 @@ func (w logWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// Cluster is one of the sandbox's API servers (package cluster).
-type Cluster = cluster.Cluster

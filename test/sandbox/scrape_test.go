@@ -20,7 +20,16 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	fluxapi "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
+)
+
+// The components of the controllers the kubelet stand-in runs, by the names of their images
+// (ControllerProcess.Component).
+const (
+	sourceController = fluxapi.ComponentSourceController
+	kluctlController = "kluctl"
 )
 
 // scrapeTimeout bounds the scenario: the start of the sandbox, the shoot's reconcile, the start
@@ -113,7 +122,7 @@ var _ = Describe("Scraping the delivered controllers through the shoot's API ser
 			Expect(i).NotTo(BeNumerically("<", 0), "pod %s not listed", process.Pod)
 			pod := pods.Items[i]
 			Expect(pod.Status.PodIP).To(Equal(process.PodIP))
-			Expect(pod.Spec.NodeName).To(Equal(NodeName))
+			Expect(pod.Spec.NodeName).To(Equal(kubelet.NodeName))
 			Expect(pod.OwnerReferences).To(ContainElement(HaveField("Name", process.Deployment)))
 			Expect(pod.Status.Conditions).To(ContainElement(And(HaveField("Type", corev1.PodReady), HaveField("Status", corev1.ConditionTrue))))
 			c := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == target.container })

@@ -33,6 +33,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 const (
@@ -145,7 +147,7 @@ type ShootHandle struct {
 	mu                    sync.Mutex
 	resourceManager       *cluster.Runner
 	kubeControllerManager *cluster.Runner
-	kubelet               *kubelet
+	kubelet               *kubelet.Kubelet
 	vpn                   *network.VPN
 	sourceControllers     []*SourceController
 	since                 string

@@ -2,11 +2,10 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+package kubelet
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -63,21 +62,4 @@ func ReadProcessStat(pid int) (ProcessStat, error) {
 		return ProcessStat{}, fmt.Errorf("failed reading the state of process %d: %w", pid, err)
 	}
 	return ParseProcessStat(stat)
-}
-
-// ExtensionCPU reads the CPU time the running deployed extension (Options.Deployed) used so far;
-// the in-process extension shares this process's, so there is nothing of its own to read.
-func (s *Sandbox) ExtensionCPU() (time.Duration, error) {
-	s.mu.Lock()
-	d := s.deployed
-	s.mu.Unlock()
-	if d == nil {
-		return 0, errors.New("the extension does not run as deployed")
-	}
-	pid := d.kubelet.pid()
-	if pid == 0 {
-		return 0, errors.New("the deployed extension's pod does not run")
-	}
-	stat, err := ReadProcessStat(pid)
-	return stat.CPU, err
 }

@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+package kubelet
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 var (
@@ -27,7 +29,7 @@ var (
 // SourceController is a Flux source-controller process running against a shoot's API server, the
 // part of the GitOps controllers a sandbox shoot can run: it fetches git repositories and needs no
 // kubelet. It runs next to the Deployment delivered into the shoot, which only runs in a shoot
-// with ShootSpec.RunControllers.
+// with sandbox.ShootSpec.RunControllers.
 type SourceController struct {
 	// StorageAddress is where the controller serves the artifacts it fetched.
 	StorageAddress string
@@ -41,29 +43,7 @@ type SourceController struct {
 	stopErr  error
 }
 
-// StartSourceController runs the source-controller of the newest embedded Flux release
-// (Options.FluxControllers) against the shoot until Stop or the shoot is stopped. The shoot must
-// have the source-controller CRDs, which the extension's controllers ManagedResource installs.
-func (h *ShootHandle) StartSourceController(ctx context.Context) (*SourceController, error) {
-	bin, err := NewestSourceController(h.sandbox.opts.FluxControllers)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "source-controller-")
-	if err != nil {
-		return nil, fmt.Errorf("failed creating source-controller directory: %w", err)
-	}
-	sc, err := startSourceController(ctx, bin, dir, h.Shoot)
-	if err != nil {
-		return nil, errors.Join(err, os.RemoveAll(dir))
-	}
-	h.mu.Lock()
-	h.sourceControllers = append(h.sourceControllers, sc)
-	h.mu.Unlock()
-	return sc, nil
-}
-
-func startSourceController(ctx context.Context, bin, dir string, shoot *Cluster) (*SourceController, error) {
+func StartSourceController(ctx context.Context, bin, dir string, shoot *cluster.Cluster) (*SourceController, error) {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := shoot.WriteKubeconfig(kubeconfig); err != nil {
 		return nil, err

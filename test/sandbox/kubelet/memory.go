@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+package kubelet
 
 import (
 	"bufio"
@@ -14,11 +14,6 @@ import (
 	"strconv"
 	"strings"
 )
-
-// BenchRSS500Shoots is the highest RSS `make bench` measured for the extension serving 500 shoots
-// in 10 projects, before a resync (docs/performance.md, "Scale: 500 shoots", quotes it). Specs that attack the
-// extension's memory compare against it.
-const BenchRSS500Shoots = 116 << 20
 
 // Memory is the resident memory of a process: anonymous (heap, stacks) and file-backed (mostly the
 // pages of the binary it touched), and the highest RSS since the process started, from
@@ -81,21 +76,4 @@ func ParseMemory(r io.Reader) (Memory, error) {
 func (m Memory) String() string {
 	const mib = 1 << 20
 	return fmt.Sprintf("%.1f MiB (%.1f + %.1f)", float64(m.RSS)/mib, float64(m.Anon)/mib, float64(m.File)/mib)
-}
-
-// ExtensionMemory reads the resident memory of the running deployed extension (Options.Deployed);
-// the in-process extension shares this process's memory, so there is nothing of its own to read.
-func (s *Sandbox) ExtensionMemory() (Memory, error) {
-	s.mu.Lock()
-	d := s.deployed
-	s.mu.Unlock()
-	if d == nil {
-		return Memory{}, errors.New("the extension does not run as deployed")
-	}
-	pid := d.kubelet.pid()
-	if pid == 0 {
-		return Memory{}, errors.New("the deployed extension's pod does not run")
-	}
-	// The pod's set-up execs into the extension, so the started process is the extension itself.
-	return ProcessMemory(pid)
 }

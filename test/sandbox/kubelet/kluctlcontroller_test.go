@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+package kubelet
 
 import (
 	"context"
@@ -29,6 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 var _ = Describe("The kluctl controller in the kubelet stand-in", func() {
@@ -40,7 +42,7 @@ var _ = Describe("The kluctl controller in the kubelet stand-in", func() {
 
 	DescribeTable("validates Options.KluctlControllers",
 		func(binaries map[string]string, message string) {
-			Expect(validateKluctlControllers(binaries)).To(MatchError(ContainSubstring(message)))
+			Expect(ValidateKluctlControllers(binaries)).To(MatchError(ContainSubstring(message)))
 		},
 		Entry("a Flux controller", map[string]string{"source-controller:v1.9.5": "/s"}, `unknown kluctl controller image "source-controller:v1.9.5"`),
 		Entry("no tag", map[string]string{"kluctl": "/k"}, `image "kluctl" in Options.KluctlControllers has no version tag`),
@@ -56,21 +58,18 @@ var _ = Describe("The kluctl controller in the kubelet stand-in", func() {
 		for _, image := range images {
 			binaries[image] = "/cache/" + image
 		}
-		Expect(validateKluctlControllers(binaries)).To(Succeed())
+		Expect(ValidateKluctlControllers(binaries)).To(Succeed())
 	})
 
 	It("runs both kinds of controllers side by side", func() {
-		s := &Sandbox{opts: Options{
-			FluxControllers:   map[string]string{"source-controller:v1.9.5": "/s"},
-			KluctlControllers: map[string]string{"kluctl:v2.28.2": "/k"},
-		}}
-		k := &kubelet{binaries: s.controllerBinaries()}
+		flux := map[string]string{"source-controller:v1.9.5": "/s"}
+		k := &Kubelet{binaries: Binaries(flux, map[string]string{"kluctl:v2.28.2": "/k"})}
 		d := kluctlDeploymentOf("my.mirror:5000/kluctl/kluctl:v2.28.2")
 		_, component, binary, ok := k.runnable(d)
 		Expect(ok).To(BeTrue())
 		Expect(component).To(Equal(kluctlController))
 		Expect(binary).To(Equal("/k"))
-		Expect(s.opts.FluxControllers).To(HaveLen(1), "the options stay as they are")
+		Expect(flux).To(HaveLen(1), "the options stay as they are")
 	})
 
 	DescribeTable("runs the command of the container without tini",
@@ -154,7 +153,7 @@ var _ = Describe("The kluctl controller in the kubelet stand-in", func() {
 
 	It("names the kubeconfig context default, as kluctl names the in-cluster one", func() {
 		file := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-		Expect(writeTokenKubeconfig(file, &Cluster{Name: "shoot", Config: &rest.Config{Host: "https://127.0.0.1:6443"}}, "token-value")).To(Succeed())
+		Expect(writeTokenKubeconfig(file, &cluster.Cluster{Name: "shoot", Config: &rest.Config{Host: "https://127.0.0.1:6443"}}, "token-value")).To(Succeed())
 		cfg, err := clientcmd.LoadFromFile(file)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.CurrentContext).To(Equal("default"))

@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+package kubelet
 
 import (
 	"strings"
@@ -35,7 +35,7 @@ var _ = Describe("Flux controller binaries", func() {
 
 	DescribeTable("validates Options.FluxControllers",
 		func(binaries map[string]string, message string) {
-			Expect(validateFluxControllers(binaries)).To(MatchError(ContainSubstring(message)))
+			Expect(ValidateFluxControllers(binaries)).To(MatchError(ContainSubstring(message)))
 		},
 		Entry("a component the stand-in cannot run", map[string]string{"notification-controller:v1.9.4": "/n"}, `unknown Flux controller image "notification-controller:v1.9.4"`),
 		Entry("no tag", map[string]string{"source-controller": "/s"}, `image "source-controller" in Options.FluxControllers has no version tag`),
@@ -50,7 +50,7 @@ var _ = Describe("Flux controller binaries", func() {
 		for _, image := range images {
 			binaries[image] = "/cache/" + image
 		}
-		Expect(validateFluxControllers(binaries)).To(Succeed())
+		Expect(ValidateFluxControllers(binaries)).To(Succeed())
 	})
 
 	It("starts the source-controller of the newest release", func() {

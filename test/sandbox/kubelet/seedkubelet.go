@@ -2,19 +2,15 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+package kubelet
 
 import (
-	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,15 +19,12 @@ import (
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/go-logr/logr"
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -49,13 +42,35 @@ import (
 // ControllerMaxRestartBackoff, as kubelet's crash loop back-off does.
 var ExtensionRestartBackoff = time.Second
 
-// rollout names the start of the extension the sandbox asked for (StartExtensionWith) by the
-// ports of its values: only a Deployment with these ports is the rollout of that start.
-type rollout struct {
-	healthPort, metricsPort int
+// Rollout names the start of the extension the sandbox asked for (sandbox.StartExtensionWith) by
+// the ports of its values: only a Deployment with these ports is the rollout of that start.
+type Rollout struct {
+	HealthPort, MetricsPort int
 }
 
-// extensionKubelet stands in for the seed's kubelet and its Deployment and ReplicaSet controllers,
+// SeedOptions are what the seed's kubelet stand-in takes from the landscape that installs the
+// extension (see sandbox.Options.Deployed).
+type SeedOptions struct {
+	// Manager are the options of its controller manager, as of gardener's controllers in this
+	// process; the scheme and the client's cache are set here.
+	Manager manager.Options
+	// Registry is the host of the registry the published images are pulled from, RegistryAuth
+	// its credentials.
+	Registry     string
+	RegistryAuth remote.Option
+	// Dir holds the pod's root file system and volumes and the pulled images; LogPath receives
+	// the container's stdout and stderr.
+	Dir, LogPath string
+	// GardenAccessNamespace is the garden namespace of the ServiceAccount of a garden access
+	// Secret that names none (gardenlet's token requestor's target namespace).
+	GardenAccessNamespace string
+	// Admit is called before the container starts with the pod's identity in the seed and in the
+	// garden (empty if the pod has no garden access). An error keeps the pod from starting, and
+	// the stand-in tries again, as kubelet does with a pod whose volumes cannot be set up yet.
+	Admit func(ctx context.Context, seedUser, gardenUser string) error
+}
+
+// SeedKubelet stands in for the seed's kubelet and its Deployment and ReplicaSet controllers,
 // for the extension's Deployment that gardener-resource-manager applied from gardenlet's
 // rendering: it pulls the Deployment's image from the sandbox's registry, runs the pod of the
 // template (Pod: the image's binary with the container's args, env, volumes and read-only root,
@@ -63,23 +78,21 @@ type rollout struct {
 // and writes the Pod's and the Deployment's status. Only the rollout the sandbox asked for runs
 // (run, suspend): the pod of a Deployment that gardenlet has not rendered with the latest values
 // yet would listen on the last start's ports.
-type extensionKubelet struct {
-	log       logr.Logger
-	seed      *Cluster
-	garden    *rest.Config
-	env       *deployedEnv
-	landscape *landscape
-	client    client.Client
-	events    chan event.GenericEvent
-	ctx       context.Context
-	cancel    context.CancelFunc
-	runner    *cluster.Runner
+type SeedKubelet struct {
+	log    logr.Logger
+	seed   *cluster.Cluster
+	opts   SeedOptions
+	client client.Client
+	events chan event.GenericEvent
+	ctx    context.Context
+	cancel context.CancelFunc
+	runner *cluster.Runner
 
 	// lifecycle serialises the starts and stops of the pod.
 	lifecycle sync.Mutex
 
 	mu     sync.Mutex
-	want   *rollout
+	want   *Rollout
 	pod    *extensionPod
 	images map[string]string
 	// startErr is why the last start failed, as a pod stuck before its container runs.
@@ -95,7 +108,7 @@ type extensionKubelet struct {
 type extensionPod struct {
 	deployment types.NamespacedName
 	hash       string
-	want       rollout
+	want       Rollout
 	pod        *Pod
 	object     string
 	// ctx ends the probe (cancel), which closes done when it returned.
@@ -110,8 +123,10 @@ type extensionPod struct {
 	exitErr    error
 }
 
-func startExtensionKubelet(ctx context.Context, log logr.Logger, seed *Cluster, garden *rest.Config, env *deployedEnv, l *landscape) (*extensionKubelet, error) {
-	opts := landscapeManagerOptions(log)
+// StartSeed starts the kubelet stand-in of the seed; it runs no pod until Run.
+func StartSeed(ctx context.Context, log logr.Logger, seed *cluster.Cluster, seedOpts SeedOptions) (*SeedKubelet, error) {
+	opts := seedOpts.Manager
+	opts.Logger = log
 	opts.Scheme = kubernetes.SeedScheme
 	// The seed holds many Secrets of the shoots' ManagedResources; the stand-in reads the few it
 	// needs, and its Pod objects, from the API server.
@@ -120,15 +135,13 @@ func startExtensionKubelet(ctx context.Context, log logr.Logger, seed *Cluster, 
 	if err != nil {
 		return nil, fmt.Errorf("failed creating the seed's kubelet: %w", err)
 	}
-	k := &extensionKubelet{
-		log:       log,
-		seed:      seed,
-		garden:    garden,
-		env:       env,
-		landscape: l,
-		client:    mgr.GetClient(),
-		events:    make(chan event.GenericEvent, 16),
-		images:    map[string]string{},
+	k := &SeedKubelet{
+		log:    log,
+		seed:   seed,
+		opts:   seedOpts,
+		client: mgr.GetClient(),
+		events: make(chan event.GenericEvent, 16),
+		images: map[string]string{},
 	}
 	// The pod outlives the caller's context; stop ends it.
 	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -149,16 +162,16 @@ func startExtensionKubelet(ctx context.Context, log logr.Logger, seed *Cluster, 
 }
 
 // runnable tells whether a Deployment runs an image the sandbox published.
-func (k *extensionKubelet) runnable(obj client.Object) bool {
+func (k *SeedKubelet) runnable(obj client.Object) bool {
 	d, ok := obj.(*appsv1.Deployment)
 	if !ok || len(d.Spec.Template.Spec.Containers) == 0 {
 		return false
 	}
-	return strings.HasPrefix(d.Spec.Template.Spec.Containers[0].Image, k.landscape.registry.Host()+"/")
+	return strings.HasPrefix(d.Spec.Template.Spec.Containers[0].Image, k.opts.Registry+"/")
 }
 
-// run lets the pod of the rollout run.
-func (k *extensionKubelet) run(want rollout) {
+// Run lets the pod of the rollout run.
+func (k *SeedKubelet) Run(want Rollout) {
 	k.mu.Lock()
 	k.want = &want
 	k.startErr, k.crashes, k.crashed, k.nextStart = nil, 0, nil, time.Time{}
@@ -167,8 +180,8 @@ func (k *extensionKubelet) run(want rollout) {
 	k.enqueueAll(p)
 }
 
-// suspend stops the pod and runs none until the next run.
-func (k *extensionKubelet) suspend() error {
+// Suspend stops the pod and runs none until the next run.
+func (k *SeedKubelet) Suspend() error {
 	k.mu.Lock()
 	k.want = nil
 	k.mu.Unlock()
@@ -178,7 +191,7 @@ func (k *extensionKubelet) suspend() error {
 }
 
 // enqueueAll makes the controller look at every runnable Deployment again, and at the one of p.
-func (k *extensionKubelet) enqueueAll(p *extensionPod) {
+func (k *SeedKubelet) enqueueAll(p *extensionPod) {
 	list := &appsv1.DeploymentList{}
 	if err := k.client.List(k.ctx, list); err != nil {
 		k.log.Error(err, "Failed listing Deployments")
@@ -197,15 +210,15 @@ func (k *extensionKubelet) enqueueAll(p *extensionPod) {
 	}
 }
 
-func (k *extensionKubelet) notify(key types.NamespacedName) {
+func (k *SeedKubelet) notify(key types.NamespacedName) {
 	select {
 	case k.events <- event.GenericEvent{Object: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
 	case <-k.ctx.Done():
 	}
 }
 
-// stop stops the controller and the pod.
-func (k *extensionKubelet) stop() error {
+// Stop stops the controller and the pod.
+func (k *SeedKubelet) Stop() error {
 	if k == nil {
 		return nil
 	}
@@ -217,9 +230,9 @@ func (k *extensionKubelet) stop() error {
 	return errors.Join(err, k.stopPod(context.Background(), "the sandbox stops"))
 }
 
-// rolloutState tells whether a pod of the rollout runs and is ready, and describes the pod's
+// RolloutState tells whether a pod of the rollout runs and is ready, and describes the pod's
 // state; a pod of the rollout that ended or could not start before it was ready is an error.
-func (k *extensionKubelet) rolloutState(want rollout) (bool, string, error) {
+func (k *SeedKubelet) RolloutState(want Rollout) (bool, string, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	p := k.pod
@@ -241,8 +254,8 @@ func (k *extensionKubelet) rolloutState(want rollout) (bool, string, error) {
 	}
 }
 
-// pid returns the process of the running pod, or 0.
-func (k *extensionKubelet) pid() int {
+// PID returns the process of the running pod, or 0.
+func (k *SeedKubelet) PID() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.pod == nil || k.pod.pod.process == nil {
@@ -252,7 +265,7 @@ func (k *extensionKubelet) pid() int {
 }
 
 // Reconcile runs, restarts or stops the Deployment's pod and writes its status.
-func (k *extensionKubelet) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (k *SeedKubelet) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	k.lifecycle.Lock()
 	defer k.lifecycle.Unlock()
 	key := req.NamespacedName
@@ -318,7 +331,7 @@ func (k *extensionKubelet) Reconcile(ctx context.Context, req reconcile.Request)
 
 // ended records the end of the pod's container and the back-off until the next start; k.mu is
 // held.
-func (k *extensionKubelet) ended(p *extensionPod, err error) {
+func (k *SeedKubelet) ended(p *extensionPod, err error) {
 	backoff := min(ExtensionRestartBackoff<<min(k.crashes, 10), ControllerMaxRestartBackoff)
 	k.crashes++
 	k.nextStart = time.Now().Add(backoff)
@@ -328,8 +341,8 @@ func (k *extensionKubelet) ended(p *extensionPod, err error) {
 }
 
 // deploymentPorts are the health and metrics ports the chart rendered into the container's args.
-func deploymentPorts(d *appsv1.Deployment) rollout {
-	var r rollout
+func deploymentPorts(d *appsv1.Deployment) Rollout {
+	var r Rollout
 	for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
 		flag, value, ok := strings.Cut(arg, "=")
 		if !ok {
@@ -345,18 +358,19 @@ func deploymentPorts(d *appsv1.Deployment) rollout {
 		}
 		switch flag {
 		case "--health-bind-address":
-			r.healthPort = port
+			r.HealthPort = port
 		case "--metrics-bind-address":
-			r.metricsPort = port
+			r.MetricsPort = port
 		}
 	}
 	return r
 }
 
 // startPod pulls the image, creates the Pod object and starts the container, and probes its
-// readiness in the background. It waits, as kubelet waits with the container, until the garden
-// enforces the admission policy of GardenRBACFile on the pod's garden identity.
-func (k *extensionKubelet) startPod(ctx context.Context, d *appsv1.Deployment, hash string, want rollout) (*extensionPod, error) {
+// readiness in the background. It waits, as kubelet waits with the container, until
+// SeedOptions.Admit admits the pod's identities (the sandbox: until the garden enforces the
+// admission policy of sandbox.GardenRBACFile on its garden identity).
+func (k *SeedKubelet) startPod(ctx context.Context, d *appsv1.Deployment, hash string, want Rollout) (*extensionPod, error) {
 	spec := d.Spec.Template.Spec
 	c := spec.Containers[0]
 	binary, err := k.pull(ctx, c.Image)
@@ -367,17 +381,10 @@ func (k *extensionKubelet) startPod(ctx context.Context, d *appsv1.Deployment, h
 	if err != nil {
 		return nil, err
 	}
-	if gardenUser != "" {
-		enforced, answer, err := gardenPolicyEnforced(ctx, k.garden, gardenUser)
-		if err != nil {
-			return nil, err
-		}
-		if !enforced {
-			return nil, fmt.Errorf("the garden does not enforce the admission policy of %s on %s yet (its answer to a forbidden Secret: %s)", GardenRBACFile, gardenUser, answer)
-		}
-	}
 	seedUser := "system:serviceaccount:" + d.Namespace + ":" + spec.ServiceAccountName
-	k.env.addUsers(seedUser, gardenUser)
+	if err := k.opts.Admit(ctx, seedUser, gardenUser); err != nil {
+		return nil, err
+	}
 
 	object, err := k.createPodObject(ctx, d, hash)
 	if err != nil {
@@ -395,11 +402,11 @@ func (k *extensionKubelet) startPod(ctx context.Context, d *appsv1.Deployment, h
 			Spec:      spec,
 			Images:    map[string]string{c.Image: binary},
 			API:       k.seed.Config,
-			Dir:       k.env.dir,
-			LogPath:   k.env.logPath,
+			Dir:       k.opts.Dir,
+			LogPath:   k.opts.LogPath,
 		},
 	}
-	k.log.Info("Starting the extension's pod", "pod", client.ObjectKeyFromObject(object), "log", k.env.logPath)
+	k.log.Info("Starting the extension's pod", "pod", client.ObjectKeyFromObject(object), "log", k.opts.LogPath)
 	if err := p.pod.Start(ctx); err != nil {
 		return nil, errors.Join(err, k.deletePodObject(ctx, d.Namespace, object.Name))
 	}
@@ -407,14 +414,14 @@ func (k *extensionKubelet) startPod(ctx context.Context, d *appsv1.Deployment, h
 	k.mu.Lock()
 	k.pod, k.startErr = p, nil
 	k.mu.Unlock()
-	go k.probe(p, "127.0.0.1:"+strconv.Itoa(want.healthPort))
+	go k.probe(p, "127.0.0.1:"+strconv.Itoa(want.HealthPort))
 	return p, nil
 }
 
 // gardenUser is the garden identity of the pod: the ServiceAccount of the garden access Secret
 // (resources.gardener.cloud/class garden) that the pod's volumes project, as gardenlet's token
 // requestor names it; empty if the pod projects none.
-func (k *extensionKubelet) gardenUser(ctx context.Context, d *appsv1.Deployment) (string, error) {
+func (k *SeedKubelet) gardenUser(ctx context.Context, d *appsv1.Deployment) (string, error) {
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		if v.Projected == nil {
 			continue
@@ -436,7 +443,7 @@ func (k *extensionKubelet) gardenUser(ctx context.Context, d *appsv1.Deployment)
 			account := secret.Annotations[resourcesv1alpha1.ServiceAccountName]
 			namespace := secret.Annotations[resourcesv1alpha1.ServiceAccountNamespace]
 			if namespace == "" {
-				namespace = GardenAccessNamespace
+				namespace = k.opts.GardenAccessNamespace
 			}
 			return "system:serviceaccount:" + namespace + ":" + account, nil
 		}
@@ -446,7 +453,7 @@ func (k *extensionKubelet) gardenUser(ctx context.Context, d *appsv1.Deployment)
 
 // probe watches the container: readiness (the readiness probe's /readyz) until it is ready, and
 // the end of the process; each change makes the controller look at the Deployment again.
-func (k *extensionKubelet) probe(p *extensionPod, healthAddr string) {
+func (k *SeedKubelet) probe(p *extensionPod, healthAddr string) {
 	defer close(p.done)
 	httpClient := &http.Client{Timeout: httpTimeout}
 	ticker := time.NewTicker(readyPollInterval)
@@ -498,7 +505,7 @@ func (k *extensionKubelet) probe(p *extensionPod, healthAddr string) {
 
 // stopPodOf stops the pod if it belongs to the Deployment, and then looks at the other
 // Deployments again, whose pod may run now.
-func (k *extensionKubelet) stopPodOf(ctx context.Context, key types.NamespacedName, reason string) error {
+func (k *SeedKubelet) stopPodOf(ctx context.Context, key types.NamespacedName, reason string) error {
 	k.mu.Lock()
 	p := k.pod
 	k.mu.Unlock()
@@ -513,7 +520,7 @@ func (k *extensionKubelet) stopPodOf(ctx context.Context, key types.NamespacedNa
 
 // stopPod stops the running pod, if any, with its grace period and deletes its Pod object; the
 // Deployment's status follows on its next reconcile.
-func (k *extensionKubelet) stopPod(ctx context.Context, reason string) error {
+func (k *SeedKubelet) stopPod(ctx context.Context, reason string) error {
 	k.mu.Lock()
 	p := k.pod
 	k.pod = nil
@@ -531,187 +538,4 @@ func (k *extensionKubelet) stopPod(ctx context.Context, reason string) error {
 	}
 	k.notify(p.deployment)
 	return err
-}
-
-// createPodObject creates the Pod of the template as the ReplicaSet controller would, so that the
-// seed's admission (the namespace's pod security level) checks it and gardener-resource-manager's
-// progressing check counts it.
-func (k *extensionKubelet) createPodObject(ctx context.Context, d *appsv1.Deployment, hash string) (*corev1.Pod, error) {
-	labels := map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: hash}
-	for key, value := range d.Spec.Template.Labels {
-		labels[key] = value
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:    d.Namespace,
-			GenerateName: d.Name + "-" + hash + "-",
-			Labels:       labels,
-			Annotations:  d.Spec.Template.Annotations,
-		},
-		Spec: *d.Spec.Template.Spec.DeepCopy(),
-	}
-	if err := k.client.Create(ctx, pod); err != nil {
-		return nil, fmt.Errorf("failed creating the Pod of Deployment %s: %w", client.ObjectKeyFromObject(d), err)
-	}
-	return pod, nil
-}
-
-func (k *extensionKubelet) deletePodObject(ctx context.Context, namespace, name string) error {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	if err := k.client.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("failed deleting Pod %s/%s: %w", namespace, name, err)
-	}
-	return nil
-}
-
-// writeStatus writes the Pod's and the Deployment's status as kubelet and the Deployment
-// controller would for the pod p (nil: none runs).
-func (k *extensionKubelet) writeStatus(ctx context.Context, d *appsv1.Deployment, hash string, p *extensionPod) error {
-	var state podState
-	k.mu.Lock()
-	if p != nil {
-		state = podState{running: !p.exited, ready: p.ready && !p.exited, readySince: p.readySince}
-	}
-	k.mu.Unlock()
-	if p != nil {
-		if err := k.writePodStatus(ctx, d.Namespace, p.object, state); err != nil {
-			return err
-		}
-	}
-	status, _ := deploymentStatus(d, hash, state, time.Now())
-	if apiequality.Semantic.DeepEqual(status, d.Status) {
-		return nil
-	}
-	d.Status = status
-	if err := k.client.Status().Update(ctx, d); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("failed updating the status of Deployment %s: %w", client.ObjectKeyFromObject(d), err)
-	}
-	return nil
-}
-
-func (k *extensionKubelet) writePodStatus(ctx context.Context, namespace, name string, state podState) error {
-	pod := &corev1.Pod{}
-	if err := k.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	ready := corev1.ConditionFalse
-	if state.ready {
-		ready = corev1.ConditionTrue
-	}
-	status := corev1.PodStatus{
-		Phase:  corev1.PodRunning,
-		HostIP: "127.0.0.1",
-		PodIP:  "127.0.0.1",
-		Conditions: []corev1.PodCondition{
-			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
-			{Type: corev1.PodReady, Status: ready},
-			{Type: corev1.ContainersReady, Status: ready},
-		},
-	}
-	if len(pod.Status.Conditions) == len(status.Conditions) {
-		for i := range status.Conditions {
-			if pod.Status.Conditions[i].Status == status.Conditions[i].Status {
-				status.Conditions[i].LastTransitionTime = pod.Status.Conditions[i].LastTransitionTime
-			}
-		}
-	}
-	for i := range status.Conditions {
-		if status.Conditions[i].LastTransitionTime.IsZero() {
-			status.Conditions[i].LastTransitionTime = metav1.Now()
-		}
-	}
-	if pod.Status.Phase == status.Phase && apiequality.Semantic.DeepEqual(pod.Status.Conditions, status.Conditions) {
-		return nil
-	}
-	pod.Status.Phase, pod.Status.HostIP, pod.Status.PodIP, pod.Status.Conditions = status.Phase, status.HostIP, status.PodIP, status.Conditions
-	if err := k.client.Status().Update(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("failed updating the status of Pod %s/%s: %w", namespace, name, err)
-	}
-	return nil
-}
-
-// pull pulls the image from the sandbox's registry, as the container runtime would, and returns
-// its entrypoint extracted into the sandbox's directory (once per image).
-func (k *extensionKubelet) pull(ctx context.Context, image string) (string, error) {
-	k.mu.Lock()
-	binary, ok := k.images[image]
-	k.mu.Unlock()
-	if ok {
-		return binary, nil
-	}
-	ref, err := name.ParseReference(image)
-	if err != nil {
-		return "", fmt.Errorf("invalid image %q: %w", image, err)
-	}
-	img, err := remote.Image(ref, k.landscape.registryAuth(), remote.WithContext(ctx))
-	if err != nil {
-		return "", fmt.Errorf("failed pulling %s: %w", image, err)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return "", fmt.Errorf("failed reading the config of %s: %w", image, err)
-	}
-	if len(cfg.Config.Entrypoint) != 1 {
-		return "", fmt.Errorf("image %s has entrypoint %v, want one executable", image, cfg.Config.Entrypoint)
-	}
-	entrypoint := strings.TrimPrefix(path.Clean(cfg.Config.Entrypoint[0]), "/")
-	digest, err := img.Digest()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(k.env.dir, "images", digest.Hex)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("failed creating the directory of image %s: %w", image, err)
-	}
-	binary = filepath.Join(dir, path.Base(entrypoint))
-	layers, err := img.Layers()
-	if err != nil {
-		return "", err
-	}
-	found := false
-	// The last layer that holds the file wins, as in the image's file system.
-	for i := len(layers) - 1; i >= 0 && !found; i-- {
-		if found, err = extractFile(layers[i].Uncompressed, entrypoint, binary); err != nil {
-			return "", fmt.Errorf("failed extracting %s from %s: %w", entrypoint, image, err)
-		}
-	}
-	if !found {
-		return "", fmt.Errorf("image %s has no %s", image, entrypoint)
-	}
-	k.mu.Lock()
-	k.images[image] = binary
-	k.mu.Unlock()
-	return binary, nil
-}
-
-// extractFile writes the regular file file of a layer to out, executable; false if the layer
-// does not hold it.
-func extractFile(open func() (io.ReadCloser, error), file, out string) (bool, error) {
-	rc, err := open()
-	if err != nil {
-		return false, err
-	}
-	defer func() { _ = rc.Close() }()
-	tr := tar.NewReader(rc)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if strings.TrimPrefix(path.Clean(hdr.Name), "/") != file || hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755) //nolint:gosec // the image's executable for the pod
-		if err != nil {
-			return false, err
-		}
-		if _, err := io.Copy(f, tr); err != nil { //nolint:gosec // an image the sandbox built
-			_ = f.Close()
-			return false, err
-		}
-		return true, f.Close()
-	}
 }

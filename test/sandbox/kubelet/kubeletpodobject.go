@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+package kubelet
 
 import (
 	"context"
@@ -116,7 +116,7 @@ func podStatus(spec corev1.PodSpec, p *controllerPod, state podState, restarts i
 // syncPodObject creates the Pod object of the Deployment's process or updates its status. It
 // returns true if the Pod was deleted by someone else: the process was stopped and the
 // Deployment needs a new pod.
-func (k *kubelet) syncPodObject(ctx context.Context, d *appsv1.Deployment, p *controllerPod) (bool, error) {
+func (k *Kubelet) syncPodObject(ctx context.Context, d *appsv1.Deployment, p *controllerPod) (bool, error) {
 	if p == nil || !p.ip.IsValid() {
 		return false, nil
 	}
@@ -164,7 +164,7 @@ func (k *kubelet) syncPodObject(ctx context.Context, d *appsv1.Deployment, p *co
 
 // deletePodObject removes the Pod object of a stopped process at once, as kubelet confirms the
 // end of a pod with a deletion without grace period, and releases its IP.
-func (k *kubelet) deletePodObject(p *controllerPod) {
+func (k *Kubelet) deletePodObject(p *controllerPod) {
 	if !p.ip.IsValid() {
 		return
 	}
@@ -179,7 +179,7 @@ func (k *kubelet) deletePodObject(p *controllerPod) {
 
 // allocatePodIP gives the pod an address of PodNetwork that the VPN stand-in routes to the local
 // listeners of its ports; none without a VPN.
-func (k *kubelet) allocatePodIP(p *controllerPod, ports map[int32]string) error {
+func (k *Kubelet) allocatePodIP(p *controllerPod, ports map[int32]string) error {
 	if k.vpn == nil {
 		return nil
 	}

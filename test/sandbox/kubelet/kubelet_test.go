@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+package kubelet
 
 import (
 	"context"
@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 var _ = Describe("Kubelet stand-in", func() {
@@ -274,7 +276,7 @@ var _ = Describe("Kubelet stand-in", func() {
 	})
 
 	It("picks the binary by image repository and tag, so each Flux release runs its own", func() {
-		k := &kubelet{binaries: map[string]string{"source-controller:v1.7.4": "/old", "source-controller:v1.9.5": "/new"}}
+		k := &Kubelet{binaries: map[string]string{"source-controller:v1.7.4": "/old", "source-controller:v1.9.5": "/new"}}
 		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
 			{Name: "manager", Image: "my.mirror:5000/fluxcd/source-controller:v1.7.4"},
 		}}}}}
@@ -290,7 +292,7 @@ var _ = Describe("Kubelet stand-in", func() {
 
 	It("writes a kubeconfig that authenticates with the token only", func() {
 		file := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-		shoot := &Cluster{Name: "shoot", Config: &rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}}}
+		shoot := &cluster.Cluster{Name: "shoot", Config: &rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}}}
 		Expect(writeTokenKubeconfig(file, shoot, "token-value")).To(Succeed())
 		info, err := os.Stat(file)
 		Expect(err).NotTo(HaveOccurred())
