@@ -511,7 +511,7 @@ var _ = Describe("gardener-apiserver's disabled admission plugins in the docs", 
 	It("are exactly sandbox.DisabledAdmissionPlugins, each with its reason", func() {
 		listed := disabledPluginsInDocs(documentNamed(documents(), disabledPluginsDoc))
 		Expect(disabledPluginsMismatch(listed, sandbox.DisabledAdmissionPlugins)).To(BeEmpty(),
-			"the table of %s, %q, and sandbox.DisabledAdmissionPlugins (test/sandbox/garden.go) differ", disabledPluginsDoc, disabledPluginsSection)
+			"the table of %s, %q, and sandbox.DisabledAdmissionPlugins (test/sandbox/gardener/apiserver.go) differ", disabledPluginsDoc, disabledPluginsSection)
 	})
 
 	It("find a plugin missing from the table, one too many and one without a reason", func() {

@@ -26,6 +26,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/gardener"
 )
 
 // shootAPIAudiences are the audiences of a shoot's kube-apiserver in a landscape.
@@ -134,12 +136,13 @@ func (h *ShootHandle) startResourceManager(ctx context.Context) error {
 	if h.resourceManager != nil {
 		return nil
 	}
-	rm, err := startResourceManager(ctx, h.log.WithName("resource-manager"), h.sandbox.Seed.Config, h.Shoot, resourceManagerOptions{
-		name:             h.SeedNamespace,
-		namespace:        h.SeedNamespace,
-		concurrentSyncs:  ResourceManagerConcurrentSyncs,
-		syncPeriod:       h.syncPeriod,
-		healthSyncPeriod: ResourceManagerHealthSyncPeriod,
+	rm, err := gardener.StartResourceManager(ctx, h.log.WithName("resource-manager"), h.sandbox.Seed.Config, h.Shoot, gardener.ResourceManagerOptions{
+		Name:             h.SeedNamespace,
+		Namespace:        h.SeedNamespace,
+		ConcurrentSyncs:  ResourceManagerConcurrentSyncs,
+		SyncPeriod:       h.syncPeriod,
+		HealthSyncPeriod: ResourceManagerHealthSyncPeriod,
+		DeletionRequeue:  ResourceManagerDeletionRequeue,
 	})
 	if err != nil {
 		return err

@@ -7,6 +7,8 @@ package sandbox
 import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/gardener"
 )
 
 // The sandbox's API is this package's: what the integration suites, the bench, hack/sandbox and
@@ -15,6 +17,20 @@ import (
 
 // Cluster is one of the sandbox's API servers.
 type Cluster = cluster.Cluster
+
+// The garden's gardener-apiserver.
+type (
+	// GardenOptions are the settings of StartGarden.
+	GardenOptions = gardener.GardenOptions
+)
+
+var (
+	// StartGarden starts a garden: kube-apiserver with etcd and gardener-apiserver behind it.
+	StartGarden = gardener.StartGarden
+	// DisabledAdmissionPlugins are the admission plugins of gardener-apiserver the garden turns
+	// off, each with the reason (docs/development/sandbox.md lists them).
+	DisabledAdmissionPlugins = gardener.DisabledAdmissionPlugins
+)
 
 // The controllers the kubelet stand-ins run, and the processes they run them as.
 type (

@@ -18,36 +18,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gardener/gardener/pkg/api/indexer"
-	controllermanagerconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
-	gardenletconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/gardenlet/v1alpha1"
 	"github.com/gardener/gardener/pkg/apis/core"
 	gardencorev1 "github.com/gardener/gardener/pkg/apis/core/v1"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
-	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
-	"github.com/gardener/gardener/pkg/client/kubernetes"
 	seedsystem "github.com/gardener/gardener/pkg/component/seed/system"
-	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
-	"github.com/gardener/gardener/pkg/controllermanager/controller/controllerregistration"
-	gardenletcontrollerinstallation "github.com/gardener/gardener/pkg/gardenlet/controller/controllerinstallation"
-	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/hack/publish/publish"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/ociregistry"
@@ -56,6 +39,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/gardener"
 )
 
 // With Options.Deployed the extension is installed the way a landscape installs it, by Gardener's
@@ -72,7 +57,8 @@ import (
 //     token;
 //   - the seed's gardener-resource-manager (class seed, with its health controllers) applies that
 //     ManagedResource into the seed;
-//   - the kubelet stand-in of the seed (extensionKubelet) runs the pod of the rendered Deployment.
+//   - the kubelet stand-in of the seed (kubelet.SeedKubelet) runs the pod of the rendered
+//     Deployment.
 
 const (
 	// RegistrationName names shoot-flux's ControllerRegistration and ControllerDeployment, as in
@@ -80,11 +66,6 @@ const (
 	RegistrationName = "shoot-flux"
 	// registryUser is the user of the sandbox's registry; its password is random.
 	registryUser = "landscape"
-	// gardenClusterIdentity is the garden's cluster identity that gardenlet hands to charts.
-	gardenClusterIdentity = "garden"
-	// landscapeConcurrentSyncs is the number of workers of each of gardener's controllers that
-	// install the extension; there is one seed and one extension to install.
-	landscapeConcurrentSyncs = 2
 )
 
 // ControllerInstallationCareSyncPeriod is how often gardenlet's care controller checks the
@@ -264,13 +245,14 @@ func (s *Sandbox) startLandscape(ctx context.Context) error {
 	if l.seedKubeControllerManager, err = kubecontrollermanager.Start(ctx, s.log.WithName("seed-kube-controller-manager"), s.Seed); err != nil {
 		return err
 	}
-	if l.resourceManager, err = startResourceManager(ctx, s.log.WithName("seed-resource-manager"), s.Seed.Config, s.Seed, resourceManagerOptions{
-		name:             "seed",
-		namespace:        GardenNamespace,
-		concurrentSyncs:  ResourceManagerConcurrentSyncs,
-		syncPeriod:       ResourceManagerSyncPeriod,
-		class:            v1beta1constants.SeedResourceManagerClass,
-		healthSyncPeriod: ResourceManagerSyncPeriod,
+	if l.resourceManager, err = gardener.StartResourceManager(ctx, s.log.WithName("seed-resource-manager"), s.Seed.Config, s.Seed, gardener.ResourceManagerOptions{
+		Name:             "seed",
+		Namespace:        GardenNamespace,
+		ConcurrentSyncs:  ResourceManagerConcurrentSyncs,
+		SyncPeriod:       ResourceManagerSyncPeriod,
+		Class:            v1beta1constants.SeedResourceManagerClass,
+		HealthSyncPeriod: ResourceManagerSyncPeriod,
+		DeletionRequeue:  ResourceManagerDeletionRequeue,
 	}); err != nil {
 		return err
 	}
@@ -283,7 +265,7 @@ func (s *Sandbox) startLandscape(ctx context.Context) error {
 	if err := system.Wait(ctx); err != nil {
 		return fmt.Errorf("the seed's system resources: %w", err)
 	}
-	if l.gardenerControllerManager, err = s.startControllerManager(ctx); err != nil {
+	if l.gardenerControllerManager, err = gardener.StartControllerManager(ctx, s.log.WithName("gardener-controller-manager"), s.Garden); err != nil {
 		return err
 	}
 	if l.gardenlet, err = s.startGardenlet(ctx, ""); err != nil {
@@ -291,7 +273,7 @@ func (s *Sandbox) startLandscape(ctx context.Context) error {
 	}
 	log := s.log.WithName("seed-kubelet")
 	l.kubelet, err = kubelet.StartSeed(ctx, log, s.Seed, kubelet.SeedOptions{
-		Manager:               landscapeManagerOptions(log),
+		Manager:               gardener.ManagerOptions(log),
 		Registry:              l.registry.Host(),
 		RegistryAuth:          l.registryAuth(),
 		Dir:                   env.dir,
@@ -342,139 +324,26 @@ func (l *landscape) stop() error {
 	return errors.Join(errs...)
 }
 
-// landscapeManagerOptions are the options of the managers of gardener's controllers in this
-// process: no listeners, and controller names that may be registered again after a restart.
-func landscapeManagerOptions(log logr.Logger) manager.Options {
-	return manager.Options{
-		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		GracefulShutdownTimeout: ptr.To(cluster.GracefulShutdownTimeout),
-	}
-}
-
-// startControllerManager runs gardener-controller-manager's ControllerRegistration controllers
-// against the garden (pkg/controllermanager/controller/controllerregistration): the seed and shoot
-// ControllerInstallation reconcilers, which create and delete the installations the seed needs,
-// the Seed and ControllerRegistration finalizers and the extension ClusterRole binder, with the
-// field indexes gardener-controller-manager sets up for them.
-func (s *Sandbox) startControllerManager(ctx context.Context) (*cluster.Runner, error) {
-	opts := landscapeManagerOptions(s.log.WithName("gardener-controller-manager"))
-	opts.Scheme = kubernetes.GardenScheme
-	mgr, err := manager.New(s.Garden.Config, opts)
-	if err != nil {
-		return nil, fmt.Errorf("failed creating gardener-controller-manager: %w", err)
-	}
-	for _, add := range []func(context.Context, client.FieldIndexer) error{
-		indexer.AddBackupBucketSeedName, indexer.AddBackupBucketShootRefName, indexer.AddBackupBucketShootRefNamespace,
-		indexer.AddBackupEntrySeedName, indexer.AddBackupEntryShootRefName, indexer.AddBackupEntryShootRefNamespace,
-		indexer.AddShootSeedName, indexer.AddShootStatusSeedName,
-		indexer.AddControllerInstallationSeedRefName, indexer.AddControllerInstallationShootRefName,
-		indexer.AddControllerInstallationShootRefNamespace, indexer.AddControllerInstallationRegistrationRefName,
-	} {
-		if err := add(ctx, mgr.GetFieldIndexer()); err != nil {
-			return nil, fmt.Errorf("failed adding a field index of gardener-controller-manager: %w", err)
-		}
-	}
-	if err := controllerregistration.AddToManager(mgr, controllermanagerconfigv1alpha1.ControllerManagerConfiguration{
-		Controllers: controllermanagerconfigv1alpha1.ControllerManagerControllerConfiguration{
-			ControllerRegistration: &controllermanagerconfigv1alpha1.ControllerRegistrationControllerConfiguration{
-				ConcurrentSyncs: ptr.To(landscapeConcurrentSyncs),
-			},
-		},
-	}); err != nil {
-		return nil, fmt.Errorf("failed adding gardener-controller-manager's ControllerRegistration controllers: %w", err)
-	}
-	return cluster.StartManager(ctx, opts.Logger, "gardener-controller-manager", mgr)
-}
-
-// startGardenlet runs gardenlet's ControllerInstallation controllers for the seed
-// (pkg/gardenlet/controller/controllerinstallation: the main reconciler, which pulls and renders
-// the chart into a ManagedResource, the care and the required reconcilers) and its token requestor
-// for garden access Secrets (pkg/controller/tokenrequestor), as gardenlet runs them: a manager of
-// the seed with the garden as a second cluster. gardenAddress is gardenlet's
-// gardenClientConnection.gardenClusterAddress, the garden address it hands extensions; empty for
-// the garden API server's own.
+// startGardenlet runs gardenlet's controllers that install the extension into the sandbox's seed
+// (gardener.StartGardenlet). gardenAddress is the garden address gardenlet hands extensions; empty
+// for the garden API server's own.
 func (s *Sandbox) startGardenlet(ctx context.Context, gardenAddress string) (*cluster.Runner, error) {
-	opts := landscapeManagerOptions(s.log.WithName("gardenlet"))
-	opts.Scheme = kubernetes.SeedScheme
-	// The token requestor watches Secrets, of which the seed holds many of the shoots'
-	// ManagedResources: gardenlet's cache is restricted to those it handles, and its own reads
-	// of Secrets go to the API server.
-	opts.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{resourcesv1alpha1.ResourceManagerPurpose: resourcesv1alpha1.LabelPurposeTokenRequest})},
-	}}
-	opts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
-	mgr, err := manager.New(s.Seed.Config, opts)
-	if err != nil {
-		return nil, fmt.Errorf("failed creating gardenlet: %w", err)
-	}
-	garden, err := ctrlcluster.New(s.Garden.Config, func(o *ctrlcluster.Options) {
-		o.Scheme = kubernetes.GardenScheme
-		o.Logger = opts.Logger
-	})
-	if err != nil {
-		return nil, fmt.Errorf("failed creating gardenlet's garden cluster: %w", err)
-	}
-	// The field indexes of gardenlet's garden cache that its ControllerInstallation controllers
-	// list by (gardenlet's addAllFieldIndexesToGardenClient).
-	for _, add := range []func(context.Context, client.FieldIndexer) error{
-		indexer.AddControllerInstallationRegistrationRefName, indexer.AddControllerInstallationSeedRefName,
-	} {
-		if err := add(ctx, garden.GetFieldIndexer()); err != nil {
-			return nil, fmt.Errorf("failed adding a field index of gardenlet: %w", err)
-		}
-	}
-	if err := mgr.Add(garden); err != nil {
-		return nil, fmt.Errorf("failed adding the garden cluster to gardenlet: %w", err)
-	}
-	seedClientSet, err := kubernetes.NewWithConfig(
-		kubernetes.WithRESTConfig(s.Seed.Config),
-		kubernetes.WithRuntimeAPIReader(mgr.GetAPIReader()),
-		kubernetes.WithRuntimeClient(mgr.GetClient()),
-		kubernetes.WithRuntimeCache(mgr.GetCache()),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("failed creating gardenlet's seed client set: %w", err)
-	}
 	version, err := gardenerVersion()
 	if err != nil {
 		return nil, err
 	}
-	cfg := gardenletconfigv1alpha1.GardenletConfiguration{
-		GardenClientConnection: &gardenletconfigv1alpha1.GardenClientConnection{},
-		Controllers: &gardenletconfigv1alpha1.GardenletControllerConfiguration{
-			ControllerInstallation: &gardenletconfigv1alpha1.ControllerInstallationControllerConfiguration{ConcurrentSyncs: ptr.To(landscapeConcurrentSyncs)},
-			ControllerInstallationCare: &gardenletconfigv1alpha1.ControllerInstallationCareControllerConfiguration{
-				ConcurrentSyncs: ptr.To(landscapeConcurrentSyncs),
-				SyncPeriod:      &metav1.Duration{Duration: ControllerInstallationCareSyncPeriod},
-			},
-			ControllerInstallationRequired: &gardenletconfigv1alpha1.ControllerInstallationRequiredControllerConfiguration{ConcurrentSyncs: ptr.To(landscapeConcurrentSyncs)},
-		},
+	opts := gardener.GardenletOptions{
+		Garden:                s.Garden,
+		Seed:                  s.Seed,
+		SeedName:              SeedName,
+		GardenAccessNamespace: GardenAccessNamespace,
+		Version:               version,
+		CareSyncPeriod:        ControllerInstallationCareSyncPeriod,
 	}
 	if gardenAddress != "" {
-		cfg.GardenClientConnection.GardenClusterAddress = ptr.To(s.gardenConfig(gardenAddress).Host)
+		opts.GardenClusterAddress = s.gardenConfig(gardenAddress).Host
 	}
-	// The controllers' predicates keep the context they are added with for the manager's lifetime.
-	r := cluster.NewRunner(ctx, "gardenlet")
-	if err := gardenletcontrollerinstallation.AddToManager(r.Context(), mgr, garden, mgr, seedClientSet, cfg,
-		&gardencorev1beta1.Gardener{Version: version}, gardenClusterIdentity, false, nil, SeedName, GardenNamespace); err != nil {
-		r.Cancel()
-		return nil, fmt.Errorf("failed adding gardenlet's ControllerInstallation controllers: %w", err)
-	}
-	if err := (&tokenrequestor.Reconciler{
-		ConcurrentSyncs: landscapeConcurrentSyncs,
-		Class:           ptr.To(resourcesv1alpha1.ResourceManagerClassGarden),
-		TargetNamespace: GardenAccessNamespace,
-	}).AddToManager(mgr, mgr, garden); err != nil {
-		r.Cancel()
-		return nil, fmt.Errorf("failed adding gardenlet's token requestor: %w", err)
-	}
-	if err := r.Start(ctx, opts.Logger, mgr); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return gardener.StartGardenlet(ctx, s.log.WithName("gardenlet"), opts)
 }
 
 // setGardenletAddress restarts gardenlet with gardenAddress as the garden address it hands

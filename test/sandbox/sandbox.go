@@ -58,6 +58,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/gardener"
 )
 
 var (
@@ -255,7 +257,7 @@ func (s *Sandbox) start(ctx context.Context) error {
 	}
 
 	s.log.Info("Starting garden API server with gardener-apiserver")
-	if s.Garden, err = StartGarden(GardenOptions{AuditDir: s.opts.AuditLogDir, APIServerLog: logWriter{s.log.WithName("gardener-apiserver")}}); err != nil {
+	if s.Garden, err = gardener.StartGarden(gardener.GardenOptions{AuditDir: s.opts.AuditLogDir, APIServerLog: logWriter{s.log.WithName("gardener-apiserver")}}); err != nil {
 		return err
 	}
 	if s.gardenObjects, err = CreateGardenObjects(ctx, s.Garden.Client); err != nil {
@@ -280,7 +282,8 @@ func (s *Sandbox) start(ctx context.Context) error {
 	if err := s.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: GardenNamespace}}); err != nil {
 		return fmt.Errorf("failed creating seed namespace %s: %w", GardenNamespace, err)
 	}
-	if s.seedResourceManager, err = startSeedResourceManager(ctx, s.log.WithName("seed-garbage-collector"), s.Seed.Config); err != nil {
+	if s.seedResourceManager, err = gardener.StartSeedResourceManager(ctx, s.log.WithName("seed-garbage-collector"), s.Seed.Config,
+		ResourceManagerGarbageCollectionPeriod, ResourceManagerGarbageCollectionMinimumAge); err != nil {
 		return err
 	}
 	if s.opts.Deployed {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/gardener"
 )
 
 var (
@@ -67,17 +69,18 @@ func (s *Sandbox) sharedControlPlane(ctx context.Context) (*sharedControlPlane, 
 	if shared.kubeControllerManager, err = kubecontrollermanager.Start(ctx, log.WithName("kube-controller-manager"), shoot); err != nil {
 		return nil, errors.Join(err, shared.stop())
 	}
-	rmOpts := resourceManagerOptions{
-		name:             "shared",
-		accept:           shared.has,
-		concurrentSyncs:  SharedResourceManagerConcurrentSyncs,
-		syncPeriod:       SharedResourceManagerSyncPeriod,
-		healthSyncPeriod: SharedResourceManagerHealthSyncPeriod,
+	rmOpts := gardener.ResourceManagerOptions{
+		Name:             "shared",
+		Accept:           shared.has,
+		ConcurrentSyncs:  SharedResourceManagerConcurrentSyncs,
+		SyncPeriod:       SharedResourceManagerSyncPeriod,
+		HealthSyncPeriod: SharedResourceManagerHealthSyncPeriod,
+		DeletionRequeue:  ResourceManagerDeletionRequeue,
 	}
 	if s.opts.MarkSharedApplied {
-		shared.resourceManager, err = startAppliedMarker(ctx, log.WithName("applied-marker"), s.Seed.Config, rmOpts)
+		shared.resourceManager, err = gardener.StartAppliedMarker(ctx, log.WithName("applied-marker"), s.Seed.Config, rmOpts)
 	} else {
-		shared.resourceManager, err = startResourceManager(ctx, log.WithName("resource-manager"), s.Seed.Config, shoot, rmOpts)
+		shared.resourceManager, err = gardener.StartResourceManager(ctx, log.WithName("resource-manager"), s.Seed.Config, shoot, rmOpts)
 	}
 	if err != nil {
 		return nil, errors.Join(err, shared.stop())

@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+package gardener
 
 import (
 	"context"
@@ -37,40 +37,42 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
-// resourceManagerOptions say which ManagedResources a resource manager applies, and how.
-type resourceManagerOptions struct {
-	// name identifies the resource manager in logs and errors.
-	name string
-	// namespace restricts the source cache to one seed namespace, as in a shoot's control plane.
-	namespace string
-	// accept, if namespace is empty, selects the seed namespaces whose ManagedResources are
+// ResourceManagerOptions say which ManagedResources a resource manager applies, and how.
+type ResourceManagerOptions struct {
+	// Name identifies the resource manager in logs and errors.
+	Name string
+	// Namespace restricts the source cache to one seed namespace, as in a shoot's control plane.
+	Namespace string
+	// Accept, if Namespace is empty, selects the seed namespaces whose ManagedResources are
 	// applied; the source cache then holds all namespaces.
-	accept func(namespace string) bool
-	// concurrentSyncs is the number of workers.
-	concurrentSyncs int
-	// syncPeriod is how often a ManagedResource is applied again.
-	syncPeriod time.Duration
-	// class is the resource class whose ManagedResources are applied and checked; empty is
+	Accept func(namespace string) bool
+	// ConcurrentSyncs is the number of workers.
+	ConcurrentSyncs int
+	// SyncPeriod is how often a ManagedResource is applied again.
+	SyncPeriod time.Duration
+	// Class is the resource class whose ManagedResources are applied and checked; empty is
 	// gardener's default class, which also takes ManagedResources without a class, as
 	// managedresources.CreateForShoot writes them.
-	class string
-	// healthSyncPeriod is how often the health and progressing controllers check a
+	Class string
+	// HealthSyncPeriod is how often the health and progressing controllers check a
 	// ManagedResource's objects again without an event.
-	healthSyncPeriod time.Duration
+	HealthSyncPeriod time.Duration
+	// DeletionRequeue is how soon a pending deletion is checked again.
+	DeletionRequeue time.Duration
 }
 
-// startResourceManager runs gardener-resource-manager's ManagedResource, health and progressing
+// StartResourceManager runs gardener-resource-manager's ManagedResource, health and progressing
 // controllers the way a shoot's resource manager runs them in its control plane (gardener's
 // pkg/resourcemanager/controller.AddToManager), for the class of opts: it applies the
 // ManagedResources of the shoot's seed namespace into the shoot's API server and reports the health
 // of the applied objects as the conditions ResourcesHealthy and ResourcesProgressing, which
 // gardenlet's care controller aggregates. Its garbage collector does not run here: the one that
 // removes the ManagedResource Secrets of the seed runs in the seed's resource manager
-// (startSeedResourceManager).
-func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config, shoot *Cluster, opts resourceManagerOptions) (*cluster.Runner, error) {
+// (StartSeedResourceManager).
+func StartResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config, shoot *cluster.Cluster, opts ResourceManagerOptions) (*cluster.Runner, error) {
 	mgr, err := manager.New(seed, sourceManagerOptions(log, opts))
 	if err != nil {
-		return nil, fmt.Errorf("failed creating resource manager %s: %w", opts.name, err)
+		return nil, fmt.Errorf("failed creating resource manager %s: %w", opts.Name, err)
 	}
 
 	target, err := ctrlcluster.New(shoot.Config, func(o *ctrlcluster.Options) {
@@ -82,10 +84,10 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 		o.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{&corev1.Event{}, &eventsv1.Event{}}}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("failed creating target cluster of resource manager %s: %w", opts.name, err)
+		return nil, fmt.Errorf("failed creating target cluster of resource manager %s: %w", opts.Name, err)
 	}
 	if err := mgr.Add(target); err != nil {
-		return nil, fmt.Errorf("failed adding target cluster to resource manager %s: %w", opts.name, err)
+		return nil, fmt.Errorf("failed adding target cluster to resource manager %s: %w", opts.Name, err)
 	}
 
 	// Added before the ManagedResource controller, in gardener's order. With the objects' health
@@ -93,38 +95,38 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 	// stand-in, or an image without a binary) never observes its generation, which both controllers
 	// report as unhealthy and progressing.
 	healthConfig := resourcemanagerconfigv1alpha1.HealthControllerConfig{
-		ConcurrentSyncs: ptr.To(opts.concurrentSyncs),
-		SyncPeriod:      &metav1.Duration{Duration: opts.healthSyncPeriod},
+		ConcurrentSyncs: ptr.To(opts.ConcurrentSyncs),
+		SyncPeriod:      &metav1.Duration{Duration: opts.HealthSyncPeriod},
 	}
 	if err := (&health.Reconciler{
 		Config:      healthConfig,
-		ClassFilter: resourcemanagerpredicate.NewClassFilter(opts.class),
+		ClassFilter: resourcemanagerpredicate.NewClassFilter(opts.Class),
 	}).AddToManager(mgr, mgr, target, ""); err != nil {
-		return nil, fmt.Errorf("failed adding health controller to resource manager %s: %w", opts.name, err)
+		return nil, fmt.Errorf("failed adding health controller to resource manager %s: %w", opts.Name, err)
 	}
 	// The progressing controller's predicates keep the context they are added with.
-	r := cluster.NewRunner(ctx, "resource-manager "+opts.name)
+	r := cluster.NewRunner(ctx, "resource-manager "+opts.Name)
 	if err := (&progressing.Reconciler{
 		Config:      healthConfig,
-		ClassFilter: resourcemanagerpredicate.NewClassFilter(opts.class),
+		ClassFilter: resourcemanagerpredicate.NewClassFilter(opts.Class),
 	}).AddToManager(r.Context(), mgr, mgr, target, ""); err != nil {
 		r.Cancel()
-		return nil, fmt.Errorf("failed adding progressing controller to resource manager %s: %w", opts.name, err)
+		return nil, fmt.Errorf("failed adding progressing controller to resource manager %s: %w", opts.Name, err)
 	}
 
 	reconciler := &managedresource.Reconciler{
 		Config: resourcemanagerconfigv1alpha1.ManagedResourceControllerConfig{
-			ConcurrentSyncs:     ptr.To(opts.concurrentSyncs),
-			SyncPeriod:          &metav1.Duration{Duration: opts.syncPeriod},
+			ConcurrentSyncs:     ptr.To(opts.ConcurrentSyncs),
+			SyncPeriod:          &metav1.Duration{Duration: opts.SyncPeriod},
 			AlwaysUpdate:        ptr.To(false),
 			ManagedByLabelValue: ptr.To("gardener"),
 		},
-		ClassFilter:                   resourcemanagerpredicate.NewClassFilter(opts.class),
-		RequeueAfterOnDeletionPending: ptr.To(ResourceManagerDeletionRequeue),
+		ClassFilter:                   resourcemanagerpredicate.NewClassFilter(opts.Class),
+		RequeueAfterOnDeletionPending: ptr.To(opts.DeletionRequeue),
 	}
 	if err := reconciler.AddToManager(mgr, mgr, target); err != nil {
 		r.Cancel()
-		return nil, fmt.Errorf("failed adding managedresource controller to resource manager %s: %w", opts.name, err)
+		return nil, fmt.Errorf("failed adding managedresource controller to resource manager %s: %w", opts.Name, err)
 	}
 	if err := r.Start(ctx, log, mgr); err != nil {
 		return nil, err
@@ -132,14 +134,14 @@ func startResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 	return r, nil
 }
 
-// startSeedResourceManager runs the garbage collector of gardener-resource-manager the way the
+// StartSeedResourceManager runs the garbage collector of gardener-resource-manager the way the
 // seed's resource manager runs it (gardener's runtime resource manager, whose source and target
 // are the seed, all namespaces): it deletes the Secrets and ConfigMaps labelled
 // garbage-collectable that no ManagedResource or workload references any more and that are older
-// than ResourceManagerGarbageCollectionMinimumAge, every ResourceManagerGarbageCollectionPeriod.
+// than minimumAge, every period.
 // Its other controllers serve ManagedResources of class seed, of which the sandbox has none.
 // Since it runs in the seed, it also collects while a shoot is hibernated.
-func startSeedResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config) (*cluster.Runner, error) {
+func StartSeedResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config, period, minimumAge time.Duration) (*cluster.Runner, error) {
 	mgr, err := manager.New(seed, seedManagerOptions(log))
 	if err != nil {
 		return nil, fmt.Errorf("failed creating seed resource manager: %w", err)
@@ -147,10 +149,10 @@ func startSeedResourceManager(ctx context.Context, log logr.Logger, seed *rest.C
 	if err := (&garbagecollector.Reconciler{
 		Config: resourcemanagerconfigv1alpha1.GarbageCollectorControllerConfig{
 			Enabled:    true,
-			SyncPeriod: &metav1.Duration{Duration: ResourceManagerGarbageCollectionPeriod},
+			SyncPeriod: &metav1.Duration{Duration: period},
 		},
 		Clock:                 clock.RealClock{},
-		MinimumObjectLifetime: ptr.To(ResourceManagerGarbageCollectionMinimumAge),
+		MinimumObjectLifetime: ptr.To(minimumAge),
 	}).AddToManager(mgr, mgr); err != nil {
 		return nil, fmt.Errorf("failed adding garbage collector to seed resource manager: %w", err)
 	}
@@ -173,10 +175,10 @@ func seedManagerOptions(log logr.Logger) manager.Options {
 
 // sourceManagerOptions are the options of a controller manager that watches the seed
 // namespace(s) of a resource manager.
-func sourceManagerOptions(log logr.Logger, opts resourceManagerOptions) manager.Options {
+func sourceManagerOptions(log logr.Logger, opts ResourceManagerOptions) manager.Options {
 	mgrOpts := seedManagerOptions(log)
-	if opts.namespace != "" {
-		mgrOpts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.namespace: {}}}
+	if opts.Namespace != "" {
+		mgrOpts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
 	} else {
 		// The namespaces of shoots sharing a control plane come and go while the resource manager
 		// runs, which a cache's namespace list cannot follow: the events of other namespaces are
@@ -186,7 +188,7 @@ func sourceManagerOptions(log logr.Logger, opts resourceManagerOptions) manager.
 			if err != nil {
 				return nil, err
 			}
-			return &namespaceFilteredCache{Cache: c, accept: opts.accept}, nil
+			return &namespaceFilteredCache{Cache: c, accept: opts.Accept}, nil
 		}
 	}
 	return mgrOpts

@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package sandbox
+package gardener
 
 import (
 	"context"
@@ -24,16 +24,17 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
-// startAppliedMarker runs a stand-in for the resource managers of light shoots that reports every
-// ManagedResource as applied without applying anything (Options.MarkSharedApplied).
-func startAppliedMarker(ctx context.Context, log logr.Logger, seed *rest.Config, opts resourceManagerOptions) (*cluster.Runner, error) {
+// StartAppliedMarker runs a stand-in for the resource managers of light shoots that reports every
+// ManagedResource as applied without applying anything (sandbox.Options.MarkSharedApplied). It
+// lives beside the resource manager it replaces and takes the same options.
+func StartAppliedMarker(ctx context.Context, log logr.Logger, seed *rest.Config, opts ResourceManagerOptions) (*cluster.Runner, error) {
 	mgr, err := manager.New(seed, sourceManagerOptions(log, opts))
 	if err != nil {
 		return nil, fmt.Errorf("failed creating applied marker: %w", err)
 	}
 	if err := builder.ControllerManagedBy(mgr).
 		Named("applied-marker").
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.concurrentSyncs}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.ConcurrentSyncs}).
 		For(&resourcesv1alpha1.ManagedResource{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(&appliedMarker{client: mgr.GetClient()}); err != nil {
 		return nil, fmt.Errorf("failed adding applied marker: %w", err)
