@@ -21,13 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
-
-	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
-
-	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
-
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/gardener"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
 )
 
 // shootAPIAudiences are the audiences of a shoot's kube-apiserver in a landscape.

@@ -40,7 +40,6 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config/loader"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
-
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 

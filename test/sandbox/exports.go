@@ -6,9 +6,8 @@ package sandbox
 
 import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
-
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/gardener"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 // The sandbox's API is this package's: what the integration suites, the bench, hack/sandbox and

@@ -34,13 +34,10 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/hack/publish/publish"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/ociregistry"
-
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
-
-	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
-
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/gardener"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 // With Options.Deployed the extension is installed the way a landscape installs it, by Gardener's

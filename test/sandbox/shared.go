@@ -13,9 +13,8 @@ import (
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
-
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/gardener"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubecontrollermanager"
 )
 
 var (

@@ -29,12 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
-
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
-
-	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
-
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
 )
 
 const (

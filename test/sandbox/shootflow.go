@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
-
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 

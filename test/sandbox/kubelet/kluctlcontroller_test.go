@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
-
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 

@@ -39,7 +39,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
-
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/network"
 )
 
