@@ -268,35 +268,6 @@ func providerConfig(data []byte) (*runtime.RawExtension, error) {
 	return &runtime.RawExtension{Raw: raw}, nil
 }
 
-// copyReferencedResources copies the referenced Secrets into the seed namespace with gardenlet's
-// ref- prefix. Other kinds are not needed by shoot-flux.
-func (h *ShootHandle) copyReferencedResources(ctx context.Context, resources []gardencorev1beta1.NamedResourceReference) error {
-	for _, res := range resources {
-		ref := res.ResourceRef
-		if ref.Kind != "Secret" || ref.APIVersion != "v1" {
-			continue
-		}
-		secret := &corev1.Secret{}
-		if err := h.sandbox.Garden.Client.Get(ctx, client.ObjectKey{Namespace: h.ProjectNamespace, Name: ref.Name}, secret); err != nil {
-			return fmt.Errorf("failed reading referenced Secret %s/%s: %w", h.ProjectNamespace, ref.Name, err)
-		}
-		cp := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: h.SeedNamespace, Name: v1beta1constants.ReferencedResourcesPrefix + ref.Name},
-			Type:       secret.Type,
-			Data:       secret.Data,
-		}
-		if err := h.sandbox.Seed.Client.Create(ctx, cp); err != nil {
-			if !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("failed copying referenced Secret %s: %w", ref.Name, err)
-			}
-			if err := h.sandbox.Seed.Client.Update(ctx, cp); err != nil {
-				return fmt.Errorf("failed updating referenced Secret %s: %w", ref.Name, err)
-			}
-		}
-	}
-	return nil
-}
-
 // waitUntilExtensionSeesCluster waits until the in-process extension's cache holds the Cluster
 // (at least at resourceVersion): the extension decides on an Extension event with the Cluster
 // from its cache, and a Cluster missing there makes it drop the event.

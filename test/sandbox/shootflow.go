@@ -13,11 +13,13 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/component/extensions/extension"
 	"github.com/gardener/gardener/pkg/component/shared"
 	gardenerextensions "github.com/gardener/gardener/pkg/extensions"
 	gardenerutils "github.com/gardener/gardener/pkg/utils/gardener"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -99,13 +101,47 @@ func (h *ShootHandle) startShootOperation(ctx context.Context, opType gardencore
 	}
 
 	// gardenlet copies the referenced resources into the seed namespace on every reconcile.
-	if err := h.copyReferencedResources(ctx, shoot.Spec.Resources); err != nil {
+	if err := h.deployReferencedResources(ctx, shoot); err != nil {
 		return nil, err
 	}
 	if err := h.syncCluster(ctx, shoot); err != nil {
 		return nil, err
 	}
 	return shoot, nil
+}
+
+// deployReferencedResources copies the Secrets and ConfigMaps the Shoot references
+// (spec.resources) into the seed namespace as gardenlet's botanist does (DeployReferencedResources):
+// gardener's PrepareReferencedResourcesForSeedCopy reads them from the project and prepares the
+// copies, named ref-<name>. gardenlet hands the copies to the seed's gardener-resource-manager in a
+// ManagedResource of class seed; the sandbox applies them itself, as that resource manager would,
+// before the Extension is written: outside Options.Deployed its seed runs no resource manager for
+// class seed, and the extension reads the copies when it reconciles.
+func (h *ShootHandle) deployReferencedResources(ctx context.Context, shoot *gardencorev1beta1.Shoot) error {
+	objs, err := gardenerutils.PrepareReferencedResourcesForSeedCopy(ctx, h.sandbox.Garden.Client, shoot.Spec.Resources, h.ProjectNamespace, h.SeedNamespace)
+	if err != nil {
+		return fmt.Errorf("failed preparing the referenced resources of shoot %s for the seed: %w", h.Name, err)
+	}
+	seed := h.sandbox.Seed.Client
+	for _, obj := range objs {
+		err := seed.Create(ctx, obj)
+		if apierrors.IsAlreadyExists(err) {
+			err = seed.Update(ctx, obj)
+			// The copy asks for gardener-resource-manager's treatment of an update the API server
+			// refuses (resources.gardener.cloud/delete-on-invalid-update), e.g. of an immutable Secret
+			// the owner re-created with other data: delete and create it again.
+			if apierrors.IsInvalid(err) && obj.GetAnnotations()[resourcesv1alpha1.DeleteOnInvalidUpdate] == "true" {
+				if err = client.IgnoreNotFound(seed.Delete(ctx, obj)); err == nil {
+					obj.SetResourceVersion("")
+					err = seed.Create(ctx, obj)
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("failed copying referenced %s %s into %s: %w", obj.GetKind(), obj.GetName(), h.SeedNamespace, err)
+		}
+	}
+	return nil
 }
 
 // syncCluster writes the Cluster of the shoot with gardenlet's code.
