@@ -37,6 +37,8 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
+// The extension in this process, as its binary runs it, or as deployed (Options.Deployed).
+
 // WriteExtensionConfig writes the sandbox's extension configuration as a ControllerConfiguration
 // file for the binary's --config.
 func (s *Sandbox) WriteExtensionConfig(path string) error {

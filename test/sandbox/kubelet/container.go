@@ -26,6 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// How the kubelet stand-in of a shoot runs a container as a process on a machine without cluster
+// networking or mount namespaces: its volumes, command, env, listen addresses and readiness probe.
+
 // preparedContainer is how the kubelet stand-in runs a container as a process.
 type preparedContainer struct {
 	// args follow the binary: the rest of the container's command (containerCommand) and its

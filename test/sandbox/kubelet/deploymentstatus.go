@@ -18,6 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// The status the Deployment controller would write for a Deployment whose one pod the kubelet
+// stand-ins run; both stand-ins write it, as no Deployment controller runs in the sandbox.
+
 // templateHash identifies a pod template, like the pod-template-hash of the Deployment
 // controller's ReplicaSets.
 func templateHash(template *corev1.PodTemplateSpec) (string, error) {

@@ -19,6 +19,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
+// The seed's kubelet stand-in pulls the extension's image as a container runtime would, and runs
+// its entrypoint.
+
 // pull pulls the image from the sandbox's registry, as the container runtime would, and returns
 // its entrypoint extracted into the sandbox's directory (once per image).
 func (k *SeedKubelet) pull(ctx context.Context, image string) (string, error) {

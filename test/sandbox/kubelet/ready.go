@@ -14,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
+// Readiness as kubelet's probe sees it, for the in-process extension (sandbox.StartExtension), the
+// bench's extension process and the seed's kubelet stand-in.
+
 var (
 	// ReadyTimeout bounds the wait for a started extension process to report ready.
 	ReadyTimeout = 2 * time.Minute
