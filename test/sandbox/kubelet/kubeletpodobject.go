@@ -26,13 +26,14 @@ import (
 const NodeName = "sandbox-node"
 
 // The kubelet stand-in publishes a Pod object for every process it runs, as kubelet reports the
-// pods of its node, so that what reads pods (kubectl, Prometheus' kubernetes service discovery,
-// the pod proxy of kube-apiserver) sees them: the Deployment's pod template with the container
-// ports, spec.nodeName, phase Running, the Ready condition of the readiness probe and a pod IP of
-// PodNetwork, which the VPN stand-in routes to the process's listeners. The owner is the
-// Deployment: the sandbox's shoot controller manager runs no Deployment controller, so there is no
-// ReplicaSet. The Pod goes when the process does; a Pod deleted by someone else ends the process,
-// and the Deployment gets a new pod, as a ReplicaSet would make one.
+// pods of its node, so that what reads pods (kubectl, Prometheus' kubernetes service discovery, the
+// pod proxy of kube-apiserver) sees them: the Deployment's pod template with the container ports,
+// spec.nodeName, phase Running, the Ready condition of the readiness probe and a pod IP of
+// network.PodNetwork, which the VPN stand-in routes to the process's listeners. The owner is the
+// Deployment: the kube-controller-manager stand-in (package kubecontrollermanager) runs no
+// Deployment controller, so there is no ReplicaSet. The Pod goes when the process does; a Pod
+// deleted by someone else ends the process, and the Deployment gets a new pod, as a ReplicaSet
+// would make one.
 
 // podDeletions passes the events of Pods that are being deleted or are gone.
 var podDeletions = predicate.Funcs{
@@ -177,8 +178,8 @@ func (k *Kubelet) deletePodObject(p *controllerPod) {
 	}
 }
 
-// allocatePodIP gives the pod an address of PodNetwork that the VPN stand-in routes to the local
-// listeners of its ports; none without a VPN.
+// allocatePodIP gives the pod an address of network.PodNetwork that the VPN stand-in routes to the
+// local listeners of its ports; none without a VPN.
 func (k *Kubelet) allocatePodIP(p *controllerPod, ports map[int32]string) error {
 	if k.vpn == nil {
 		return nil
