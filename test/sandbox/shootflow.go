@@ -110,10 +110,10 @@ func (h *ShootHandle) startShootOperation(ctx context.Context, opType gardencore
 	return shoot, nil
 }
 
-// deployReferencedResources copies the Secrets and ConfigMaps the Shoot references
-// (spec.resources) into the seed namespace as gardenlet's botanist does (DeployReferencedResources):
-// gardener's PrepareReferencedResourcesForSeedCopy reads them from the project and prepares the
-// copies, named ref-<name>. gardenlet hands the copies to the seed's gardener-resource-manager in a
+// deployReferencedResources copies the Secrets and ConfigMaps the Shoot references (spec.resources)
+// into the seed namespace as gardenlet's botanist does (DeployReferencedResources): gardener's
+// PrepareReferencedResourcesForSeedCopy reads them from the project and prepares the copies, named
+// ref-<name>. gardenlet hands the copies to the seed's gardener-resource-manager in a
 // ManagedResource of class seed; the sandbox applies them itself, as that resource manager would,
 // before the Extension is written: outside Options.Deployed its seed runs no resource manager for
 // class seed, and the extension reads the copies when it reconciles.

@@ -203,8 +203,9 @@ func (k *Kubelet) pod(key types.NamespacedName) *controllerPod {
 // stopPod stops the Deployment's process, if any, with the pod's grace period. The kubelet's stop
 // cuts the grace period short, as the end of a node ends its processes: its controller manager
 // waits for the reconcile that stops the pod only for cluster.GracefulShutdownTimeout, and a
-// process need not end on SIGTERM. A Flux controller whose RBAC was removed before its caches synced (its
-// ManagedResource deleted right after it started) was seen to outlive SIGTERM by more than that.
+// process need not end on SIGTERM. A Flux controller whose RBAC was removed before its caches
+// synced (its ManagedResource deleted right after it started) was seen to outlive SIGTERM by more
+// than that.
 func (k *Kubelet) stopPod(key types.NamespacedName, reason string) {
 	k.mu.Lock()
 	p := k.pods[key]
