@@ -24,7 +24,7 @@ import (
 
 const (
 	// repeatedFailures changes of the project ConfigMap follow each other, each failing to apply.
-	repeatedFailures = 10
+	repeatedFailures = 5
 	// repeatedFailureBound is how soon after a change its Extension must show the Error: half the
 	// sandbox's applied timeout (2 min), which a repeated failure took to show before (issue 37),
 	// whatever the machine's load. On an idle machine it shows after 6–8 s: the ConfigMap's

@@ -681,7 +681,7 @@ const hangingShoots = 30
 // failingMessage.
 const (
 	failingShoots  = 3
-	failedApplies  = 51
+	failedApplies  = 21
 	failingMessage = "the owner froze the KluctlDeployment"
 )
 
