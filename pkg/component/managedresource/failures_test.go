@@ -281,5 +281,27 @@ var _ = Describe("Apply failures", func() {
 			Expect(component("a").Deploy(ctx)).To(HaveOccurred())
 			Expect(secrets()).To(HaveLen(2), "content a's Secret existed before the write")
 		})
+
+		It("removes the superseded Secret in DeployAndWait also when the new content fails to apply", func() {
+			go func() {
+				defer GinkgoRecover()
+				// The resource manager tries the new content once the ManagedResource references it.
+				Eventually(func(g Gomega) {
+					mr := &resourcesv1alpha1.ManagedResource{}
+					g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr)).To(Succeed())
+					g.Expect(mr.Generation).To(BeEquivalentTo(2))
+				}).WithTimeout(time.Second).WithPolling(5 * time.Millisecond).Should(Succeed())
+				resourceManagerFails(clock.RealClock{})
+			}()
+			err := component("b").DeployAndWait(ctx, false)
+			var failed *managedresource.ApplyFailedError
+			Expect(errors.As(err, &failed)).To(BeTrue(), "got %v", err)
+			Expect(secrets()).To(Equal(referenced()), "only the new content's Secret stays")
+		})
+
+		It("does not wait in DeployAndWait when the shoot is hibernated, and removes the superseded Secret", func() {
+			Expect(component("b").DeployAndWait(ctx, true)).To(Succeed(), "nobody applies while the shoot sleeps")
+			Expect(secrets()).To(Equal(referenced()))
+		})
 	})
 })

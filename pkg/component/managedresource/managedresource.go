@@ -254,3 +254,33 @@ func (m *ManagedResource) Wait(ctx context.Context) error {
 func (m *ManagedResource) WaitCleanup(ctx context.Context) error {
 	return WaitUntilDeleted(ctx, m.Reader, m.Namespace, m.Name, m.Timeouts.Deleted)
 }
+
+// DeployAndWait deploys, waits for the resource manager to apply the new content and then deletes
+// the Secrets the new content superseded, also when the apply failed: failing applies would
+// otherwise leave one Secret per change in the seed. A hibernated shoot's resource manager reads
+// none, so they go at once.
+func (m *ManagedResource) DeployAndWait(ctx context.Context, hibernated bool) error {
+	if err := m.Deploy(ctx); err != nil {
+		return err
+	}
+	var waitErr error
+	if !hibernated {
+		waitErr = m.Wait(ctx)
+	}
+	if err := m.DeleteSuperseded(ctx); err != nil {
+		return errors.Join(waitErr, err)
+	}
+	return waitErr
+}
+
+// DestroyAndWait deletes the ManagedResource and waits until its objects are gone, unless the
+// shoot is hibernated: its resource manager does not run then, and deletes them when it wakes up.
+func (m *ManagedResource) DestroyAndWait(ctx context.Context, hibernated bool) error {
+	if err := m.Destroy(ctx); err != nil {
+		return err
+	}
+	if hibernated {
+		return nil
+	}
+	return m.WaitCleanup(ctx)
+}

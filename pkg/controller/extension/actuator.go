@@ -158,7 +158,7 @@ func (a *actuator) reconcile(ctx context.Context, log logr.Logger, ex *extension
 	handedOver, err := handover.Reconcile(ctx, log, handover.Request{Controllers: a.controllers(ex.Namespace, values), Values: values,
 		Management: cfg.Flux.Management, State: ex.Status.State, Hibernated: hibernated,
 		Deploy: func(ctx context.Context, mr *managedresource.ManagedResource) error {
-			return deployAndWait(ctx, mr, hibernated)
+			return mr.DeployAndWait(ctx, hibernated)
 		}})
 	if err != nil {
 		return err
@@ -192,7 +192,7 @@ func (a *actuator) reconcileBootstrap(ctx context.Context, namespace string, val
 		return nil
 	}
 	values.Status = status
-	if err := deployAndWait(ctx, a.bootstrap(namespace, *values), hibernated); err != nil {
+	if err := a.bootstrap(namespace, *values).DeployAndWait(ctx, hibernated); err != nil {
 		return fmt.Errorf("failed deploying the bootstrap objects: %w", err)
 	}
 	return nil
