@@ -299,6 +299,20 @@ var _ = Describe("Apply failures", func() {
 			Expect(secrets()).To(Equal(referenced()), "only the new content's Secret stays")
 		})
 
+		It("waits in DestroyAndWait until the resource manager released the ManagedResource, unless the shoot is hibernated", func() {
+			// The resource manager's finalizer stays while it deletes the shoot's objects.
+			mr := get()
+			mr.Finalizers = []string{"resources.gardener.cloud/gardener-resource-manager"}
+			Expect(c.Update(ctx, mr)).To(Succeed())
+			Expect(component("a").DestroyAndWait(ctx, true)).To(Succeed(), "nobody deletes while the shoot sleeps")
+			Expect(component("a").DestroyAndWait(ctx, false)).To(MatchError(ContainSubstring(name)), "the objects are still there")
+
+			mr = get()
+			mr.Finalizers = nil
+			Expect(c.Update(ctx, mr)).To(Succeed())
+			Expect(component("a").DestroyAndWait(ctx, false)).To(Succeed())
+		})
+
 		It("does not wait in DeployAndWait when the shoot is hibernated, and removes the superseded Secret", func() {
 			Expect(component("b").DeployAndWait(ctx, true)).To(Succeed(), "nobody applies while the shoot sleeps")
 			Expect(secrets()).To(Equal(referenced()))
