@@ -40,22 +40,10 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
-// With Options.Deployed the extension is installed the way a landscape installs it, by Gardener's
-// own code (docs/development/sandbox.md lists what runs and what stands in):
-//
-//   - the operator publishes it with hack/publish (package publish) into an OCI registry in this
-//     process and registers the ControllerDeployment and ControllerRegistration that publishing
-//     wrote, with a chart pull Secret in the garden;
-//   - gardener-controller-manager's ControllerRegistration controllers (seed ControllerInstallation
-//     scheduling, finalizers, extension ClusterRole bindings) decide that the seed needs it;
-//   - gardenlet's ControllerInstallation controllers pull the chart by digest, render it with
-//     gardenlet's values into a ManagedResource in the seed's garden namespace and report the
-//     installation's conditions, and gardenlet's token requestor gives the extension its garden
-//     token;
-//   - the seed's gardener-resource-manager (class seed, with its health controllers) applies that
-//     ManagedResource into the seed;
-//   - the kubelet stand-in of the seed (kubelet.SeedKubelet) runs the pod of the rendered
-//     Deployment.
+// With Options.Deployed the extension is installed by Gardener's own code, as in a landscape:
+// published by hack/publish, scheduled by gardener-controller-manager, rendered by gardenlet's
+// ControllerInstallation controllers, applied by the seed's resource manager and run by the seed's
+// kubelet stand-in (docs/development/sandbox.md lists what runs and what stands in).
 
 const (
 	// RegistrationName names shoot-flux's ControllerRegistration and ControllerDeployment, as in

@@ -135,17 +135,10 @@ type Options struct {
 	// had a resource manager of its own with room to spare, so a benchmark measures the
 	// extension rather than the one shared resource manager.
 	MarkSharedApplied bool
-	// Deployed runs the extension as it is deployed instead of in this process, installed the
-	// way a landscape installs it (landscape.go): the binary is published with its chart into an
-	// OCI registry in this process as `make publish` does, gardener-controller-manager and
-	// gardenlet (their ControllerInstallation controllers, in this process) install the chart
-	// into the seed through a ManagedResource of class seed, and the seed's kubelet stand-in runs
-	// the pod of the rendered Deployment: the binary as a separate process with the Deployment's
-	// args, env, config and volumes, on a read-only root file system with only the chart's
-	// writable volumes, as the chart's seed ServiceAccount bound to the chart's roles and as the
-	// garden ServiceAccount bound to example/garden-rbac.yaml, whose admission policy the garden
-	// then enforces (see Pod and DeniedRequests). The sandbox's settings reach it as the
-	// ControllerDeployment's values. It needs root.
+	// Deployed runs the extension as deployed, installed the way a landscape installs it
+	// (landscape.go): published with its chart, installed by gardener-controller-manager and
+	// gardenlet, run by the seed's kubelet stand-in as a process on a read-only root with the chart's
+	// identities (docs/development/sandbox.md). It needs root.
 	Deployed bool
 	// ExtensionBinary is the binary Deployed runs, built with BuildExtension beforehand (outside
 	// the time bounds of the clusters); empty builds it when the sandbox starts.

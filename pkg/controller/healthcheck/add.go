@@ -2,16 +2,9 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package healthcheck registers the health checks of shoot-flux Extensions.
-//
-// The controllers ManagedResource needs no check of ours: since gardener v1.8x gardenlet's shoot
-// care controller aggregates every class-less ManagedResource of the shoot namespace into the
-// Shoot's SystemComponentsHealthy condition (pkg/gardenlet/controller/shoot/care/health.go in
-// v1.149). Both our ManagedResources are class-less. gardener-resource-manager judges the health
-// of well-known kinds only (Deployments, CRDs, ...); KluctlDeployments and Flux custom resources
-// are applied but not health-checked, so a broken user repository never turns
-// SystemComponentsHealthy false. Its state is reported here as the Extension condition
-// BootstrapReady instead.
+// Package healthcheck reports the bootstrap's state as the Extension condition BootstrapReady:
+// gardenlet's care controller already covers the controllers ManagedResource, but not the health of
+// Flux and kluctl objects (docs/development/architecture.md#health).
 package healthcheck
 
 import (
