@@ -7,18 +7,16 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
-	"go/build"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
 
-	"golang.org/x/mod/module"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
-const gardenerModule = "github.com/gardener/gardener"
+const gardenerModule = cluster.GardenerModule
 
 // seedCRDFiles are the gardener CRDs a seed needs for shoot extensions, and the prometheus-operator
 // CRDs of the shoots' monitoring objects, which gardenlet installs in every seed.
@@ -33,19 +31,7 @@ var seedCRDFiles = []string{
 // seedCRDPaths returns the gardener CRD files from the gardener module the binary was built with,
 // so that the seed always has the schemas of the pinned gardener version.
 func seedCRDPaths() ([]string, error) {
-	dir, err := gardenerModuleDir()
-	if err != nil {
-		return nil, err
-	}
-	var paths []string
-	for _, f := range seedCRDFiles {
-		p := filepath.Join(dir, "example", "seed-crds", f)
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("gardener CRD missing from the module cache: %w", err)
-		}
-		paths = append(paths, p)
-	}
-	return paths, nil
+	return cluster.GardenerSeedCRDs(seedCRDFiles...)
 }
 
 // landscapeSeedCRDPatterns are the further CRDs of a seed that the extension's chart and gardenlet
@@ -63,7 +49,7 @@ func landscapeSeedCRDPaths() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := gardenerModuleDir()
+	dir, err := cluster.GardenerModuleDir()
 	if err != nil {
 		return nil, err
 	}
@@ -82,26 +68,6 @@ func landscapeSeedCRDPaths() ([]string, error) {
 		}
 	}
 	return paths, nil
-}
-
-// gardenerModuleDir finds the gardener module in the module cache from the build information of
-// the running binary; `go list` is the fallback for binaries without module information.
-func gardenerModuleDir() (string, error) {
-	if dir, ok := moduleDirFromBuildInfo(gardenerModule); ok {
-		return dir, nil
-	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", gardenerModule)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("failed locating module %s with go list: %w: %s", gardenerModule, err, strings.TrimSpace(stderr.String()))
-	}
-	dir := strings.TrimSpace(string(out))
-	if dir == "" {
-		return "", fmt.Errorf("module %s is not in the module cache; run go mod download", gardenerModule)
-	}
-	return dir, nil
 }
 
 // gardenerVersion is the version of the gardener module this binary was built with, which
@@ -127,47 +93,4 @@ func gardenerVersion() (string, error) {
 		return "", fmt.Errorf("failed reading the version of module %s with go list: %w: %s", gardenerModule, err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-func moduleDirFromBuildInfo(path string) (string, bool) {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "", false
-	}
-	for _, dep := range info.Deps {
-		if dep.Path != path {
-			continue
-		}
-		if dep.Replace != nil {
-			dep = dep.Replace
-		}
-		if filepath.IsAbs(dep.Path) {
-			return dep.Path, true
-		}
-		escPath, err := module.EscapePath(dep.Path)
-		if err != nil {
-			return "", false
-		}
-		escVersion, err := module.EscapeVersion(dep.Version)
-		if err != nil {
-			return "", false
-		}
-		dir := filepath.Join(moduleCache(), escPath+"@"+escVersion)
-		if _, err := os.Stat(dir); err != nil {
-			return "", false
-		}
-		return dir, true
-	}
-	return "", false
-}
-
-func moduleCache() string {
-	if dir := os.Getenv("GOMODCACHE"); dir != "" {
-		return dir
-	}
-	gopath := os.Getenv("GOPATH")
-	if gopath == "" {
-		gopath = build.Default.GOPATH
-	}
-	return filepath.Join(filepath.SplitList(gopath)[0], "pkg", "mod")
 }

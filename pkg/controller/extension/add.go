@@ -13,14 +13,10 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/config"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
@@ -70,18 +66,9 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 	if opts.GardenCluster == nil {
 		return fmt.Errorf("the shoot-flux controller needs access to the garden cluster")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &extensionsv1alpha1.Cluster{}, projectconfig.IndexShootNamespace, projectconfig.ShootNamespaceOf); err != nil {
-		return fmt.Errorf("failed indexing clusters by shoot namespace: %w", err)
-	}
-
-	garden := opts.GardenCluster
-	mapper := projectconfig.NewMapper(mgr.GetClient())
-	orphans := make(chan event.GenericEvent)
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		projectconfig.EnqueueDeletedWhileDown(ctx, mgr.GetLogger().WithName(ControllerName), mgr.GetCache(), garden, orphans)
-		return nil
-	})); err != nil {
-		return fmt.Errorf("failed adding the start-up check for deleted project ConfigMaps: %w", err)
+	watches, err := projectconfig.AddToManager(ctx, mgr, opts.GardenCluster, mgr.GetLogger().WithName(ControllerName))
+	if err != nil {
+		return err
 	}
 	controllerOptions := opts.ControllerOptions
 	// No share configured (tests with a configuration built by hand) needs no fair queue.
@@ -89,7 +76,7 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		controllerOptions.NewQueue = fairqueue.New(max(1, controllerOptions.MaxConcurrentReconciles), percent, int(opts.Config.Limits.ReservedWorkersPercent))
 	}
 	return extension.Add(mgr, extension.AddArgs{
-		Actuator:                  metrics.InstrumentActuator(NewActuator(mgr.GetClient(), mgr.GetAPIReader(), garden.Client(), mgr.GetEventRecorder(ControllerName), opts.Config, opts.Lifecycle)),
+		Actuator:                  metrics.InstrumentActuator(NewActuator(mgr.GetClient(), mgr.GetAPIReader(), opts.GardenCluster.Client(), mgr.GetEventRecorder(ControllerName), opts.Config, opts.Lifecycle)),
 		ControllerOptions:         controllerOptions,
 		Name:                      ControllerName,
 		FinalizerSuffix:           FinalizerSuffix,
@@ -98,21 +85,8 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		Type:                      constants.ExtensionType,
 		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation,
 		ExtensionClasses:          opts.ExtensionClasses,
-		WatchBuilder: []func(controller.Controller) error{
-			// The watch starts once the garden cache synced, so that the controller starts without
-			// the garden; its initial list then catches up with the changes the extension missed.
-			func(c controller.Controller) error {
-				return c.Watch(garden.WhenSynced(source.Kind[client.Object](
-					garden.Cache(),
-					&corev1.ConfigMap{},
-					projectconfig.Handler(mapper),
-					predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == constants.ProjectConfigMapName }),
-				)))
-			},
-			func(c controller.Controller) error {
-				return c.Watch(source.Channel(orphans, &handler.EnqueueRequestForObject{}))
-			},
-		},
+		// The project ConfigMaps of the garden reach the Extensions of their shoots.
+		WatchBuilder: watches,
 	})
 }
 
