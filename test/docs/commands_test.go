@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -199,6 +200,10 @@ func suiteEnvNeeds() []envNeed {
 	var needs []envNeed
 	files, err := filepath.Glob(filepath.Join(repoRoot, "test", "*", "*_test.go"))
 	Expect(err).NotTo(HaveOccurred())
+	// The suites one level down (test/envtest/<controller>).
+	nested, err := filepath.Glob(filepath.Join(repoRoot, "test", "*", "*", "*_test.go"))
+	Expect(err).NotTo(HaveOccurred())
+	files = append(files, nested...)
 	seen := map[string]bool{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -213,7 +218,14 @@ func suiteEnvNeeds() []envNeed {
 				envs = append(envs, m[2])
 			}
 		}
-		pkg := filepath.Base(filepath.Dir(f))
+		pkg, err := filepath.Rel(filepath.Join(repoRoot, "test"), filepath.Dir(f))
+		Expect(err).NotTo(HaveOccurred())
+		pkg = filepath.ToSlash(pkg)
+		// A nested suite is also run by the pattern of its parent (./test/envtest/...).
+		pattern := regexp.QuoteMeta(pkg) + `/?`
+		if parent := path.Dir(pkg); parent != "." {
+			pattern = "(?:" + pattern + "|" + regexp.QuoteMeta(parent) + `/\.\.\.)`
+		}
 		for _, env := range envs {
 			if seen[pkg+" "+env] {
 				continue
@@ -221,7 +233,7 @@ func suiteEnvNeeds() []envNeed {
 			seen[pkg+" "+env] = true
 			rel, _ := filepath.Rel(repoRoot, f)
 			needs = append(needs, envNeed{
-				command: regexp.MustCompile(`\bgo test\b.*\s\./test/` + pkg + `/?(?:\s|$)`),
+				command: regexp.MustCompile(`\bgo test\b.*\s\./test/` + pattern + `(?:\s|$)`),
 				env:     env,
 				why:     rel,
 			})
@@ -291,6 +303,18 @@ var _ = Describe("commands in the docs", func() {
 		}
 		Expect(envs).To(ContainElements("PROMTOOL", "KUBEBUILDER_ASSETS", "GARDENER_SHOOT_CLIENT"))
 		Expect(unsetEnv(documents(), needs)).To(BeEmpty())
+	})
+
+	It("fail on go test of a nested suite or its parent's pattern without its variables", func() {
+		docs := []document{parseDocument("docs/x.md", "```sh\n"+
+			"go test ./test/envtest/projectconfig\n"+
+			"go test ./test/envtest/...\n"+
+			"KUBEBUILDER_ASSETS=$(hack/build-envtest.sh) go test ./test/envtest/extension\n```\n")}
+		Expect(unsetEnv(docs, suiteEnvNeeds())).To(ConsistOf(
+			`docs/x.md:2: "go test ./test/envtest/projectconfig" needs KUBEBUILDER_ASSETS (test/envtest/projectconfig/projectconfig_suite_test.go)`,
+			`docs/x.md:3: "go test ./test/envtest/..." needs KUBEBUILDER_ASSETS (test/envtest/extension/extension_suite_test.go)`,
+			`docs/x.md:3: "go test ./test/envtest/..." needs KUBEBUILDER_ASSETS (test/envtest/projectconfig/projectconfig_suite_test.go)`,
+		))
 	})
 
 	It("fail on go test of ./test/promrules without PROMTOOL and dlv against a real seed without GARDENER_SHOOT_CLIENT", func() {
