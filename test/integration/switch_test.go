@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/adoption"
+	fluxv1alpha1 "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/v1alpha1"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
@@ -63,6 +64,9 @@ type stackitRelease struct {
 	fluxVersion string
 	// crds replace the embedded release's CRDs of the same name (files of test/storedversions).
 	crds []string
+	// components are the Flux components the release installed and stackit's providerConfig
+	// lists (flux.components); nil are source- and kustomize-controller.
+	components []string
 	// stopped runs no controller before the switch: the embedded release's controllers, which
 	// stand in for the release's, cannot serve its older CRDs (their versions are gone).
 	stopped bool
@@ -71,22 +75,41 @@ type stackitRelease struct {
 var (
 	// stackitV027 is v0.27: Flux v2.9.2, whose objects and names every v2.9 release shares.
 	stackitV027 = stackitRelease{}
-	// stackitV018 is v0.12-v0.18: Flux v2.4.0, whose OCIRepository CRD stores v1beta2, a version
-	// the embedded releases' CRDs no longer have.
-	stackitV018 = stackitRelease{fluxVersion: "v2.4.0", crds: []string{storedVersionsCRD}, stopped: true}
+	// stackitV018 is v0.12-v0.18: Flux v2.4.0, whose OCIRepository CRD stores v1beta2, with
+	// helm-controller, whose HelmRelease CRD stores v2beta2 (a shoot whose Flux dates from v2.2 or
+	// before, when v2beta2 was the storage version): versions the embedded releases' CRDs no
+	// longer have.
+	stackitV018 = stackitRelease{
+		fluxVersion: "v2.4.0", crds: []string{storedVersionsCRD, helmReleasesCRD}, stopped: true,
+		components: []string{"source-controller", "kustomize-controller", "helm-controller"},
+	}
 )
 
-// storedVersionsCRD is the OCIRepository CRD of source-controller/api v1.4.1 (Flux v2.4).
-const storedVersionsCRD = "../storedversions/testdata/ocirepositories-v1.4.1.yaml"
+const (
+	// storedVersionsCRD is the OCIRepository CRD of source-controller/api v1.4.1 (Flux v2.4).
+	storedVersionsCRD = "../storedversions/testdata/ocirepositories-v1.4.1.yaml"
+	// helmReleasesCRD is the v2beta2 HelmRelease CRD of helm-controller/api v1.1.0 (Flux v2.4).
+	helmReleasesCRD = "../storedversions/testdata/helmreleases-v1.1.0.yaml"
+)
+
+// fluxComponents are the Flux components the release installed.
+func (r stackitRelease) fluxComponents() []string {
+	if r.components == nil {
+		return []string{"source-controller", "kustomize-controller"}
+	}
+	return r.components
+}
 
 var _ = Describe("Switching a shoot from stackit's extension", func() {
-	It("takes over a v0.18 shoot (Flux v2.4, OCIRepositories stored at v1beta2) with every object kept, migrated and reconciling", Label(labelDeployed), func(ctx SpecContext) {
+	It("takes over a v0.18 shoot (Flux v2.4, OCIRepositories stored at v1beta2, HelmReleases at v2beta2) with every object kept, migrated and reconciling", Label(labelDeployed), func(ctx SpecContext) {
 		const (
-			project = "stackit18"
-			objects = 5
+			project      = "stackit18"
+			objects      = 5
+			helmReleases = 2
 		)
 		older := schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1beta2", Kind: "OCIRepository"}
-		var ociUIDs map[string]types.UID
+		olderHelmRelease := schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2beta2", Kind: "HelmRelease"}
+		var ociUIDs, helmUIDs map[string]types.UID
 		h, logs, _ := switchStackitShoot(ctx, project, stackitV018, func(shoot client.Client) {
 			By("creating the owner's OCIRepositories, stored at v1beta2")
 			ociUIDs = map[string]types.UID{}
@@ -97,6 +120,23 @@ var _ = Describe("Switching a shoot from stackit's extension", func() {
 				Expect(unstructured.SetNestedMap(repo.Object, map[string]any{"url": "oci://registry.example.com/app", "interval": "5m"}, "spec")).To(Succeed())
 				Eventually(func() error { return shoot.Create(ctx, repo) }).WithContext(ctx).WithTimeout(reconcileTimeout).Should(Succeed(), "the CRD is served")
 				ociUIDs[repo.GetName()] = repo.GetUID()
+			}
+			By("creating the owner's HelmReleases, stored at v2beta2")
+			helmUIDs = map[string]types.UID{}
+			for i := range helmReleases {
+				release := unstructuredObject(olderHelmRelease)
+				release.SetNamespace(stackitChildTarget)
+				release.SetName(fmt.Sprintf("release-%02d", i))
+				Expect(unstructured.SetNestedMap(release.Object, map[string]any{
+					"interval": "5m",
+					"chart": map[string]any{"spec": map[string]any{
+						"chart": "podinfo", "version": "6.x",
+						"sourceRef": map[string]any{"kind": "HelmRepository", "name": "podinfo", "namespace": fluxNamespace},
+					}},
+					"values": map[string]any{"replicaCount": int64(2)},
+				}, "spec")).To(Succeed())
+				Eventually(func() error { return shoot.Create(ctx, release) }).WithContext(ctx).WithTimeout(reconcileTimeout).Should(Succeed(), "the CRD is served")
+				helmUIDs[release.GetName()] = release.GetUID()
 			}
 		})
 		shoot := h.Shoot.Client
@@ -116,10 +156,32 @@ var _ = Describe("Switching a shoot from stackit's extension", func() {
 		}
 		Expect(got).To(Equal(ociUIDs))
 
+		By("checking that the HelmReleases were migrated off v2beta2, each the same object with its values")
+		expectOnlyServedStoredVersions(ctx, shoot, "helmreleases.helm.toolkit.fluxcd.io")
+		Expect(status.StoredVersions.Migrated).To(ContainElement(fluxv1alpha1.MigratedKind{
+			CRD: "helmreleases.helm.toolkit.fluxcd.io", Kind: "HelmRelease", From: []string{"v2beta2"}, To: "v2", Objects: helmReleases,
+		}))
+		helmList := &unstructured.UnstructuredList{}
+		helmList.SetGroupVersionKind(schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmReleaseList"})
+		Expect(shoot.List(ctx, helmList, client.InNamespace(stackitChildTarget))).To(Succeed())
+		got = map[string]types.UID{}
+		for _, release := range helmList.Items {
+			got[release.GetName()] = release.GetUID()
+			replicas, _, _ := unstructured.NestedInt64(release.Object, "spec", "values", "replicaCount")
+			Expect(replicas).To(BeEquivalentTo(2), release.GetName())
+		}
+		Expect(got).To(Equal(helmUIDs))
+
 		By("checking that the extension's controllers replaced the stopped ones and reconcile the bootstrap and the child Kustomization")
-		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
+		expectAvailable(ctx, h, logs, stackitV018.components...)
 		requestReconcile(ctx, shoot, stackitChild)
 		expectStackitObjectsReady(ctx, h, logs)
+		By("checking that the extension's helm-controller handles the migrated HelmReleases")
+		Eventually(func(g Gomega) {
+			for name := range helmUIDs {
+				readyConditionOf(g, ctx, h, helmReleaseGVK, stackitChildTarget, name)
+			}
+		}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
 		shootInfo := &corev1.ConfigMap{}
 		Expect(get(ctx, shoot, shootInfo, fluxNamespace, constants.ShootInfoConfigMapName)).To(Succeed())
 		Expect(shootInfo.Data).To(HaveKeyWithValue(stackitShootInfoName, "switched"))
@@ -243,15 +305,15 @@ func switchStackitShoot(ctx context.Context, project string, release stackitRele
 		Resources: []gardencorev1beta1.NamedResourceReference{{Name: stackitCredentials, ResourceRef: autoscalingv1.CrossVersionObjectReference{
 			APIVersion: "v1", Kind: "Secret", Name: stackitCredentials,
 		}}},
-		ProviderConfig: stackitProviderConfig(git.URL(repoName)),
+		ProviderConfig: stackitProviderConfig(git.URL(repoName), release.fluxComponents()...),
 	})
 	logs := func() string { return "controller logs:\n" + h.ControllerLogs() }
 	shoot := h.Shoot.Client
 
 	By("installing Flux and the bootstrap objects as stackit's extension did")
-	installFluxDirectly(ctx, shoot, []string{"source-controller", "kustomize-controller"}, release)
+	installFluxDirectly(ctx, shoot, release.fluxComponents(), release)
 	if !release.stopped {
-		expectAvailable(ctx, h, logs, "source-controller", "kustomize-controller")
+		expectAvailable(ctx, h, logs, release.fluxComponents()...)
 	}
 	Expect(shoot.Create(ctx, &corev1.Secret{ObjectMeta: stackitMeta(stackitSecretName), Data: credentials})).To(Succeed())
 	Expect(shoot.Create(ctx, &corev1.ConfigMap{ObjectMeta: stackitMeta(constants.ShootInfoConfigMapName), Data: map[string]string{
@@ -300,12 +362,13 @@ func expectStackitObjectsReady(ctx context.Context, h *sandbox.ShootHandle, logs
 	}).WithTimeout(gitopsTimeout).Should(Succeed(), logs)
 }
 
-// stackitProviderConfig is a providerConfig of stackit's v0.27 shape for the git repository url.
-func stackitProviderConfig(url string) []byte {
+// stackitProviderConfig is a providerConfig of stackit's v0.27 shape for the git repository url
+// and the Flux components.
+func stackitProviderConfig(url string, components ...string) []byte {
 	return mustJSON(map[string]any{
 		"apiVersion": "flux.extensions.gardener.cloud/v1alpha1",
 		"kind":       "FluxConfig",
-		"flux":       map[string]any{"components": []string{"source-controller", "kustomize-controller"}},
+		"flux":       map[string]any{"components": components},
 		"source": map[string]any{
 			"template": map[string]any{
 				"apiVersion": "source.toolkit.fluxcd.io/v1",
@@ -410,13 +473,17 @@ func stackitUIDs(ctx context.Context, shoot client.Client, release stackitReleas
 		{corev1.SchemeGroupVersion.WithKind("Namespace"), "", fluxNamespace},
 		{apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), "", "gitrepositories.source.toolkit.fluxcd.io"},
 		{apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), "", "kustomizations.kustomize.toolkit.fluxcd.io"},
-		{adoption.DeploymentKind, fluxNamespace, "source-controller"},
-		{adoption.DeploymentKind, fluxNamespace, "kustomize-controller"},
 		{gitRepositoryGVK, fluxNamespace, stackitName},
 		{kustomizationGVK, fluxNamespace, stackitName},
 		{kustomizationGVK, fluxNamespace, stackitChild},
 		{corev1.SchemeGroupVersion.WithKind("Secret"), fluxNamespace, stackitSecretName},
 		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), fluxNamespace, constants.ShootInfoConfigMapName},
+	}
+	for _, component := range release.fluxComponents() {
+		objects = append(objects, struct {
+			gvk             schema.GroupVersionKind
+			namespace, name string
+		}{adoption.DeploymentKind, fluxNamespace, component})
 	}
 	if !release.stopped {
 		objects = append(objects, []struct {
