@@ -15,9 +15,10 @@ import (
 )
 
 // merge applies the fields src sets onto dst: scalars, lists and maps replace, sections merge,
-// source.ref, source.oci.ref and bootstrap.kluctl.decryption replace as a whole, bootstrap.kluctl.args
-// is a JSON merge patch (RFC 7386). source.oci replaces the git fields, source.url replaces source.oci and
-// drops lower source.knownHosts, source.path drops bootstrap.flux.path. dst shares no memory with src.
+// source.ref, source.oci.ref, the sources' verify and certSecretRef and bootstrap.kluctl.decryption
+// replace as a whole, bootstrap.kluctl.args is a JSON merge patch (RFC 7386). source.oci replaces
+// the git fields, source.url replaces source.oci and drops lower source.knownHosts, source.path
+// drops bootstrap.flux.path. dst shares no memory with src.
 func merge(dst, src *v1alpha1.FluxConfig) error {
 	src = src.DeepCopy()
 
@@ -76,6 +77,9 @@ func merge(dst, src *v1alpha1.FluxConfig) error {
 		override(&d.KnownHosts, s.KnownHosts)
 		override(&d.SecretResourceName, s.SecretResourceName)
 		override(&d.Ignore, s.Ignore)
+		override(&d.Provider, s.Provider)
+		// A mode from one layer and keys from another would verify with neither's intent.
+		override(&d.Verify, s.Verify)
 		// bootstrap.flux.path defaults to source.path: a path this layer sets must not be hidden by
 		// a lower layer's bootstrap.flux.path. One of this layer's own beats it (merged below).
 		if s.Path != nil && dst.Bootstrap != nil && dst.Bootstrap.Flux != nil {
@@ -164,6 +168,9 @@ func mergeOCISource(d, s *v1alpha1.OCISource) {
 	override(&d.Path, s.Path)
 	override(&d.SecretResourceName, s.SecretResourceName)
 	override(&d.Ignore, s.Ignore)
+	override(&d.Provider, s.Provider)
+	override(&d.CertSecretRef, s.CertSecretRef)
+	override(&d.Verify, s.Verify)
 }
 
 // MergeControllerSettings applies the fields src sets onto dst. Resources, tolerations and the

@@ -47,6 +47,8 @@ var (
 		{name: "knownHosts", set: func(s *v1alpha1.Source) bool { return s.KnownHosts != nil }},
 		{name: "secretResourceName", set: func(s *v1alpha1.Source) bool { return s.SecretResourceName != nil }},
 		{name: "ignore", set: func(s *v1alpha1.Source) bool { return s.Ignore != nil }},
+		{name: "provider", set: func(s *v1alpha1.Source) bool { return s.Provider != nil }},
+		{name: "verify", set: func(s *v1alpha1.Source) bool { return s.Verify != nil }},
 	}
 )
 

@@ -117,6 +117,14 @@ func validateSourceLayer(s *v1alpha1.Source, knownHosts sshkey.KnownHostsLimits,
 		allErrs = append(allErrs, field.Required(fldPath.Child("secretResourceName"), "must name a Shoot spec.resources Secret if set"))
 	}
 	allErrs = append(allErrs, validation.ValidateIgnore(s.Ignore, fldPath.Child("ignore"))...)
+	allErrs = append(allErrs, validation.ValidateGitProvider(ptr.Deref(s.Provider, ""), fldPath.Child("provider"))...)
+	if s.Verify != nil {
+		var v flux.GitVerification
+		// The generated conversion only copies fields and cannot fail. The ref is checked with the
+		// effective configuration, where another layer may set it.
+		_ = v1alpha1.Convert_v1alpha1_GitVerification_To_flux_GitVerification(s.Verify, &v, nil)
+		allErrs = append(allErrs, validation.ValidateGitVerification(&v, nil, fldPath.Child("verify"))...)
+	}
 	if s.OCI != nil {
 		var gitFields []string
 		if s.URL != nil {
@@ -149,6 +157,15 @@ func validateOCISourceLayer(s *v1alpha1.OCISource, fldPath *field.Path) field.Er
 		allErrs = append(allErrs, field.Required(fldPath.Child("secretResourceName"), "must name a Shoot spec.resources Secret if set"))
 	}
 	allErrs = append(allErrs, validation.ValidateIgnore(s.Ignore, fldPath.Child("ignore"))...)
+	allErrs = append(allErrs, validation.ValidateOCIProvider(ptr.Deref(s.Provider, ""), fldPath.Child("provider"))...)
+	if s.CertSecretRef != nil {
+		allErrs = append(allErrs, validation.ValidateSecretReference(flux.SecretReference{Name: s.CertSecretRef.Name}, fldPath.Child("certSecretRef"))...)
+	}
+	if s.Verify != nil {
+		var v flux.OCIVerification
+		_ = v1alpha1.Convert_v1alpha1_OCIVerification_To_flux_OCIVerification(s.Verify, &v, nil)
+		allErrs = append(allErrs, validation.ValidateOCIVerification(&v, fldPath.Child("verify"))...)
+	}
 	return allErrs
 }
 

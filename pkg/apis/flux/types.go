@@ -146,69 +146,6 @@ type Kluctl struct {
 	Namespace string
 }
 
-// Source is a git repository, or an OCI artifact when OCI is set; then the git fields are empty.
-type Source struct {
-	// URL is an ssh://, scp-like or https:// git URL.
-	URL string
-	// Ref is the revision to check out.
-	Ref GitRef
-	// Path is the directory inside the repository.
-	Path string
-	// Type tells whether the repository needs credentials.
-	Type RepositoryType
-	// KnownHosts are the known_hosts lines trusted for the repository host; when set, the host is not
-	// scanned.
-	KnownHosts string
-	// SecretResourceName names a Shoot spec.resources Secret with user credentials; empty means a
-	// generated deploy key for private repositories.
-	SecretResourceName string
-	// OCI is the OCI artifact to bootstrap from instead of a git repository.
-	OCI *OCISource
-	// Ignore are the GitRepository's .gitignore-style ignore rules; nil keeps source-controller's
-	// default rules.
-	Ignore *string
-}
-
-// OCISource is an OCI artifact in Flux's artifact format.
-type OCISource struct {
-	// URL is oci://registry[:port]/repository, without tag or digest.
-	URL string
-	// Ref is the artifact version to pull.
-	Ref OCIRef
-	// Path is the directory inside the artifact.
-	Path string
-	// SecretResourceName names a Shoot spec.resources Secret with registry credentials; empty means
-	// anonymous pulls.
-	SecretResourceName string
-	// Ignore are the OCIRepository's ignore rules, like Source.Ignore.
-	Ignore *string
-}
-
-// OCIRef is a tag, a digest or a semantic version range; exactly one is set.
-type OCIRef struct {
-	// Tag is an image tag.
-	Tag string
-	// Digest is a manifest digest, algorithm:hex.
-	Digest string
-	// SemVer is a semantic version range of tags.
-	SemVer string
-}
-
-// GitRef is a branch, a tag, a commit, a semantic version range or a reference name; exactly one
-// is set.
-type GitRef struct {
-	// Branch is a branch name.
-	Branch string
-	// Tag is a tag name.
-	Tag string
-	// Commit is a full commit SHA.
-	Commit string
-	// SemVer is a semantic version range of tags.
-	SemVer string
-	// Name is a reference name, e.g. refs/pull/42/head.
-	Name string
-}
-
 // Bootstrap configures the object that applies the repository.
 type Bootstrap struct {
 	// Mode selects the bootstrap object.

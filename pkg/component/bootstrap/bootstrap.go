@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"strings"
 
-	fluxmeta "github.com/fluxcd/pkg/apis/meta"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	corev1 "k8s.io/api/core/v1"
@@ -406,49 +404,6 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 		strings.ToLower(sourceKind) + "__" + namespace + "__" + name + ".yaml": sourceObj,
 		"kustomization__" + namespace + "__" + name + ".yaml":                  ks,
 	}, nil
-}
-
-// fluxSource is the GitRepository or OCIRepository of mode flux.
-func fluxSource(v Values, namespace string) (client.Object, error) {
-	cfg := v.Config
-	meta := metav1.ObjectMeta{Name: ObjectName(cfg), Namespace: namespace, Labels: labels()}
-	interval := cfg.Bootstrap.Flux.Interval
-	if oci := cfg.Source.OCI; oci != nil {
-		repo := &sourcev1.OCIRepository{
-			TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.OCIRepositoryKind},
-			ObjectMeta: meta,
-			Spec: sourcev1.OCIRepositorySpec{
-				URL:       v.URL,
-				Interval:  interval,
-				Reference: &sourcev1.OCIRepositoryRef{Tag: oci.Ref.Tag, Digest: oci.Ref.Digest, SemVer: oci.Ref.SemVer},
-				Ignore:    oci.Ignore,
-			},
-		}
-		if v.Credentials != nil {
-			repo.Spec.SecretRef = &fluxmeta.LocalObjectReference{Name: constants.OCICredentialsSecretName}
-		}
-		return repo, nil
-	}
-	repo := &sourcev1.GitRepository{
-		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
-		ObjectMeta: meta,
-		Spec: sourcev1.GitRepositorySpec{
-			URL:      v.URL,
-			Interval: interval,
-			Reference: &sourcev1.GitRepositoryRef{
-				Branch: cfg.Source.Ref.Branch,
-				Tag:    cfg.Source.Ref.Tag,
-				Commit: cfg.Source.Ref.Commit,
-				SemVer: cfg.Source.Ref.SemVer,
-				Name:   cfg.Source.Ref.Name,
-			},
-			Ignore: cfg.Source.Ignore,
-		},
-	}
-	if v.Credentials != nil {
-		repo.Spec.SecretRef = &fluxmeta.LocalObjectReference{Name: constants.GitCredentialsSecretName}
-	}
-	return repo, nil
 }
 
 // DeliveredIdentity returns the SSH private key of the git credentials the bootstrap

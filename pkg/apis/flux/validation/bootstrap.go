@@ -37,15 +37,8 @@ func validateBootstrap(cfg *flux.FluxConfig, fldPath, sourcePath *field.Path) fi
 		if src := cfg.Source; src != nil && src.OCI == nil && (src.Ref.SemVer != "" || src.Ref.Name != "") {
 			allErrs = append(allErrs, field.Invalid(modePath, b.Mode, "source.ref.semver and source.ref.name need mode flux; kluctl checks out a branch, tag or commit"))
 		}
-		// The KluctlDeployment's source has no ignore rules.
 		if src := cfg.Source; src != nil {
-			ignorePath, ignore := sourcePath.Child("ignore"), src.Ignore
-			if src.OCI != nil {
-				ignorePath, ignore = sourcePath.Child("oci", "ignore"), src.OCI.Ignore
-			}
-			if ignore != nil {
-				allErrs = append(allErrs, field.Forbidden(ignorePath, fmt.Sprintf("needs bootstrap.mode flux: the KluctlDeployment of mode %s has no ignore rules; remove it, or ignore the files in the kluctl project", b.Mode)))
-			}
+			allErrs = append(allErrs, kluctlSourceErrors(src, sourcePath, b.Mode)...)
 		}
 	case flux.BootstrapModeFlux:
 		if !slices.Contains(cfg.Flux.Components, flux.ComponentKustomizeController) {
@@ -133,4 +126,35 @@ func ValidateKluctlArgs(args *runtime.RawExtension, fldPath *field.Path) field.E
 		return field.ErrorList{field.Invalid(fldPath, string(args.Raw), reason)}
 	}
 	return nil
+}
+
+// kluctlSourceErrors refuses the source fields of Flux's GitRepository and OCIRepository that the
+// KluctlDeployment's source has no equivalent of: its git and oci sources are a URL, a ref and a
+// path, pulled with the credentials of spec.credentials.
+func kluctlSourceErrors(src *flux.Source, sourcePath *field.Path, mode flux.BootstrapMode) field.ErrorList {
+	type sourceField struct {
+		name, has string
+		set       bool
+	}
+	fields := []sourceField{
+		{"ignore", "no ignore rules; remove it, or ignore the files in the kluctl project", src.Ignore != nil},
+		{"provider", "no authentication provider; remove it, kluctl pulls with the credentials of secretResourceName", src.Provider != ""},
+		{"verify", "no signature verification; remove it", src.Verify != nil},
+	}
+	if oci := src.OCI; oci != nil {
+		sourcePath = sourcePath.Child("oci")
+		fields = []sourceField{
+			{"ignore", fields[0].has, oci.Ignore != nil},
+			{"provider", fields[1].has, oci.Provider != ""},
+			{"certSecretRef", "no CA or client certificate Secret; remove it", oci.CertSecretRef != nil},
+			{"verify", fields[2].has, oci.Verify != nil},
+		}
+	}
+	allErrs := field.ErrorList{}
+	for _, f := range fields {
+		if f.set {
+			allErrs = append(allErrs, field.Forbidden(sourcePath.Child(f.name), fmt.Sprintf("needs bootstrap.mode flux: the KluctlDeployment of mode %s has %s", mode, f.has)))
+		}
+	}
+	return allErrs
 }

@@ -31,6 +31,8 @@ func validateSource(src *flux.Source, fldPath *field.Path) field.ErrorList {
 	allErrs = append(allErrs, ValidateRepositoryType(src.Type, fldPath.Child("type"))...)
 	allErrs = append(allErrs, ValidateKnownHosts(src.KnownHosts, fldPath.Child("knownHosts"))...)
 	allErrs = append(allErrs, ValidateIgnore(src.Ignore, fldPath.Child("ignore"))...)
+	allErrs = append(allErrs, ValidateGitProvider(src.Provider, fldPath.Child("provider"))...)
+	allErrs = append(allErrs, ValidateGitVerification(src.Verify, &src.Ref, fldPath.Child("verify"))...)
 
 	if len(urlErrs) == 0 && src.Type == flux.RepositoryTypePrivate && src.SecretResourceName == "" {
 		if u, err := helper.ParseGitURL(src.URL); err == nil && u.Scheme != helper.SchemeSSH {
@@ -55,6 +57,8 @@ func gitFieldsSet(src *flux.Source) []string {
 		{"knownHosts", src.KnownHosts != ""},
 		{"secretResourceName", src.SecretResourceName != ""},
 		{"ignore", src.Ignore != nil},
+		{"provider", src.Provider != ""},
+		{"verify", src.Verify != nil},
 	} {
 		if f.set {
 			names = append(names, f.name)
@@ -80,6 +84,11 @@ func validateOCISource(oci *flux.OCISource, fldPath *field.Path) field.ErrorList
 	allErrs = append(allErrs, ValidateOCIRef(oci.Ref, fldPath.Child("ref"))...)
 	allErrs = append(allErrs, ValidateRepositoryPath(oci.Path, fldPath.Child("path"))...)
 	allErrs = append(allErrs, ValidateIgnore(oci.Ignore, fldPath.Child("ignore"))...)
+	allErrs = append(allErrs, ValidateOCIProvider(oci.Provider, fldPath.Child("provider"))...)
+	if oci.CertSecretRef != nil {
+		allErrs = append(allErrs, ValidateSecretReference(*oci.CertSecretRef, fldPath.Child("certSecretRef"))...)
+	}
+	allErrs = append(allErrs, ValidateOCIVerification(oci.Verify, fldPath.Child("verify"))...)
 	return allErrs
 }
 
