@@ -137,6 +137,25 @@ kustomization:
 			"spec.providerConfig.kustomization.template.spec.patches[0].target.name: Too long: has 1025 bytes, more than 1024"),
 	)
 
+	DescribeTable("bounds the source template's provider, certSecretRef and verify, naming them as stackit's document writes them",
+		func(doc string, messages ...string) {
+			var msgs []string
+			for _, e := range ProviderConfigFieldErrors(raw(doc), supported, sshkey.DefaultKnownHostsLimits(), field.NewPath("spec", "providerConfig")) {
+				msgs = append(msgs, e.Error())
+			}
+			Expect(msgs).To(ConsistOf(messages))
+		},
+		Entry("the GitRepository's provider and verification", stackitDoc(`{"url":"https://h/r","ref":{"tag":"v1"},"provider":"github","verify":{"mode":"HEAD","secretRef":{"name":"Keys"}}}`, `{"path":"./"}`),
+			"spec.providerConfig.source.template.spec.provider: Forbidden: needs GitHub App keys in the credentials Secret, which this extension does not deliver (it delivers identity and known_hosts, or username and password); use a deploy key or a token with secretResourceName",
+			`spec.providerConfig.source.template.spec.verify.secretRef.name: Invalid value: "Keys": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`),
+		Entry("the OCIRepository's identities", stackitDoc(`{"url":"oci://ghcr.io/acme/fleet","ref":{"tag":"v1"},"verify":{"provider":"cosign","matchOIDCIdentity":[{"issuer":"`+strings.Repeat("i", 1025)+`","subject":".*"}]}}`,
+			`{"path":"./"}`, `"kind":"OCIRepository",`),
+			"spec.providerConfig.source.template.spec.verify.matchOIDCIdentity[0].issuer: Too long: has 1025 bytes, more than 1024"),
+		Entry("the OCIRepository's certificate Secret", stackitDoc(`{"url":"oci://ghcr.io/acme/fleet","ref":{"tag":"v1"},"provider":"gcp","certSecretRef":{"name":"`+strings.Repeat("a", 254)+`"}}`,
+			`{"path":"./"}`, `"kind":"OCIRepository",`),
+			"spec.providerConfig.source.template.spec.certSecretRef.name: Too long: may not be more than 253 characters"),
+	)
+
 	It("refuses another kind", func() {
 		_, err := Resolve(defaults, supported, sshkey.DefaultKnownHostsLimits(), nil, raw(`{"kind": "Shoot", "kustomization": {}}`))
 		Expect(err).To(MatchError(ContainSubstring("apiVersion and kind of stackit's FluxConfig must be flux.extensions.gardener.cloud/v1alpha1 FluxConfig, got  Shoot")))

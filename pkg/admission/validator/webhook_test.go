@@ -282,11 +282,11 @@ var _ = Describe("Webhooks", func() {
 
 		It("denies stackit's providerConfig with a field it cannot honour, naming it", func() {
 			shoot := onKubernetes(`{"apiVersion": "flux.extensions.gardener.cloud/v1alpha1", "kind": "FluxConfig",
-  "source": {"template": {"spec": {"url": "https://github.com/o/r", "ref": {"branch": "main"}, "verify": {"mode": "HEAD"}}}},
+  "source": {"template": {"spec": {"url": "https://github.com/o/r", "ref": {"branch": "main"}, "recurseSubmodules": true}}},
   "kustomization": {"template": {"spec": {"path": "./"}}}}`, "1.35.2")
 			resp := wh.Webhook.Handle(ctx, request(shoot, nil, shootGVK, admissionv1.Create))
 			Expect(resp.Allowed).To(BeFalse())
-			Expect(resp.Result.Message).To(ContainSubstring("spec.extensions[1].providerConfig.source.template.spec.verify: Forbidden: is not supported by this extension's bootstrap objects"))
+			Expect(resp.Result.Message).To(ContainSubstring("spec.extensions[1].providerConfig.source.template.spec.recurseSubmodules: Forbidden: is not supported by this extension's bootstrap objects"))
 		})
 
 		It("admits stackit's ignore rules, substitution and patches, and denies a patch over its bound, naming stackit's field", func() {

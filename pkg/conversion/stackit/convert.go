@@ -261,11 +261,17 @@ func (c *converter) source(in *Source, fldPath *field.Path) (*v1alpha1.Source, s
 	var meta metav1.ObjectMeta
 	if kind == sourcev1.OCIRepositoryKind {
 		repo := &sourcev1.OCIRepository{}
-		if !c.template(template, repo, tmplPath, map[string][]string{"spec": {"url", "ref", "interval", "secretRef", "ignore"}, "spec.ref": {"tag", "digest", "semver"}}) {
+		if !c.template(template, repo, tmplPath, map[string][]string{
+			"spec":     {"url", "ref", "interval", "secretRef", "ignore", "provider", "certSecretRef", "verify"},
+			"spec.ref": {"tag", "digest", "semver"}, "spec.certSecretRef": {"name"},
+			"spec.verify": {"provider", "secretRef", "matchOIDCIdentity"}, "spec.verify.secretRef": {"name"},
+		}) {
 			return nil, "", ""
 		}
 		meta = repo.ObjectMeta
-		oci := &v1alpha1.OCISource{URL: ptr.To(repo.Spec.URL), SecretResourceName: secretName, Ignore: repo.Spec.Ignore}
+		specPath := tmplPath.Child("spec")
+		oci := &v1alpha1.OCISource{URL: ptr.To(repo.Spec.URL), SecretResourceName: secretName, Ignore: repo.Spec.Ignore, Provider: nonEmpty(repo.Spec.Provider),
+			CertSecretRef: c.secretReference(repo.Spec.CertSecretRef, specPath.Child("certSecretRef")), Verify: c.ociVerification(repo.Spec.Verify, specPath.Child("verify"))}
 		if ref := repo.Spec.Reference; ref != nil {
 			oci.Ref = &v1alpha1.OCIRef{Tag: nonEmpty(ref.Tag), Digest: nonEmpty(ref.Digest), SemVer: nonEmpty(ref.SemVer)}
 		}
@@ -274,7 +280,10 @@ func (c *converter) source(in *Source, fldPath *field.Path) (*v1alpha1.Source, s
 		c.sourceInterval(repo.Spec.Interval, tmplPath.Child("spec", "interval"))
 	} else {
 		repo := &sourcev1.GitRepository{}
-		if !c.template(template, repo, tmplPath, map[string][]string{"spec": {"url", "ref", "interval", "secretRef", "ignore"}, "spec.ref": {"branch", "tag", "semver", "name", "commit"}}) {
+		if !c.template(template, repo, tmplPath, map[string][]string{
+			"spec":     {"url", "ref", "interval", "secretRef", "ignore", "provider", "verify"},
+			"spec.ref": {"branch", "tag", "semver", "name", "commit"}, "spec.verify": {"mode", "secretRef"}, "spec.verify.secretRef": {"name"},
+		}) {
 			return nil, "", ""
 		}
 		meta = repo.ObjectMeta
@@ -287,6 +296,8 @@ func (c *converter) source(in *Source, fldPath *field.Path) (*v1alpha1.Source, s
 		}
 		out.SecretResourceName = secretName
 		out.Ignore = repo.Spec.Ignore
+		out.Provider = nonEmpty(repo.Spec.Provider)
+		out.Verify = c.gitVerification(repo.Spec.Verification, tmplPath.Child("spec", "verify"))
 		// stackit's extension has no deploy keys: without credentials the repository is public.
 		repoType := v1alpha1.RepositoryTypePublic
 		if secretName != nil {
@@ -350,10 +361,15 @@ func FieldPath(in *FluxConfig, native string) string {
 		{"source.oci.ref", tmpl + ".spec.ref"},
 		{"source.oci.secretResourceName", secret},
 		{"source.oci.ignore", tmpl + ".spec.ignore"},
+		{"source.oci.provider", tmpl + ".spec.provider"},
+		{"source.oci.certSecretRef", tmpl + ".spec.certSecretRef"},
+		{"source.oci.verify", tmpl + ".spec.verify"},
 		{"source.url", tmpl + ".spec.url"},
 		{"source.ref", tmpl + ".spec.ref"},
 		{"source.secretResourceName", secret},
 		{"source.ignore", tmpl + ".spec.ignore"},
+		{"source.provider", tmpl + ".spec.provider"},
+		{"source.verify", tmpl + ".spec.verify"},
 		{"bootstrap.flux.path", ks + "path"},
 		{"bootstrap.flux.interval", ks + "interval"},
 		{"bootstrap.flux.targetNamespace", ks + "targetNamespace"},

@@ -27,9 +27,17 @@ func (c *converter) template(data json.RawMessage, obj any, fldPath *field.Path,
 	allowed["metadata"] = []string{"name", "namespace", "labels", "annotations"}
 	before := len(c.errs)
 	c.checkFields(doc, "", fldPath, allowed)
-	if errs := decodeStrict(data, obj, fldPath, "unknown field"); len(errs) > 0 {
-		c.errs = append(c.errs, errs...)
+	// A field the Flux type does not have is reported once, as unknown: "set it on a Flux object"
+	// would send the user looking for it there.
+	unknown := decodeStrict(data, obj, fldPath, "unknown field")
+	checked := c.errs[before:]
+	c.errs = c.errs[:before]
+	for _, e := range checked {
+		if !slices.ContainsFunc(unknown, func(u *field.Error) bool { return u.Field == e.Field }) {
+			c.errs = append(c.errs, e)
+		}
 	}
+	c.errs = append(c.errs, unknown...)
 	return len(c.errs) == before
 }
 
