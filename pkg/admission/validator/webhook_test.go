@@ -303,6 +303,22 @@ var _ = Describe("Webhooks", func() {
 			Expect(resp.Result.Message).To(ContainSubstring("spec.extensions[1].providerConfig.kustomization.template.spec.patches[3].patch: Too long: has 16385 bytes, more than 16384"))
 		})
 
+		It("admits stackit's source provider, certificate Secret and verification, warning about the Secret, and denies an identity over its bound, naming stackit's field", func() {
+			doc := func(subject string) string {
+				return `{"apiVersion": "flux.extensions.gardener.cloud/v1alpha1", "kind": "FluxConfig",
+  "source": {"ociRepository": {"template": {"spec": {"url": "oci://ghcr.io/acme/fleet", "ref": {"tag": "v1"}, "provider": "aws", "certSecretRef": {"name": "registry-ca"},
+    "verify": {"provider": "cosign", "matchOIDCIdentity": [{"issuer": "^https://token.actions.githubusercontent.com$", "subject": "` + subject + `"}]}}}}},
+  "kustomization": {"template": {"spec": {"path": "./"}}}}`
+			}
+			resp := wh.Webhook.Handle(ctx, request(onKubernetes(doc("^https://github.com/acme/.*$"), "1.35.2"), nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			Expect(resp.Warnings).To(ContainElement(HavePrefix("spec.extensions[1].providerConfig source.ociRepository.template.spec.certSecretRef: " +
+				"no entry of additionalSecretResources delivers the Secret registry-ca")))
+			resp = wh.Webhook.Handle(ctx, request(onKubernetes(doc(strings.Repeat("s", 1025)), "1.35.2"), nil, shootGVK, admissionv1.Create))
+			Expect(resp.Allowed).To(BeFalse())
+			Expect(resp.Result.Message).To(ContainSubstring("spec.extensions[1].providerConfig.source.ociRepository.template.spec.verify.matchOIDCIdentity[0].subject: Too long: has 1025 bytes, more than 1024"))
+		})
+
 		It("denies a new selection outside the shoot's Kubernetes range, naming the range and the fix", func() {
 			resp := wh.Webhook.Handle(ctx, request(onKubernetes(`{"flux": {"version": "v2.9"}}`, "1.33.4"), nil, shootGVK, admissionv1.Create))
 			Expect(resp.Allowed).To(BeFalse())
