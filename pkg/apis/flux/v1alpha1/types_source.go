@@ -44,9 +44,9 @@ type Source struct {
 	// +optional
 	Ignore *string `json:"ignore,omitempty"`
 	// Provider is how source-controller authenticates to the git host, Flux's spec.provider:
-	// generic (with the credentials of secretResourceName), azure or aws (with the cloud identity
-	// source-controller runs with). github is refused: its GitHub App keys are no credentials this
-	// extension delivers. Bootstrap mode flux only. Defaults to generic.
+	// generic (with the credentials of secretResourceName), azure or aws (Flux v2.9 or later; both
+	// with the cloud identity source-controller runs with). github is refused: its GitHub App keys
+	// are no credentials this extension delivers. Bootstrap mode flux only. Defaults to generic.
 	// +optional
 	Provider *string `json:"provider,omitempty"`
 	// Verify makes the GitRepository verify the signature of the commit or tag it checks out,

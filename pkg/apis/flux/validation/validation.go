@@ -58,6 +58,7 @@ func ValidateFluxConfig(cfg *flux.FluxConfig, supported SupportedVersions, fldPa
 
 	if cfg.Source != nil {
 		allErrs = append(allErrs, validateSource(cfg.Source, fldPath.Child("source"))...)
+		allErrs = append(allErrs, validateGitProviderRelease(cfg.Source.Provider, cfg.Flux.Version, supported.Flux, fldPath.Child("source", "provider"))...)
 	}
 
 	allErrs = append(allErrs, validateBootstrap(cfg, fldPath.Child("bootstrap"), fldPath.Child("source"))...)

@@ -9,10 +9,12 @@ import (
 	"regexp"
 	"slices"
 
+	"golang.org/x/mod/semver"
 	apivalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/apis/flux/helper"
 )
 
 // The bounds of a signature verification: the identities and their regular expressions are
@@ -48,6 +50,23 @@ func ValidateGitProvider(provider string, fldPath *field.Path) field.ErrorList {
 			"(it delivers identity and known_hosts, or username and password); use a deploy key or a token with secretResourceName")}
 	}
 	return field.ErrorList{field.NotSupported(fldPath, provider, gitProviders)}
+}
+
+// gitProviderAWSSince is the first Flux release whose GitRepository CRD knows the provider aws
+// (AWS CodeCommit, source-controller v1.9); an older one refuses the object.
+const gitProviderAWSSince = "v2.9.0"
+
+// validateGitProviderRelease refuses the provider aws where flux.version selects a release whose
+// GitRepository does not know it. A version that selects none is reported at flux.version.
+func validateGitProviderRelease(provider, version string, supported []string, fldPath *field.Path) field.ErrorList {
+	if provider != "aws" {
+		return nil
+	}
+	release, err := helper.ResolveVersion(version, supported)
+	if err != nil || semver.Compare(release, gitProviderAWSSince) >= 0 {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fldPath, provider, fmt.Sprintf("needs Flux %s or later, whose GitRepository knows AWS CodeCommit; flux.version selects %s", gitProviderAWSSince, release))}
 }
 
 // ValidateOCIProvider checks the OCIRepository's authentication provider; empty is Flux's default.

@@ -41,7 +41,7 @@ var _ = Describe("the source's provider, certSecretRef and verify", func() {
 		return out
 	}
 	validate := func() []string {
-		return messages(ValidateFluxConfig(cfg, SupportedVersions{Flux: []string{"v2.9.5"}, Kluctl: []string{"v2.28.2"}}, nil))
+		return messages(ValidateFluxConfig(cfg, SupportedVersions{Flux: []string{"v2.7.5", "v2.9.5"}, Kluctl: []string{"v2.28.2"}}, nil))
 	}
 
 	It("accepts each provider of Flux's enums the source can use, and every field at its bounds", func() {
@@ -75,6 +75,10 @@ var _ = Describe("the source's provider, certSecretRef and verify", func() {
 			`source.provider: Unsupported value: "gcp": supported values: "generic", "aws", "azure"`),
 		Entry("the GitHub App provider, whose keys the credentials Secret does not carry", func(c *flux.FluxConfig) { c.Source.Provider = "github" },
 			`source.provider: Forbidden: needs GitHub App keys in the credentials Secret, which this extension does not deliver (it delivers identity and known_hosts, or username and password); use a deploy key or a token with secretResourceName`),
+		Entry("AWS CodeCommit on a Flux release whose GitRepository does not know it", func(c *flux.FluxConfig) {
+			c.Flux.Version = "v2.7"
+			c.Source.Provider = "aws"
+		}, `source.provider: Invalid value: "aws": needs Flux v2.9.0 or later, whose GitRepository knows AWS CodeCommit; flux.version selects v2.7.5`),
 		Entry("an OCI provider outside the enum", func(c *flux.FluxConfig) { oci(c).Provider = "github" },
 			`source.oci.provider: Unsupported value: "github": supported values: "generic", "aws", "azure", "gcp"`),
 		Entry("a certificate Secret's name", func(c *flux.FluxConfig) { oci(c).CertSecretRef = &flux.SecretReference{Name: "Registry_CA"} },
