@@ -3,14 +3,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package releases applies the operator's lifecycle of the embedded Flux and kluctl releases
-// (rollout.releases of the component configuration): which are supported, deprecated or preview,
-// and which have expired. The extension controller moves shoots off expired releases with it, the
-// admission warns about deprecated and preview selections and denies new selections of expired
-// ones; both build the same Lifecycle from the same configuration.
-//
-// An expired release is replaced as Gardener force-updates an expired Kubernetes version: by the
-// newest supported patch of the same minor, else by the newest supported patch of the next minor
-// that has one. A preview release is never the target of such a move.
+// (rollout.releases: supported, deprecated, preview, expired). The extension controller and the
+// admission build the same Lifecycle; an expired release is replaced as Gardener force-updates an
+// expired Kubernetes version (docs/operations/upgrades.md).
 package releases
 
 import (

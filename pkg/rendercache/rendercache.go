@@ -2,15 +2,10 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package rendercache keeps what the extension renders alike for many shoots: the Flux and kluctl
-// manifests as rendered (before a shoot's controller settings are applied), and the compressed
-// data of the controllers ManagedResource, settings applied. It is the
-// one cache of rendered output in the process.
-//
-// The inputs are partly chosen by tenants (namespaces, controller settings), so the set of distinct
-// results is not bounded: the cache is an LRU bounded by entries and by bytes, and a dropped entry
-// only costs a render. Keys are hashes of the inputs, so a tenant's settings are not kept twice (as
-// key and value) and a key's size does not depend on them.
+// Package rendercache is the process's one cache of rendered output (Flux and kluctl manifests, the
+// compressed controllers ManagedResource data). Tenants choose part of its inputs, so it is an LRU
+// bounded by entries and bytes, keyed by hashes of the inputs
+// (docs/development/architecture.md#caching).
 package rendercache
 
 import (

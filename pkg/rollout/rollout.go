@@ -2,18 +2,10 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package rollout decides when a change of a shoot's Flux or kluctl release reaches the shoot.
-//
-// A change that neither the shoot's owner nor its project admin made — a newer embedded patch of
-// the minor they follow after an extension upgrade, a moved operator default — is applied only in
-// the shoot's maintenance time window, or when the shoot is maintained now (the maintain
-// operation), as Gardener applies the changes nobody asked for (Kubernetes and machine image
-// auto-updates). The window is Gardener's effective one (gardener's
-// utils.EffectiveShootMaintenanceTimeWindow: the shoot's, ending 15 minutes early; always, if the
-// shoot has none). A change the owner or project admin made, the first installation, and a release
-// this extension version cannot deliver any more are applied at once. A move off a release the
-// operator let expire (package releases) is a change nobody of the project asked for. Until then the shoot keeps
-// its installed release and is reconciled with it.
+// Package rollout decides when a change of a shoot's Flux or kluctl release reaches the shoot: at
+// once when the shoot's owner or project admin made it, else in the shoot's maintenance time window
+// as Gardener's own auto-updates (docs/development/architecture.md#release-selection,
+// docs/usage/versions.md).
 package rollout
 
 import (

@@ -2,23 +2,10 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package sandbox runs the shoot-flux extension against real API servers without a Gardener
-// installation: a garden, a seed with the gardener CRDs, and per shoot an API server with a
-// gardener-resource-manager that applies the shoot's ManagedResources, as in a Gardener landscape.
-// Shoots are set up the way gardenlet sets them up (seed namespace, Cluster, copies of referenced
-// resources, Extension). The API servers are envtest binaries: KUBEBUILDER_ASSETS must point at
-// kube-apiserver and etcd (hack/build-envtest.sh builds them).
-//
-// A shoot API server costs seconds and hundreds of megabytes, so scenarios with many shoots use
-// light shoots (ShootSpec.SharedControlPlane), which share one API server and one resource
-// manager. The API servers can be stopped and started again (Cluster.StopAPIServer) to simulate
-// outages.
-//
-// This package is the harness: the sandbox, its shoots and their operations. What runs in it lives
-// in packages by role: cluster (the API servers and the managers run against them), gardener
-// (Gardener's own components, with Gardener's code), and the stand-ins for what a landscape has
-// and envtest does not: kubelet (kubelets and container runtime), network (VPN, outages) and
-// kubecontrollermanager.
+// Package sandbox runs the extension against real API servers without a Gardener installation: a
+// garden, a seed and per shoot an API server with its resource manager, shoots set up as gardenlet
+// sets them up. It is the harness; what runs in it lives in packages by role (cluster, gardener,
+// kubelet, network, kubecontrollermanager). docs/development/sandbox.md describes both.
 package sandbox
 
 import (
