@@ -352,10 +352,7 @@ func fluxObjects(v Values, namespace string) (map[string]any, error) {
 	f := cfg.Bootstrap.Flux
 	name := ObjectName(cfg)
 
-	source, err := fluxSource(v, namespace)
-	if err != nil {
-		return nil, err
-	}
+	source := fluxSource(v, namespace)
 	// The source carries a status stanza with a creationTimestamp; drop it so the stored manifest
 	// only holds what we set.
 	sourceYAML, err := yaml.Marshal(source)

@@ -17,7 +17,7 @@ import (
 )
 
 // fluxSource is the GitRepository or OCIRepository of mode flux.
-func fluxSource(v Values, namespace string) (client.Object, error) {
+func fluxSource(v Values, namespace string) client.Object {
 	cfg := v.Config
 	meta := metav1.ObjectMeta{Name: ObjectName(cfg), Namespace: namespace, Labels: labels()}
 	interval := cfg.Bootstrap.Flux.Interval
@@ -40,7 +40,7 @@ func fluxSource(v Values, namespace string) (client.Object, error) {
 		if v.Credentials != nil {
 			repo.Spec.SecretRef = &fluxmeta.LocalObjectReference{Name: constants.OCICredentialsSecretName}
 		}
-		return repo, nil
+		return repo
 	}
 	repo := &sourcev1.GitRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
@@ -63,7 +63,7 @@ func fluxSource(v Values, namespace string) (client.Object, error) {
 	if v.Credentials != nil {
 		repo.Spec.SecretRef = &fluxmeta.LocalObjectReference{Name: constants.GitCredentialsSecretName}
 	}
-	return repo, nil
+	return repo
 }
 
 // gitVerification is the GitRepository's spec.verify; without a mode source-controller's CRD
