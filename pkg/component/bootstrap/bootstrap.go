@@ -348,59 +348,36 @@ func kluctlObjects(v Values, namespace string) (map[string]any, error) {
 }
 
 func fluxObjects(v Values, namespace string) (map[string]any, error) {
-	cfg := v.Config
-	f := cfg.Bootstrap.Flux
-	name := ObjectName(cfg)
-
+	name := ObjectName(v.Config)
 	source := fluxSource(v, namespace)
-	// The source carries a status stanza with a creationTimestamp; drop it so the stored manifest
-	// only holds what we set.
-	sourceYAML, err := yaml.Marshal(source)
+	docs := map[string]any{}
+	for _, obj := range []client.Object{source, fluxKustomization(v, namespace, source.GetObjectKind().GroupVersionKind().Kind)} {
+		kind := obj.GetObjectKind().GroupVersionKind().Kind
+		doc, err := fluxDocument(obj)
+		if err != nil {
+			return nil, fmt.Errorf("failed serializing %s: %w", kind, err)
+		}
+		docs[strings.ToLower(kind)+"__"+namespace+"__"+name+".yaml"] = doc
+	}
+	return docs, nil
+}
+
+// fluxDocument is a Flux object as the document the ManagedResource stores. Flux's types carry a
+// status stanza and a creationTimestamp; both are dropped so that it only holds what we set.
+func fluxDocument(obj client.Object) (map[string]any, error) {
+	out, err := yaml.Marshal(obj)
 	if err != nil {
-		return nil, fmt.Errorf("failed serializing %s: %w", source.GetObjectKind().GroupVersionKind().Kind, err)
+		return nil, err
 	}
-	var sourceObj map[string]any
-	if err := yaml.Unmarshal(sourceYAML, &sourceObj); err != nil {
-		return nil, fmt.Errorf("failed serializing %s: %w", source.GetObjectKind().GroupVersionKind().Kind, err)
+	var doc map[string]any
+	if err := yaml.Unmarshal(out, &doc); err != nil {
+		return nil, err
 	}
-	delete(sourceObj, "status")
-	if meta, ok := sourceObj["metadata"].(map[string]any); ok {
+	delete(doc, "status")
+	if meta, ok := doc["metadata"].(map[string]any); ok {
 		delete(meta, "creationTimestamp")
 	}
-	sourceKind := source.GetObjectKind().GroupVersionKind().Kind
-
-	ks := &kustomization{
-		APIVersion: KustomizationGVK.GroupVersion().String(),
-		Kind:       KustomizationGVK.Kind,
-		Metadata:   objectMeta{Name: name, Namespace: namespace, Labels: labels()},
-		Spec: kustomizationSpec{
-			SourceRef:          sourceRef{Kind: sourceKind, Name: name},
-			Path:               f.Path,
-			Prune:              f.Prune,
-			Interval:           f.Interval.Duration.String(),
-			TargetNamespace:    f.TargetNamespace,
-			Wait:               f.Wait,
-			ServiceAccountName: f.ServiceAccountName,
-			// Removing the extension must never delete the workloads the repository deployed.
-			DeletionPolicy: deletionPolicyOrphan,
-		},
-	}
-	if f.Timeout != nil {
-		ks.Spec.Timeout = f.Timeout.Duration.String()
-	}
-	if f.RetryInterval != nil {
-		ks.Spec.RetryInterval = f.RetryInterval.Duration.String()
-	}
-	if v.Decryption != nil {
-		ks.Spec.Decryption = &decryption{Provider: "sops", SecretRef: secretRef{Name: constants.DecryptionSecretName}}
-	}
-	ks.Spec.PostBuild = kustomizationPostBuild(f.PostBuild, v.Shoot != nil)
-	ks.Spec.Patches = kustomizationPatches(f.Patches)
-
-	return map[string]any{
-		strings.ToLower(sourceKind) + "__" + namespace + "__" + name + ".yaml": sourceObj,
-		"kustomization__" + namespace + "__" + name + ".yaml":                  ks,
-	}, nil
+	return doc, nil
 }
 
 // DeliveredIdentity returns the SSH private key of the git credentials the bootstrap

@@ -5,6 +5,7 @@
 package bootstrap
 
 import (
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,7 +28,7 @@ var (
 	// OCIRepositoryGVK is the source of mode flux for an OCI artifact.
 	OCIRepositoryGVK = sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind)
 	// KustomizationGVK is the bootstrap object of mode flux.
-	KustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+	KustomizationGVK = kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind)
 )
 
 // AllObjectKinds returns every kind ObjectKinds may return: all the health check reads in a shoot,
@@ -51,8 +52,6 @@ func ObjectKinds(mode fluxapi.BootstrapMode, oci bool) []schema.GroupVersionKind
 		return nil
 	}
 }
-
-const deletionPolicyOrphan = "Orphan"
 
 type objectMeta struct {
 	Name      string            `json:"name"`
@@ -133,59 +132,4 @@ type secretRef struct {
 type decryption struct {
 	Provider  string    `json:"provider"`
 	SecretRef secretRef `json:"secretRef"`
-}
-
-type kustomization struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   objectMeta        `json:"metadata"`
-	Spec       kustomizationSpec `json:"spec"`
-}
-
-type kustomizationSpec struct {
-	SourceRef       sourceRef `json:"sourceRef"`
-	Path            string    `json:"path"`
-	Prune           bool      `json:"prune"`
-	Interval        string    `json:"interval"`
-	TargetNamespace string    `json:"targetNamespace,omitempty"`
-	Wait            bool      `json:"wait,omitempty"`
-	Timeout         string    `json:"timeout,omitempty"`
-	RetryInterval   string    `json:"retryInterval,omitempty"`
-	// ServiceAccountName is the account the Kustomization applies as.
-	ServiceAccountName string      `json:"serviceAccountName,omitempty"`
-	DeletionPolicy     string      `json:"deletionPolicy"`
-	Decryption         *decryption `json:"decryption,omitempty"`
-	PostBuild          *postBuild  `json:"postBuild,omitempty"`
-	Patches            []patch     `json:"patches,omitempty"`
-}
-
-type postBuild struct {
-	Substitute     map[string]string     `json:"substitute,omitempty"`
-	SubstituteFrom []substituteReference `json:"substituteFrom,omitempty"`
-}
-
-type substituteReference struct {
-	Kind     string `json:"kind"`
-	Name     string `json:"name"`
-	Optional bool   `json:"optional,omitempty"`
-}
-
-type patch struct {
-	Patch  string         `json:"patch"`
-	Target *patchSelector `json:"target,omitempty"`
-}
-
-type patchSelector struct {
-	Group              string `json:"group,omitempty"`
-	Version            string `json:"version,omitempty"`
-	Kind               string `json:"kind,omitempty"`
-	Name               string `json:"name,omitempty"`
-	Namespace          string `json:"namespace,omitempty"`
-	AnnotationSelector string `json:"annotationSelector,omitempty"`
-	LabelSelector      string `json:"labelSelector,omitempty"`
-}
-
-type sourceRef struct {
-	Kind string `json:"kind"`
-	Name string `json:"name"`
 }
