@@ -40,12 +40,9 @@ type Request struct {
 	Unfit error
 }
 
-// Leave keeps the extension from fighting a Flux it did not install, before the controllers
-// ManagedResource first applies: a repository that manages Flux itself, a Flux of a newer minor
-// than the selection, or, when no embedded release fits the shoot (Unfit), any Flux it runs. In
-// flux.management handover those controllers are left as they are (the ManagedResource is written
-// handed over) and the warning for the status says so; in continuous a repository that manages
-// Flux fails the reconcile and what runs stays. Unfit is returned when nothing runs to be kept.
+// Leave keeps the extension, before its first apply, from fighting a Flux it did not install (one
+// its repository manages, a newer minor, or any when no embedded release fits: Unfit). Handover
+// leaves it as it is with a warning; continuous fails the reconcile and what runs stays.
 func Leave(ctx context.Context, log logr.Logger, req Request) (string, error) {
 	handover, err := req.Controllers.HandedOver(ctx)
 	if err != nil {

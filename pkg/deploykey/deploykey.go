@@ -2,14 +2,10 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package deploykey keeps the SSH deploy keys of private git repositories in one Secret per garden
-// project namespace, where project members can read the public keys, register them with their git
-// host, check the recorded host keys and ask for new keys.
-//
-// The Secret has a fixed name (constants.DeployKeysSecretName), so the extension's garden
-// permissions can be restricted to it. It holds one key pair per repository (or per shoot and
-// repository): a git host such as GitHub refuses a deploy key that is already registered at another
-// repository, so a key must not be shared between repositories.
+// Package deploykey keeps the SSH deploy keys of private git repositories in one Secret of fixed
+// name per project namespace of the garden, where project members read the public keys and host
+// keys and ask for new keys. Each repository gets its own key pair: git hosts refuse a deploy key
+// registered at another repository.
 package deploykey
 
 import (

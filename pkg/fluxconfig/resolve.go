@@ -2,21 +2,10 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package fluxconfig resolves the effective shoot-flux configuration of a shoot from its layers:
-//
-//  1. the operator's default versions (controller configuration),
-//  2. the legacy keys of the project ConfigMap flux-config (fluxVersion, repositoryUrl,
-//     repositoryBranch, repositoryType: the format of the original 23technologies extension),
-//  3. the FluxConfig document under the key config.yaml of the same ConfigMap,
-//  4. the Extension providerConfig of the shoot, also a FluxConfig document.
-//
-// A version in any layer, including the operator's, is a selector: a release (v2.9.5) or a minor
-// (v2.9, 2.9.x) that stands for the newest embedded patch of that minor. The effective
-// configuration holds the selected release.
-//
-// A later layer overrides an earlier one field by field. Each layer is decoded strictly and its
-// fields are validated on their own, so that an error names the object and the key or field the
-// bad value came from; rules that span sections are checked on the merged result.
+// Package fluxconfig resolves a shoot's effective configuration from its layers: the operator's
+// defaults, the project ConfigMap's legacy keys and its config.yaml, and the shoot's providerConfig,
+// each overriding the one before field by field. Each layer is decoded and validated on its own, so
+// an error names the key or field the bad value came from (docs/usage/configuration.md).
 package fluxconfig
 
 import (

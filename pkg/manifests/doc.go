@@ -2,10 +2,9 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package manifests renders the Flux and kluctl controllers the extension deploys into shoots from
-// the upstream manifests embedded per release (flux/<version>/, kluctl/<version>/), every image
-// from the image vector. The supported releases are exactly the embedded ones: the go:generate line
-// below lists them (docs/development/getting-started.md#adding-a-flux-or-kluctl-release).
+// Package manifests renders the Flux and kluctl controllers from the upstream manifests embedded per
+// release, with images from the image vector. The go:generate line lists the supported releases
+// (docs/development/getting-started.md#adding-a-flux-or-kluctl-release).
 //
 //go:generate go run ../../hack/generate-flux-manifests -out . -imagevector ../../imagevector/images.yaml -flux v2.7.5,v2.9.5 -kluctl v2.28.2
 package manifests

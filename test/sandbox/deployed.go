@@ -346,12 +346,9 @@ func (s *Sandbox) admitExtensionPod(ctx context.Context, seedUser, gardenUser st
 	return nil
 }
 
-// gardenPolicyEnforced tells whether the garden enforces the admission policy of GardenRBACFile on
-// the extension's garden user, with the garden's last answer. kube-apiserver loads policies
-// asynchronously, and a Secret the extension wrote before would escape the check. The probe is a
-// dry-run creation that the policy forbids (a Secret other than shoot-flux-deploy-keys, outside a
-// project namespace) and the ClusterRole allows, made as that user: it also tells that
-// gardener-controller-manager bound the ClusterRole to the user.
+// gardenPolicyEnforced tells, with the garden's last answer, whether the asynchronously loaded
+// admission policy of GardenRBACFile holds for the extension's garden user: a dry-run create as
+// that user that the policy forbids and the bound ClusterRole allows.
 func gardenPolicyEnforced(ctx context.Context, garden *rest.Config, user string) (bool, string, error) {
 	cfg := rest.CopyConfig(garden)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
@@ -391,12 +388,9 @@ func GenericGardenKubeconfig(garden *rest.Config, tokenFile string) ([]byte, err
 // requestor creates the extension's dedicated garden ServiceAccount.
 const GardenAccessNamespace = "seed-" + SeedName
 
-// GrantGardenAccess does once what gardener does for the chart's dedicated garden access, with
-// gardener's own code, for tests that render the chart themselves: gardenlet's token requestor
-// reads the access Secret in the seed, creates the ServiceAccount in the garden namespace of the
-// seed and writes its token into the Secret, and gardener-controller-manager's reconciler binds
-// each of the extension ClusterRoles (labelled for custom extension permissions, like
-// example/garden-rbac.yaml) to it. It returns the token and the ServiceAccount's user name.
+// GrantGardenAccess does once, with gardener's code, what gardener does for the chart's garden
+// access: gardenlet's token requestor fills the access Secret and gardener-controller-manager binds
+// the extension ClusterRoles to its ServiceAccount. It returns the token and the user name.
 func GrantGardenAccess(ctx context.Context, seed, garden client.Client, accessSecret client.ObjectKey, clusterRoles []string) ([]byte, string, error) {
 	secret, token, err := requestToken(ctx, &tokenrequestor.Reconciler{
 		SourceClient:    seed,

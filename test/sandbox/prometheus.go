@@ -39,13 +39,9 @@ const (
 	prometheusShootClusterRole = "gardener.cloud:monitoring:" + PrometheusShootServiceAccount
 )
 
-// PrometheusShootAccess gives the shoot's Prometheus its access to the shoot as a landscape does
-// and returns the token: the seed Secret shoot-access-prometheus-shoot made with gardener's
-// NewShootAccessSecret, its token written by gardener's token requestor as
-// gardener-resource-manager runs it for shoot access Secrets (ServiceAccount
-// kube-system/prometheus-shoot in the shoot, audience gardener), and the ClusterRole gardener
-// binds to that ServiceAccount in the shoot. The token is the one a ScrapeConfig labelled
-// prometheus=shoot gets by referencing the Secret's key token.
+// PrometheusShootAccess gives the shoot's Prometheus its shoot access as a landscape does, with
+// gardener's code (the shoot-access-prometheus-shoot Secret, its token requestor and ClusterRole),
+// and returns the token a ScrapeConfig labelled prometheus=shoot gets from that Secret.
 func (h *ShootHandle) PrometheusShootAccess(ctx context.Context) ([]byte, error) {
 	if h.shared != nil {
 		return nil, errSharedResourceManager(h.SeedNamespace)

@@ -85,12 +85,9 @@ func HostPolicy() config.HostPolicy {
 
 // Options configure a sandbox.
 type Options struct {
-	// FluxControllers maps Flux controller images, as "<component>:<tag>" without registry (e.g.
-	// "source-controller:v1.7.4"), to their binaries (hack/build-flux-controllers.sh,
-	// ParseControllers); optional. The shoots with ShootSpec.RunControllers run the delivered
-	// Deployments of these images, ShootHandle.StartSourceController runs the source-controller of
-	// the newest embedded Flux release. Only the components of RunnableFluxControllers are
-	// accepted.
+	// FluxControllers maps Flux controller images ("source-controller:v1.7.4", no registry) to
+	// their binaries (hack/build-flux-controllers.sh); optional. Shoots with
+	// ShootSpec.RunControllers run them. Only components of RunnableFluxControllers are accepted.
 	FluxControllers map[string]string
 	// KluctlControllers maps kluctl controller images, as "kluctl:<tag>" without registry (e.g.
 	// "kluctl:v2.28.2"), to their binaries (hack/build-kluctl-controller.sh, ParseControllers);
@@ -100,12 +97,9 @@ type Options struct {
 	// ExtensionConfig is the extension's component configuration; nil uses the defaults of
 	// loader.Defaults with the sandbox's HostPolicy.
 	ExtensionConfig *config.ControllerConfiguration
-	// IgnoreOperationAnnotation is the extension's --ignore-operation-annotation: it reconciles on
-	// every Extension spec change instead of waiting for gardenlet's operation annotation. Note that
-	// gardener's extension library then also ignores the migrate, restore and reconcile
-	// annotations, and that Cluster changes trigger nothing either: its Cluster mapper evaluates
-	// the shoot-not-failed predicate for a generic event, which that predicate always rejects. The
-	// ShootHandle operations other than UpdateProviderConfig and Delete need it false.
+	// IgnoreOperationAnnotation is the extension's --ignore-operation-annotation. Gardener's
+	// library then also ignores migrate, restore and Cluster changes, so the ShootHandle operations
+	// other than UpdateProviderConfig and Delete need it false.
 	IgnoreOperationAnnotation bool
 	// MaxConcurrentReconciles of the extension controller; zero means 5.
 	MaxConcurrentReconciles int

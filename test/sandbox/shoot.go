@@ -80,12 +80,9 @@ type ShootSpec struct {
 	Resources []gardencorev1beta1.NamedResourceReference
 	// Hibernated creates the shoot hibernated: its resource manager does not run.
 	Hibernated bool
-	// SharedControlPlane makes a light shoot: instead of an API server and a resource manager of
-	// its own, it uses the sandbox's shared control plane (started with the first such shoot),
-	// whose resource manager applies the ManagedResources of all light shoots into one API
-	// server. Objects with equal names of different shoots overwrite each other there, so checks
-	// of the shoot's content are only meaningful for a single light shoot. The shared resource
-	// manager cannot be stopped per shoot: it keeps applying while a light shoot is hibernated.
+	// SharedControlPlane makes a light shoot that shares one API server and resource manager with
+	// the other light shoots: their equal-named objects overwrite each other, and hibernation does
+	// not stop the shared resource manager.
 	SharedControlPlane bool
 	// Unresponsive makes a light shoot (SharedControlPlane) whose resource manager does not
 	// answer, as that of a shoot whose API server is down: its ManagedResources are not applied,
@@ -93,13 +90,9 @@ type ShootSpec struct {
 	Unresponsive bool
 	// DeferExtension sets up everything but the Extension resource; CreateExtension creates it.
 	DeferExtension bool
-	// RunControllers runs the delivered Flux and kluctl controllers: a kubelet stand-in starts
-	// every Deployment of the shoot whose image is one of Options.FluxControllers or
-	// Options.KluctlControllers as a process of that binary against the shoot's API server,
-	// authenticated as the Deployment's ServiceAccount, and maintains the Deployment's status as
-	// the Deployment controller would (see docs/development/sandbox.md for what it adjusts). Other
-	// Deployments, e.g. notification-controller's, do not run. It runs as long as the shoot's API server, hibernated or not, and needs a
-	// control plane of the shoot's own (not SharedControlPlane).
+	// RunControllers runs the delivered controllers whose images Options.FluxControllers or
+	// Options.KluctlControllers name, with the kubelet stand-in (kubelet.Kubelet), as long as the
+	// shoot's API server runs. It needs a control plane of the shoot's own (not SharedControlPlane).
 	RunControllers bool
 	// NodeEnv is the environment of the shoot's nodes, which the controllers RunControllers starts
 	// get before their image's and container's env, e.g. HTTPS_PROXY and SSL_CERT_FILE of a shoot

@@ -32,12 +32,9 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
-// The sandbox plays the part of gardenlet's shoot flow that concerns extensions with gardenlet's
-// own code: the Shoot lives in gardener-apiserver, its status is written as gardenlet writes it at
-// the start of an operation, the Cluster is synced with pkg/extensions.SyncClusterResourceToSeed,
-// and the Extension is deployed, migrated, restored and cleaned up by the Extension component
-// (pkg/component/extensions/extension, built by pkg/component/shared.NewExtension as gardenlet's
-// botanist builds it: from the ControllerRegistrations' lifecycle and timeout).
+// The sandbox plays the extension steps of gardenlet's shoot flow with gardenlet's code: the
+// Shoot's status as gardenlet writes it, the Cluster via SyncClusterResourceToSeed and the Extension
+// via the Extension component, built as gardenlet's botanist builds it (shared.NewExtension).
 
 // GardenShoot reads the shoot's Shoot from gardener-apiserver.
 func (h *ShootHandle) GardenShoot(ctx context.Context) (*gardencorev1beta1.Shoot, error) {
@@ -110,13 +107,9 @@ func (h *ShootHandle) startShootOperation(ctx context.Context, opType gardencore
 	return shoot, nil
 }
 
-// deployReferencedResources copies the Secrets and ConfigMaps the Shoot references (spec.resources)
-// into the seed namespace as gardenlet's botanist does (DeployReferencedResources): gardener's
-// PrepareReferencedResourcesForSeedCopy reads them from the project and prepares the copies, named
-// ref-<name>. gardenlet hands the copies to the seed's gardener-resource-manager in a
-// ManagedResource of class seed; the sandbox applies them itself, as that resource manager would,
-// before the Extension is written: outside Options.Deployed its seed runs no resource manager for
-// class seed, and the extension reads the copies when it reconciles.
+// deployReferencedResources copies the Shoot's spec.resources into the seed namespace as
+// ref-<name>, prepared by gardener's PrepareReferencedResourcesForSeedCopy. It applies them itself,
+// as the seed's resource manager would apply gardenlet's ManagedResource, which no sandbox runs.
 func (h *ShootHandle) deployReferencedResources(ctx context.Context, shoot *gardencorev1beta1.Shoot) error {
 	objs, err := gardenerutils.PrepareReferencedResourcesForSeedCopy(ctx, h.sandbox.Garden.Client, shoot.Spec.Resources, h.ProjectNamespace, h.SeedNamespace)
 	if err != nil {

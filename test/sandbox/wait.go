@@ -20,13 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// An Extension's lastOperation only says how the latest operation ended, not which trigger it
-// answered. The waits therefore follow a watch from a checkpoint (a resourceVersion of the
-// Extension taken before the trigger) and accept a result only after they saw the operation start
-// (state Processing) behind it. The helpers that trigger operations set the checkpoint themselves.
-// A restarted API server has forgotten old resourceVersions; the waits then read the Extension
-// again and take an operation whose lastUpdateTime is after the second of the checkpoint as
-// started.
+// lastOperation does not say which trigger it answered, so the waits watch from a checkpoint taken
+// before the trigger and accept a result only after the operation started behind it; after an API
+// server restart forgot the checkpoint, a lastUpdateTime after it counts as started.
 
 // Checkpoint makes the next wait consider only what happens to the Extension from now on. Call it
 // before changing something the extension reacts to that is not changed through the handle, e.g.
@@ -80,12 +76,8 @@ func (h *ShootHandle) wait(ctx context.Context, timeout time.Duration, opType ga
 			lastErr = ex.Status.LastError
 		}
 		if opType == gardencorev1beta1.LastOperationTypeRestore && restoreRequestDropped(ex) {
-			// Gardener's extension library can run a migration twice: the second run reads the
-			// Extension from a cache that still has the migrate annotation and, at its end, removes
-			// the operation annotation, also the restore annotation set meanwhile. Gardenlet's
-			// flow retries a restore task that does not complete, annotating again; so does this
-			// wait. On a real control plane migration the restore happens on another seed, on a
-			// new Extension, and cannot race with the migration.
+			// A second migrate run of gardener's extension library (from a stale cache) removes
+			// the restore annotation set meanwhile; gardenlet's flow annotates again, so does this.
 			h.log.Info("Asking for the restore again: a late migrate run removed the request")
 			if err := h.annotateExtension(ctx, v1beta1constants.GardenerOperationRestore); err != nil {
 				return false, err
@@ -173,13 +165,8 @@ func (h *ShootHandle) WaitError(ctx context.Context, timeout time.Duration) (*ga
 }
 
 // watchExtension calls fn for every state of the Extension after the checkpoint until fn is done,
-// fails, the Extension is deleted or the timeout expires. reread tells fn that the state was read
-// after the watch lost track of the checkpoint, so that states in between may be missing.
-//
-// Only the timeout bounds the loop. A watch can end at once many times in a row without anything
-// being wrong: while many other objects change, the resourceVersion of a quiet Extension falls out
-// of the API server's watch cache window, and a restarting API server refuses watches. An earlier
-// version counted watch ends and gave up after a hundred; 50 waits on a busy seed exhausted that.
+// fails, the Extension is deleted or the timeout expires; reread says states may have been missed.
+// Only the timeout bounds it: on a busy seed a watch may end at once many times in a row.
 func (h *ShootHandle) watchExtension(ctx context.Context, timeout time.Duration, fn func(ex *extensionsv1alpha1.Extension, reread bool, since time.Time) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -2,12 +2,10 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package monitoring adds the delivered controllers to the shoot's own monitoring, Gardener's
-// contract for extensions (gardener docs/extensions/logging-and-monitoring.md): ScrapeConfigs and a
-// PrometheusRule labelled prometheus=shoot and a dashboard ConfigMap labelled
-// dashboard.monitoring.gardener.cloud/shoot=true in the shoot's namespace of the seed, which the
-// shoot's Prometheus, Plutono and alerting pick up. The controllers run in the shoot, so the shoot's
-// Prometheus scrapes them through the shoot's kube-apiserver with its shoot-access token.
+// Package monitoring adds the delivered controllers to the shoot's own monitoring by Gardener's
+// contract for extensions: ScrapeConfigs and a PrometheusRule labelled prometheus=shoot and a
+// dashboard ConfigMap in the shoot's seed namespace. The shoot's Prometheus scrapes the controllers
+// through the shoot's kube-apiserver (docs/operations/monitoring.md).
 package monitoring
 
 import (

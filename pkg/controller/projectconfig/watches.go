@@ -23,12 +23,9 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/gardencluster"
 )
 
-// AddToManager sets up in mgr what brings the project ConfigMaps of the garden to a controller of
-// the shoot-flux Extensions: the Cluster index IndexShootNamespace and the start-up check for
-// ConfigMaps deleted while the extension was down (EnqueueDeletedWhileDown). It returns the
-// controller's watches: the garden's ConfigMaps flux-config through Handler, and the Extensions
-// the start-up check finds. The extension controller adds them to its own; the envtest suite
-// test/envtest/projectconfig adds them alone.
+// AddToManager sets up in mgr the Cluster index and the start-up check for ConfigMaps deleted while
+// the extension was down, and returns the watches that bring the garden's project ConfigMaps to the
+// Extension controller, which adds them to its own.
 func AddToManager(ctx context.Context, mgr manager.Manager, garden *gardencluster.Cluster, log logr.Logger) ([]func(controller.Controller) error, error) {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &extensionsv1alpha1.Cluster{}, IndexShootNamespace, ShootNamespaceOf); err != nil {
 		return nil, fmt.Errorf("failed indexing clusters by shoot namespace: %w", err)

@@ -42,12 +42,10 @@ var (
 	}
 )
 
-// Convert converts stackit's FluxConfig into this extension's, keeping what stackit's extension made
-// of it: Flux installed once and then left to the repository (flux.management: handover), its
-// default components, no kluctl, prune and interval as stackit defaulted them, the shoot-info
-// ConfigMap. embedded are the Flux releases this extension embeds (see flux). A field this
-// extension cannot honour is an error naming its path below fldPath; warnings tell where the result
-// behaves differently from stackit's extension.
+// Convert converts stackit's FluxConfig into this extension's with stackit's behaviour: Flux handed
+// over after the first install, stackit's components and defaults, no kluctl. A field this
+// extension cannot honour is an error naming its path below fldPath; warnings say where the result
+// behaves differently. embedded are the Flux releases this extension embeds.
 func Convert(in *FluxConfig, embedded []string, fldPath *field.Path) (*v1alpha1.FluxConfig, []string, field.ErrorList) {
 	c := &converter{embedded: embedded, synced: map[string]string{}}
 	for _, r := range in.AdditionalSecretResources {
@@ -141,12 +139,9 @@ func (c *converter) flux(in *FluxInstallation, fldPath *field.Path) (*v1alpha1.F
 	return out, namespace
 }
 
-// version keeps a pinned release this extension embeds. Any other pin is dropped with a warning:
-// stackit's extension installed the pinned release once and never changed it, so refusing it would
-// break every such shoot on the switch. Without the pin the operator's default applies, moved into
-// the shoot's Kubernetes range by the release selection, and is installed once over what stackit
-// installed (flux.management handover), as for a shoot without a pin. A pin newer than every
-// embedded release is not downgraded: the reconcile leaves a newer running Flux alone.
+// version keeps a pinned release this extension embeds and drops any other pin with a warning:
+// stackit installed the pin once and never changed it, so refusing it would break the shoot on the
+// switch. Without the pin the operator's default applies; a newer running Flux is left alone.
 func (c *converter) version(pin *string, fldPath *field.Path) *string {
 	if pin == nil {
 		return nil

@@ -2,13 +2,10 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package stackit reads the providerConfig of stackit's shoot-flux extension
-// (github.com/stackitcloud/gardener-extension-shoot-flux, v0.4.0 and later), which registers the
-// same extension type and the same apiVersion and kind, flux.extensions.gardener.cloud/v1alpha1
-// FluxConfig, with other fields. An operator who replaces stackit's ControllerRegistration with this
-// extension keeps every Shoot's providerConfig; this package decodes it strictly and converts it
-// into this extension's FluxConfig with the meaning stackit gave it. It is a decode-only schema:
-// nothing here is ever written.
+// Package stackit decodes, strictly, the providerConfig of stackitcloud's shoot-flux extension
+// (v0.4.0 and later; same extension type, apiVersion and kind, other fields) and converts it into
+// this extension's FluxConfig with the meaning stackit gave it, so that a switched landscape keeps
+// every Shoot's providerConfig. Nothing here is ever written (docs/usage/migration.md).
 package stackit
 
 import (

@@ -2,13 +2,10 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package gardener runs Gardener's own components in the sandbox, in this process and with
-// Gardener's code: gardener-apiserver behind the garden's kube-apiserver (StartGarden),
-// gardener-controller-manager's ControllerRegistration controllers (StartControllerManager),
-// gardenlet's ControllerInstallation controllers and token requestor (StartGardenlet) and
-// gardener-resource-manager's controllers of a shoot's or the seed's resource manager
-// (StartResourceManager, StartSeedResourceManager). The stand-ins for what Gardener does not
-// provide live in the packages kubelet, network and kubecontrollermanager.
+// Package gardener runs Gardener's own components in the sandbox's process with Gardener's code:
+// gardener-apiserver, gardener-controller-manager's and gardenlet's controllers and
+// gardener-resource-manager. Stand-ins for what Gardener does not provide are in kubelet, network
+// and kubecontrollermanager.
 package gardener
 
 import (

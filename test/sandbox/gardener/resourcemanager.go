@@ -62,13 +62,8 @@ type ResourceManagerOptions struct {
 }
 
 // StartResourceManager runs gardener-resource-manager's ManagedResource, health and progressing
-// controllers the way a shoot's resource manager runs them in its control plane (gardener's
-// pkg/resourcemanager/controller.AddToManager), for the class of opts: it applies the
-// ManagedResources of the shoot's seed namespace into the shoot's API server and reports the health
-// of the applied objects as the conditions ResourcesHealthy and ResourcesProgressing, which
-// gardenlet's care controller aggregates. Its garbage collector does not run here: the one that
-// removes the ManagedResource Secrets of the seed runs in the seed's resource manager
-// (StartSeedResourceManager).
+// controllers as a shoot's resource manager runs them, applying the shoot namespace's
+// ManagedResources into the shoot. The garbage collector runs in StartSeedResourceManager.
 func StartResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config, shoot *cluster.Cluster, opts ResourceManagerOptions) (*cluster.Runner, error) {
 	mgr, err := manager.New(seed, sourceManagerOptions(log, opts))
 	if err != nil {
@@ -134,13 +129,9 @@ func StartResourceManager(ctx context.Context, log logr.Logger, seed *rest.Confi
 	return r, nil
 }
 
-// StartSeedResourceManager runs the garbage collector of gardener-resource-manager the way the
-// seed's resource manager runs it (gardener's runtime resource manager, whose source and target
-// are the seed, all namespaces): it deletes the Secrets and ConfigMaps labelled
-// garbage-collectable that no ManagedResource or workload references any more and that are older
-// than minimumAge, every period.
-// Its other controllers serve ManagedResources of class seed, of which the sandbox has none.
-// Since it runs in the seed, it also collects while a shoot is hibernated.
+// StartSeedResourceManager runs gardener-resource-manager's garbage collector as the seed's
+// resource manager runs it: every period it deletes unreferenced garbage-collectable Secrets and
+// ConfigMaps older than minimumAge, also while a shoot is hibernated.
 func StartSeedResourceManager(ctx context.Context, log logr.Logger, seed *rest.Config, period, minimumAge time.Duration) (*cluster.Runner, error) {
 	mgr, err := manager.New(seed, seedManagerOptions(log))
 	if err != nil {

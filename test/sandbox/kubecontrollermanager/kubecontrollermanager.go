@@ -32,12 +32,9 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
-// envtest runs no kube-controller-manager, so a deleted namespace would stay Terminating and an
-// object deleted with foreground propagation (gardener-resource-manager deletes apps and batch
-// objects that way) would keep its finalizer forever. The stand-in does the part of
-// the namespace and garbage collector controllers that deletion depends on. Nothing in a sandbox
-// shoot creates dependents (there is no deployment or job controller either), so the finalizers
-// of the garbage collector can be removed right away.
+// Without kube-controller-manager a deleted namespace stays Terminating and a foreground deletion
+// (gardener-resource-manager's for apps and batch objects) keeps its finalizer. Nothing here creates
+// dependents, so the stand-in removes the garbage collector's finalizers right away.
 
 // foregroundKinds are the kinds gardener-resource-manager deletes with foreground propagation.
 var foregroundKinds = []schema.GroupVersionKind{

@@ -287,13 +287,9 @@ func expandVars(s string, vars map[string]string) string {
 	return b.String()
 }
 
-// listenLocally gives every listen flag of the controller a free 127.0.0.1 port and points the
-// advertise flags at their listeners. A listener that is advertised keeps the address it has in
-// stable, the advertised listeners of the Deployment's earlier pods: in a cluster clients reach it
-// through a Service whose name does not change when the pod is replaced, and they keep using the
-// URLs a pod advertised (source-controller's artifact URLs in the status of the sources). It
-// returns the args, the local address of each port the listeners serve in the cluster, for the
-// probes, and the addresses of the advertised listeners by flag.
+// listenLocally gives every listen flag a free 127.0.0.1 port and points the advertise flags at
+// them; an advertised listener keeps its address from stable, as behind a Service. It returns the
+// args, the local address of each container port (for the probes) and the advertised addresses.
 func listenLocally(args []string, rc runnableController, stable map[string]string) ([]string, map[int32]string, map[string]string, error) {
 	addresses := map[int32]string{}
 	byFlag := map[string]string{}

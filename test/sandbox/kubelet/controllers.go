@@ -189,12 +189,8 @@ type runnableController struct {
 	// advertise maps a flag that tells clients where a listener is to that listener's flag: the
 	// in-cluster Service name it holds does not resolve here.
 	advertise map[string]string
-	// leaderElection is the flag that enables leader election; the stand-in sets it false.
-	// controller-runtime finds the namespace of the lease only in the pod's ServiceAccount volume
-	// (/var/run/secrets/kubernetes.io/serviceaccount/namespace), which a process outside a mount
-	// namespace of its own cannot be given, and the Flux controllers have no flag for it. With one
-	// process per Deployment there is no one to elect, and a restarted process need not wait for
-	// the lease of the one it replaces to expire.
+	// leaderElection is the flag that enables leader election, which the stand-in turns off
+	// (docs/development/sandbox.md says why).
 	leaderElection string
 	// command is the executable of the image the binary stands in for, for containers that name
 	// it in their command instead of running the image's entrypoint (see containerCommand).

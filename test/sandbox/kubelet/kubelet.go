@@ -2,12 +2,9 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package kubelet stands in for the kubelet and the container runtime of the sandbox's nodes, which
-// envtest does not have: a shoot's kubelet (Kubelet) runs the delivered Flux and kluctl
-// Deployments as processes of their controllers' binaries, the seed's (SeedKubelet) runs the
-// deployed extension's pod (Pod) from the image the sandbox published. Both write the status that
-// kubelet and the Deployment controller would write. It also reads what /proc tells of the
-// processes (CPU, memory), as a node's metrics would.
+// Package kubelet stands in for the sandbox's kubelets and container runtime: a shoot's (Kubelet)
+// runs the delivered controllers as processes, the seed's (SeedKubelet) the deployed extension's
+// pod; both write the status kubelet and the Deployment controller would (docs/development/sandbox.md).
 package kubelet
 
 import (
@@ -58,13 +55,10 @@ var (
 	ControllerLogTail = 16 * 1024
 )
 
-// Kubelet stands in for the kubelet and the Deployment controller of a shoot without nodes: every
-// Deployment whose container image is one of sandbox.Options.FluxControllers or
-// sandbox.Options.KluctlControllers runs as a process of the binary of that image (component and
-// tag, so each release runs its own controllers) against the shoot's API server, authenticated as
-// the Deployment's ServiceAccount, with the container's args and env. It writes the Deployment's
-// status as the Deployment controller would. Other Deployments are left alone. What it adjusts for
-// a machine without cluster networking is listed in docs/development/sandbox.md.
+// Kubelet stands in for a shoot's kubelet and Deployment controller: each Deployment whose image
+// has a binary in the sandbox's controllers runs as a process of it, as the Deployment's
+// ServiceAccount, and gets the status the Deployment controller writes. What it adjusts for a
+// machine without cluster networking is listed in docs/development/sandbox.md.
 type Kubelet struct {
 	log      logr.Logger
 	shoot    *cluster.Cluster
@@ -200,12 +194,9 @@ func (k *Kubelet) pod(key types.NamespacedName) *controllerPod {
 	return k.pods[key]
 }
 
-// stopPod stops the Deployment's process, if any, with the pod's grace period. The kubelet's stop
-// cuts the grace period short, as the end of a node ends its processes: its controller manager
-// waits for the reconcile that stops the pod only for cluster.GracefulShutdownTimeout, and a
-// process need not end on SIGTERM. A Flux controller whose RBAC was removed before its caches
-// synced (its ManagedResource deleted right after it started) was seen to outlive SIGTERM by more
-// than that.
+// stopPod stops the Deployment's process, if any, with the pod's grace period, cut short when the
+// kubelet itself stops: a Flux controller that lost its RBAC before its caches synced was seen to
+// outlive SIGTERM longer than the manager waits (cluster.GracefulShutdownTimeout).
 func (k *Kubelet) stopPod(key types.NamespacedName, reason string) {
 	k.mu.Lock()
 	p := k.pods[key]

@@ -25,15 +25,10 @@ import (
 // stand-in plays. No Node object exists.
 const NodeName = "sandbox-node"
 
-// The kubelet stand-in publishes a Pod object for every process it runs, as kubelet reports the
-// pods of its node, so that what reads pods (kubectl, Prometheus' kubernetes service discovery, the
-// pod proxy of kube-apiserver) sees them: the Deployment's pod template with the container ports,
-// spec.nodeName, phase Running, the Ready condition of the readiness probe and a pod IP of
-// network.PodNetwork, which the VPN stand-in routes to the process's listeners. The owner is the
-// Deployment: the kube-controller-manager stand-in (package kubecontrollermanager) runs no
-// Deployment controller, so there is no ReplicaSet. The Pod goes when the process does; a Pod
-// deleted by someone else ends the process, and the Deployment gets a new pod, as a ReplicaSet
-// would make one.
+// The kubelet stand-in publishes a Pod for every process it runs, so that kubectl, Prometheus'
+// service discovery and kube-apiserver's pod proxy see it, with a pod IP the VPN stand-in routes to
+// the process. Its owner is the Deployment (no ReplicaSet runs here); a deleted Pod ends the process
+// and the Deployment gets a new one (docs/development/sandbox.md).
 
 // podDeletions passes the events of Pods that are being deleted or are gone.
 var podDeletions = predicate.Funcs{

@@ -34,13 +34,9 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 // node's disk.
 const defaultEmptyDirSize = "64Mi"
 
-// Pod runs the first container of a pod template as a local process the way kubelet and a
-// container runtime would: in a private mount namespace whose root is a directory holding only the
-// container's entrypoint, read-only if the container says so, with the pod's volumes mounted
-// (configMap, secret, projected and the service account token read from the API server, emptyDir
-// as tmpfs with its sizeLimit), with the container's args and env, as the user of its
-// securityContext, and authenticated as the pod's ServiceAccount. It needs root (mount and chroot)
-// and unshare(1) and chroot(1) from util-linux and coreutils.
+// Pod runs the first container of a pod template as a local process the way kubelet would: in a
+// private mount namespace rooted at the entrypoint, read-only if asked, with the pod's volumes, args,
+// env, user and ServiceAccount. It needs root and unshare(1) and chroot(1).
 type Pod struct {
 	// Namespace and Name are the pod's metadata.namespace and metadata.name (env fieldRefs).
 	Namespace, Name string

@@ -67,14 +67,10 @@ type SeedOptions struct {
 	Admit func(ctx context.Context, seedUser, gardenUser string) error
 }
 
-// SeedKubelet stands in for the seed's kubelet and its Deployment and ReplicaSet controllers,
-// for the extension's Deployment that gardener-resource-manager applied from gardenlet's
-// rendering: it pulls the Deployment's image from the sandbox's registry, runs the pod of the
-// template (Pod: the image's binary with the container's args, env, volumes and read-only root,
-// as the pod's ServiceAccount), keeps a Pod object of it in the seed, starts it again when it ends
-// and writes the Pod's and the Deployment's status. Only the rollout the sandbox asked for runs
-// (run, suspend): the pod of a Deployment that gardenlet has not rendered with the latest values
-// yet would listen on the last start's ports.
+// SeedKubelet stands in for the seed's kubelet and Deployment controllers for the extension's
+// Deployment: it pulls the image from the sandbox's registry, runs the template's pod (Pod), keeps
+// its Pod object, restarts it when it ends and writes the status. Only rollouts the sandbox asked
+// for run: a Deployment gardenlet has not re-rendered yet would listen on the last start's ports.
 type SeedKubelet struct {
 	log    logr.Logger
 	seed   *cluster.Cluster

@@ -37,13 +37,9 @@ import (
 // reached only through the VPN stand-in, never routed on the machine.
 var PodNetwork = netip.MustParsePrefix("10.200.0.0/16")
 
-// VPN stands in for Gardener's VPN between a shoot's control plane and its nodes: kube-apiserver
-// reaches pod IPs through it (the "cluster" egress selection, see egressSelectorConfig), as
-// through vpn-seed-server's HTTP CONNECT proxy in a landscape. It maps <podIP>:<containerPort> of
-// the pods the kubelet stand-in publishes to the local listeners of their processes and refuses
-// every other address, so the shoot's API server cannot be used to reach anything else on the
-// machine. Like vpn-seed-server's proxy it serves TLS and accepts only the client certificate it
-// issued to kube-apiserver.
+// VPN stands in for vpn-seed-server's HTTP CONNECT proxy, through which a shoot's kube-apiserver
+// reaches pod IPs: it maps the published pods' <podIP>:<port> to their processes' listeners, refuses
+// every other address and, over mutual TLS, any client but that kube-apiserver.
 type VPN struct {
 	log      logr.Logger
 	dir      string
@@ -142,14 +138,9 @@ func (v *VPN) writeCertificates() (*tls.Config, error) {
 	}, nil
 }
 
-// writeEgressSelectorConfig writes what gardener configures for a shoot's kube-apiserver
-// (pkg/component/kubernetes/apiserver configmaps.go): "cluster" over HTTP CONNECT to the VPN with
-// mutual TLS, "controlplane" and "etcd" direct. kube-apiserver dials the "cluster" egress for the
-// proxy subresources of pods, services and nodes (cmd/kube-apiserver/app/server.go). A tcp
-// transport with an http:// URL and no tlsConfig passes the file's validation but cannot be used:
-// k8s.io/apiserver v0.36.4 reads the TLS settings of every tcp transport (egressselector
-// getTLSConfig dereferences the nil tlsConfig, a panic at start) and always dials the proxy with
-// TLS (tcpHTTPConnectConnector), so mutual TLS as in gardener is the only working tcp setup.
+// writeEgressSelectorConfig writes what gardener configures for a shoot's kube-apiserver: "cluster"
+// (the proxy subresources) over HTTP CONNECT to the VPN with mutual TLS, the rest direct. mTLS is
+// also the only tcp setup k8s.io/apiserver v0.36.4 accepts: it panics on a tcp transport without TLS.
 func (v *VPN) writeEgressSelectorConfig() error {
 	cfg := apiserverv1beta1.EgressSelectorConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: apiserverv1beta1.SchemeGroupVersion.String(), Kind: "EgressSelectorConfiguration"},

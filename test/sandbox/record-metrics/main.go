@@ -2,18 +2,9 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Command record-metrics records what the metrics of the delivered Flux and kluctl controllers and
-// of the extension really look like, as test data for the alert rules' unit tests: it starts a
-// sandbox with a shoot in bootstrap mode flux and one in kluctl mode, drives them into healthy and
-// failing states, scrapes the controllers the way the shoot's Prometheus does (kube-apiserver's pod
-// proxy with the token of shoot-access-prometheus-shoot) and the extension's /metrics, and writes
-// the families the rules can use to <out>/<component>.<state>.prom, with the label names of every
-// family in <out>/labels.yaml.
-//
-//	go run ./test/sandbox/record-metrics -out test/promrules/samples
-//
-// It needs KUBEBUILDER_ASSETS, FLUX_CONTROLLERS and KLUCTL_CONTROLLERS (make record-metrics sets
-// them).
+// Command record-metrics records the real metrics of the delivered controllers and the extension,
+// healthy and failing, scraped as the shoot's Prometheus scrapes them, as test data for the alert
+// rules' tests: `make record-metrics` (go run ./test/sandbox/record-metrics -out test/promrules/samples).
 package main
 
 import (

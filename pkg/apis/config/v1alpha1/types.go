@@ -108,12 +108,9 @@ type ControllerConfiguration struct {
 	// defaultFluxVersion or defaultKluctlVersion) is installed.
 	// +optional
 	Rollout *Rollout `json:"rollout,omitempty"`
-	// Limits bound the inputs of project admins and shoot owners: one process serves the shoots of
-	// every project of a seed, so one tenant's input must not cost the others CPU, memory or the
-	// seed's etcd space. Each limit is enforced by the admission (which takes the same limits as
-	// flags) and checked again on every reconcile; an input over a limit fails with a
-	// configuration error naming the field and keeps the last good deployment. See
-	// docs/operations/configuration.md, "Limits".
+	// Limits bound the inputs of project admins and shoot owners, so that one tenant's input cannot
+	// cost the others of the seed CPU, memory or etcd space. The admission and every reconcile check
+	// them; an input over a limit fails naming the field and keeps the last good deployment.
 	// +optional
 	Limits *Limits `json:"limits,omitempty"`
 	// Monitoring configures what the extension adds to Gardener's monitoring.
@@ -200,10 +197,8 @@ type Limits struct {
 	// +optional
 	DeployKeysMaxRotatedKeys *int32 `json:"deployKeysMaxRotatedKeys,omitempty"`
 	// ProjectWorkersPercent bounds the share of the controller's workers (--max-concurrent-reconciles)
-	// that the shoots of one project occupy at once, in percent, at least one worker: further
-	// reconciles of the project wait until one of its own ends, while the other projects' shoots
-	// get the remaining workers. A project whose reconciles hang (applies that wait for the applied
-	// timeout) so cannot hold all workers. Defaults to 50.
+	// the shoots of one project occupy at once, in percent, at least one worker, so that a project
+	// whose reconciles hang cannot hold all workers. Defaults to 50.
 	// +optional
 	ProjectWorkersPercent *int32 `json:"projectWorkersPercent,omitempty"`
 	// ReservedWorkersPercent is the share of the controller's workers (--max-concurrent-reconciles),

@@ -102,10 +102,8 @@ type FluxConfig struct {
 	// +optional
 	Monitoring *Monitoring `json:"monitoring,omitempty"`
 	// Controllers tune the Deployments of the controllers in the shoot. The key "defaults" applies
-	// to every controller; a component's key (source-controller, kustomize-controller,
-	// helm-controller, notification-controller, kluctl-controller) applies to that controller and
-	// overrides the defaults field by field. Configuration layers (the operator's controllers, the
-	// project ConfigMap, the providerConfig) are merged per key and field first.
+	// to every controller; a component's key (e.g. source-controller, kluctl-controller) overrides
+	// the defaults for that controller field by field.
 	// +optional
 	Controllers map[string]ControllerSettings `json:"controllers,omitempty"`
 }
@@ -167,12 +165,9 @@ type Flux struct {
 	// Namespace is the namespace of the Flux controllers. Defaults to flux-system.
 	// +optional
 	Namespace *string `json:"namespace,omitempty"`
-	// Management is continuous or handover. In mode continuous the extension owns the controllers:
-	// changes made in the shoot are reverted and version changes roll out. In mode handover the
-	// extension installs the controllers once and leaves them to the user's repository from then on
-	// (Flux manages itself): it neither reverts changes nor upgrades nor deletes them; the bootstrap
-	// objects and credentials are still delivered. Switching back to continuous takes the controllers
-	// over again. Defaults to continuous.
+	// Management is continuous (the extension owns the controllers: it reverts changes in the shoot
+	// and rolls out versions) or handover (it installs them once and leaves them to the repository;
+	// bootstrap objects and credentials are still delivered). Defaults to continuous.
 	// +optional
 	Management *ManagementMode `json:"management,omitempty"`
 }
@@ -208,11 +203,9 @@ type Bootstrap struct {
 	// Flux configures the Kustomization of mode flux.
 	// +optional
 	Flux *FluxBootstrap `json:"flux,omitempty"`
-	// ShootInfo delivers the shoot's identity (project, name, namespace, seed, region, provider type,
-	// Kubernetes version, purpose, domain) with the bootstrap objects: as the ConfigMap shoot-info in
-	// the bootstrap namespace, as the kluctl argument "shoot" in mode kluctl (bootstrap.kluctl.args
-	// win on conflict), and as substitution variables (SHOOT_NAME, ...) of the Kustomization in mode
-	// flux. Defaults to true.
+	// ShootInfo delivers the shoot's identity (project, name, seed, region, Kubernetes version, ...)
+	// as the ConfigMap shoot-info in the bootstrap namespace, as the kluctl argument "shoot" and as
+	// the Kustomization's substitution variables (SHOOT_NAME, ...). Defaults to true.
 	// +optional
 	ShootInfo *bool `json:"shootInfo,omitempty"`
 }
