@@ -2,26 +2,10 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Command generate-flux-manifests writes the version-pinned Flux and kluctl manifests that
-// pkg/manifests embeds. It reads nothing but the Go module cache (filled through the Go module
-// proxy by `go mod download`), because neither GitHub release assets nor container registries are
-// reachable when this project is built.
-//
-// For every Flux version it writes <out>/flux/<version>/ in the layout of Flux's release
-// manifests.tar.gz (one file per controller plus rbac.yaml and policies.yaml), which is what
-// github.com/fluxcd/flux2/v2/pkg/manifestgen/install.Generate consumes as its manifests base.
-// For every kluctl version it copies the controller manifests from
-// github.com/kluctl/kluctl/v2/install/controller to <out>/kluctl/<version>/. The image vector
-// file (-imagevector) receives the images these manifests pin, one entry per component and release.
-//
-// Controller versions the Go module proxy refuses are built from a served version's config/ (see
-// substitutes); where their API differs, the CRDs are generated from the api module of the version
-// itself with controller-gen, which `go run` fetches through the module proxy as well.
-//
-// The output directories and the image vector are replaced as a whole, so the flags must list every
-// supported version.
-//
-// Usage:
+// Command generate-flux-manifests writes the Flux and kluctl manifests pkg/manifests embeds, per
+// release in the layout of Flux's release tarball, and their images into the image vector, from the
+// Go module cache alone (GitHub is not reachable). The flags list every supported release: the
+// output is replaced as a whole (docs/development/getting-started.md#adding-a-flux-or-kluctl-release).
 //
 //	go run ./hack/generate-flux-manifests -out pkg/manifests -imagevector imagevector/images.yaml -flux v2.7.5,v2.9.5 -kluctl v2.28.2
 package main

@@ -2,15 +2,11 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Command publish builds the extension and admission images and the four charts of this
-// repository, pushes them to a registry and writes the objects that install exactly what it
-// pushed (see docs/operations/installation.md and package publish). `make publish` runs it with the
-// Makefile's VERSION, ldflags and base image.
+// Command publish pushes the images and charts of this repository and writes the objects that
+// install them (package publish, docs/operations/installation.md); `make publish` runs it.
+// Credentials come from $DOCKER_CONFIG/config.json; loopback registries are reached over HTTP.
 //
 //	go run ./hack/publish --registry=registry.example.com/gardener --version=v1.2.3 ...
-//
-// Registry credentials come from the Docker config ($DOCKER_CONFIG/config.json, written by
-// `docker login` or `crane auth login`); registries on loopback addresses are reached over HTTP.
 package main
 
 import (

@@ -2,12 +2,9 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package publish builds the extension and admission images and the four charts of this
-// repository, pushes them to a registry and writes the objects that install exactly what it
-// pushed (see docs/operations/installation.md). It needs no Docker engine and no helm binary: images are
-// assembled with go-containerregistry, charts packaged with helm's library. `make publish` runs it
-// through hack/publish; the sandbox (test/sandbox) publishes the extension with Extension into its
-// in-process registry, as an operator's landscape gets it.
+// Package publish builds the extension and admission images (go-containerregistry, no Docker) and
+// the four charts (helm's library), pushes them and writes the objects that install exactly what it
+// pushed. hack/publish and the sandbox's registry use it (docs/operations/installation.md).
 package publish
 
 import (
