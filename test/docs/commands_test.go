@@ -313,6 +313,7 @@ var _ = Describe("commands in the docs", func() {
 		Expect(unsetEnv(docs, suiteEnvNeeds())).To(ConsistOf(
 			`docs/x.md:2: "go test ./test/envtest/projectconfig" needs KUBEBUILDER_ASSETS (test/envtest/projectconfig/projectconfig_suite_test.go)`,
 			`docs/x.md:3: "go test ./test/envtest/..." needs KUBEBUILDER_ASSETS (test/envtest/extension/extension_suite_test.go)`,
+			`docs/x.md:3: "go test ./test/envtest/..." needs KUBEBUILDER_ASSETS (test/envtest/healthcheck/healthcheck_suite_test.go)`,
 			`docs/x.md:3: "go test ./test/envtest/..." needs KUBEBUILDER_ASSETS (test/envtest/projectconfig/projectconfig_suite_test.go)`,
 		))
 	})
