@@ -34,6 +34,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 const (
@@ -152,18 +153,18 @@ func setup(ctx context.Context, dir, binary string) (*env, error) {
 	if withExtension {
 		// make demo hands over the source- and kustomize-controller of the newest release, which
 		// the flux shoot of the demo runs.
-		if opts.FluxControllers, err = sandbox.ParseControllers(sandbox.FluxControllersEnv, os.Getenv(sandbox.FluxControllersEnv)); err != nil {
+		if opts.FluxControllers, err = kubelet.ParseControllers(kubelet.FluxControllersEnv, os.Getenv(kubelet.FluxControllersEnv)); err != nil {
 			return e, err
 		}
 		if len(opts.FluxControllers) == 0 {
-			return e, fmt.Errorf("%s must list the Flux controller binaries (hack/build-flux-controllers.sh)", sandbox.FluxControllersEnv)
+			return e, fmt.Errorf("%s must list the Flux controller binaries (hack/build-flux-controllers.sh)", kubelet.FluxControllersEnv)
 		}
 		// and the kluctl controller, which the demo's kluctl shoot (the default mode) runs.
-		if opts.KluctlControllers, err = sandbox.ParseControllers(sandbox.KluctlControllersEnv, os.Getenv(sandbox.KluctlControllersEnv)); err != nil {
+		if opts.KluctlControllers, err = kubelet.ParseControllers(kubelet.KluctlControllersEnv, os.Getenv(kubelet.KluctlControllersEnv)); err != nil {
 			return e, err
 		}
 		if len(opts.KluctlControllers) == 0 {
-			return e, fmt.Errorf("%s must list the kluctl controller binary (hack/build-kluctl-controller.sh)", sandbox.KluctlControllersEnv)
+			return e, fmt.Errorf("%s must list the kluctl controller binary (hack/build-kluctl-controller.sh)", kubelet.KluctlControllersEnv)
 		}
 	}
 	e.sandbox, err = sandbox.Start(ctx, opts)

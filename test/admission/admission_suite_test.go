@@ -33,6 +33,8 @@ import (
 	logzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/gardener"
 )
 
 // Timeouts of the suite. The admission starts in about a second and the API servers (the garden
@@ -125,10 +127,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 })
 
 // startGarden starts the garden with gardener-apiserver's log in GinkgoWriter, shown with a failed
-// spec (see sandbox.GardenOptions.APIServerLog).
-func startGarden(crdPaths ...string) *sandbox.Cluster {
+// spec (see gardener.GardenOptions.APIServerLog).
+func startGarden(crdPaths ...string) *cluster.Cluster {
 	GinkgoHelper()
-	c, err := sandbox.StartGarden(sandbox.GardenOptions{CRDPaths: crdPaths, APIServerLog: GinkgoWriter})
+	c, err := gardener.StartGarden(gardener.GardenOptions{CRDPaths: crdPaths, APIServerLog: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }

@@ -32,12 +32,13 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort() int {
 	GinkgoHelper()
-	port, err := sandbox.FreePort()
+	port, err := kubelet.FreePort()
 	Expect(err).NotTo(HaveOccurred())
 	return port
 }

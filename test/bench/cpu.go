@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 // cpuSnapshot is the CPU time used so far by the benchmark's processes, grouped by role, and by
@@ -68,7 +68,7 @@ func readProcs() (map[int]proc, error) {
 			// The process ended meanwhile.
 			continue
 		}
-		st, err := sandbox.ParseProcessStat(stat)
+		st, err := kubelet.ParseProcessStat(stat)
 		if err != nil {
 			return nil, fmt.Errorf("process %d: %w", pid, err)
 		}
@@ -170,7 +170,7 @@ func machineCPU() (busy, total time.Duration, err error) {
 			idle += v
 		}
 	}
-	return time.Duration(all-idle) * time.Second / sandbox.ClockTicks, time.Duration(all) * time.Second / sandbox.ClockTicks, nil
+	return time.Duration(all-idle) * time.Second / kubelet.ClockTicks, time.Duration(all) * time.Second / kubelet.ClockTicks, nil
 }
 
 // cpuUse is what the processes used between two snapshots, in cores.

@@ -21,7 +21,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 var (
@@ -33,7 +33,7 @@ var (
 
 // extensionProcess is the extension binary running against the sandbox.
 type extensionProcess struct {
-	process     *sandbox.Process
+	process     *kubelet.Process
 	metricsAddr string
 	healthAddr  string
 	pprofAddr   string
@@ -56,15 +56,15 @@ type extensionArgs struct {
 
 // startExtension starts the binary; the caller waits for readiness with waitReady.
 func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, error) {
-	metricsPort, err := sandbox.FreePort()
+	metricsPort, err := kubelet.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	healthPort, err := sandbox.FreePort()
+	healthPort, err := kubelet.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	pprofPort, err := sandbox.FreePort()
+	pprofPort, err := kubelet.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, er
 	// A separate process group keeps an interrupt of the benchmark from reaching the extension
 	// before the benchmark has stopped it in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if p.process, err = sandbox.StartProcess(cmd); err != nil {
+	if p.process, err = kubelet.StartProcess(cmd); err != nil {
 		return nil, errors.Join(fmt.Errorf("failed starting the extension: %w", err), logFile.Close())
 	}
 	p.started = time.Now()
@@ -110,7 +110,7 @@ func startExtension(ctx context.Context, a extensionArgs) (*extensionProcess, er
 // how long the start took.
 func (p *extensionProcess) waitReady(ctx context.Context) (time.Duration, error) {
 	exited := func() (bool, error) { return p.process.Exited(), p.process.ExitErr() }
-	if err := sandbox.WaitReady(ctx, p.healthAddr, exited); err != nil {
+	if err := kubelet.WaitReady(ctx, p.healthAddr, exited); err != nil {
 		return 0, fmt.Errorf("the extension (log: %s): %w", p.logFile.Name(), err)
 	}
 	return time.Since(p.started), nil
@@ -163,8 +163,8 @@ func fetch(ctx context.Context, url, what string) ([]byte, error) {
 }
 
 // memory reads the resident memory of the process.
-func (p *extensionProcess) memory() (sandbox.Memory, error) {
-	return sandbox.ProcessMemory(p.process.Pid())
+func (p *extensionProcess) memory() (kubelet.Memory, error) {
+	return kubelet.ProcessMemory(p.process.Pid())
 }
 
 // stop terminates the extension gracefully and kills it if it does not stop in time.

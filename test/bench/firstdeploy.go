@@ -23,6 +23,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 var (
@@ -85,17 +86,17 @@ func (b *bench) setupFirstDeploy(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join("cmd", "gardener-extension-shoot-flux")); err != nil {
 		return fmt.Errorf("run the benchmark from the repository root (make bench): %w", err)
 	}
-	flux, err := sandbox.ParseControllers(sandbox.FluxControllersEnv, os.Getenv(sandbox.FluxControllersEnv))
+	flux, err := kubelet.ParseControllers(kubelet.FluxControllersEnv, os.Getenv(kubelet.FluxControllersEnv))
 	if err != nil {
 		return err
 	}
-	kluctl, err := sandbox.ParseControllers(sandbox.KluctlControllersEnv, os.Getenv(sandbox.KluctlControllersEnv))
+	kluctl, err := kubelet.ParseControllers(kubelet.KluctlControllersEnv, os.Getenv(kubelet.KluctlControllersEnv))
 	if err != nil {
 		return err
 	}
 	if len(flux) == 0 || len(kluctl) == 0 {
 		return fmt.Errorf("-first-deploy runs the real controllers: %s and %s must list their binaries (make bench sets them)",
-			sandbox.FluxControllersEnv, sandbox.KluctlControllersEnv)
+			kubelet.FluxControllersEnv, kubelet.KluctlControllersEnv)
 	}
 	if err := b.buildExtension(ctx); err != nil {
 		return err

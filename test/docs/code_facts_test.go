@@ -32,6 +32,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/gardener"
 )
 
 // ---- Secret names ----
@@ -508,10 +509,10 @@ func disabledPluginsMismatch(listed, disabled map[string]string) []string {
 }
 
 var _ = Describe("gardener-apiserver's disabled admission plugins in the docs", func() {
-	It("are exactly sandbox.DisabledAdmissionPlugins, each with its reason", func() {
+	It("are exactly gardener.DisabledAdmissionPlugins, each with its reason", func() {
 		listed := disabledPluginsInDocs(documentNamed(documents(), disabledPluginsDoc))
-		Expect(disabledPluginsMismatch(listed, sandbox.DisabledAdmissionPlugins)).To(BeEmpty(),
-			"the table of %s, %q, and sandbox.DisabledAdmissionPlugins (test/sandbox/gardener/apiserver.go) differ", disabledPluginsDoc, disabledPluginsSection)
+		Expect(disabledPluginsMismatch(listed, gardener.DisabledAdmissionPlugins)).To(BeEmpty(),
+			"the table of %s, %q, and gardener.DisabledAdmissionPlugins (test/sandbox/gardener/apiserver.go) differ", disabledPluginsDoc, disabledPluginsSection)
 	})
 
 	It("find a plugin missing from the table, one too many and one without a reason", func() {

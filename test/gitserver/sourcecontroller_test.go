@@ -28,7 +28,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
-	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 // sourceControllerTimeout bounds how long the source-controller may take to fetch.
@@ -46,12 +46,12 @@ var _ = Describe("Server with the Flux source-controller", Ordered, func() {
 	)
 
 	BeforeAll(func() {
-		if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(sandbox.FluxControllersEnv) == "" {
-			Fail("needs KUBEBUILDER_ASSETS (hack/build-envtest.sh) and " + sandbox.FluxControllersEnv + " (hack/build-flux-controllers.sh); run it with make test-integration")
+		if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(kubelet.FluxControllersEnv) == "" {
+			Fail("needs KUBEBUILDER_ASSETS (hack/build-envtest.sh) and " + kubelet.FluxControllersEnv + " (hack/build-flux-controllers.sh); run it with make test-integration")
 		}
-		binaries, err := sandbox.ParseControllers(sandbox.FluxControllersEnv, os.Getenv(sandbox.FluxControllersEnv))
+		binaries, err := kubelet.ParseControllers(kubelet.FluxControllersEnv, os.Getenv(kubelet.FluxControllersEnv))
 		Expect(err).NotTo(HaveOccurred())
-		binary, err := sandbox.NewestSourceController(binaries)
+		binary, err := kubelet.NewestSourceController(binaries)
 		Expect(err).NotTo(HaveOccurred())
 		ctx = context.Background()
 

@@ -24,6 +24,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 // The Flux source-controller runs as a process against the shoot's API server and fetches from the
@@ -267,7 +268,7 @@ func registerDeployKey(ctx context.Context, h *sandbox.ShootHandle) {
 	Expect(git.AddAuthorizedKey(authorizedKey(ctx, h))).To(Succeed())
 }
 
-func startSourceController(ctx context.Context, h *sandbox.ShootHandle) *sandbox.SourceController {
+func startSourceController(ctx context.Context, h *sandbox.ShootHandle) *kubelet.SourceController {
 	GinkgoHelper()
 	sc, err := h.StartSourceController(ctx)
 	Expect(err).NotTo(HaveOccurred())
@@ -318,7 +319,7 @@ func readyConditionOf(g Gomega, ctx context.Context, h *sandbox.ShootHandle, gvk
 }
 
 // expectFetched waits until the GitRepository is Ready with an artifact of the served commit.
-func expectFetched(ctx context.Context, h *sandbox.ShootHandle, sc *sandbox.SourceController, namespace, name string) {
+func expectFetched(ctx context.Context, h *sandbox.ShootHandle, sc *kubelet.SourceController, namespace, name string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		g.Expect(sc.Exited()).To(BeFalse(), "source-controller exited: %v", sc.ExitErr())

@@ -25,6 +25,8 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/controller/healthcheck"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 // A shoot's owner decides the size of its discovery document: CRD versions and categories have no
@@ -75,7 +77,7 @@ func inflatingCRD(i int) *unstructured.Unstructured {
 // inflateDiscovery creates the inflating CRDs in the API server and waits until they are served.
 // They are deleted when the scenario ends, so that later scenarios of light shoots find the shared
 // API server as it was.
-func inflateDiscovery(ctx context.Context, shoot *sandbox.Cluster) {
+func inflateDiscovery(ctx context.Context, shoot *cluster.Cluster) {
 	GinkgoHelper()
 	for i := range inflatingCRDs {
 		crd := inflatingCRD(i)
@@ -196,8 +198,8 @@ var _ = Describe("Hostile tenant: discovery document", func() {
 		AddReportEntry("discovery document", fmt.Sprintf("the shoots' /apis is %.1f MB", float64(size)/1e6))
 
 		var (
-			attackMemory func() (int64, sandbox.Memory)
-			before       sandbox.Memory
+			attackMemory func() (int64, kubelet.Memory)
+			before       kubelet.Memory
 		)
 		if sb.Deployed() {
 			var err error

@@ -33,6 +33,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/rendercache"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 var (
@@ -285,7 +286,7 @@ var _ = Describe("Hostile tenant", func() {
 		created := countSecretCreations(ctx, namespaces)
 		// In-process, the extension's memory is the test process's: there is nothing of its own
 		// to read.
-		var floodMemory func() (int64, sandbox.Memory)
+		var floodMemory func() (int64, kubelet.Memory)
 		if sb.Deployed() {
 			floodMemory = sampleMemory(ctx)
 		}
@@ -389,9 +390,9 @@ var _ = Describe("Hostile tenant", func() {
 		// In-process, the extension's memory is the test process's: there is nothing of its own
 		// to read.
 		var (
-			before           sandbox.Memory
+			before           kubelet.Memory
 			beforeUnreturned int64
-			attackMemory     func() (int64, sandbox.Memory)
+			attackMemory     func() (int64, kubelet.Memory)
 			changes          = settingsShoots * settingsRounds
 			attackStarted    = time.Now()
 		)
@@ -802,7 +803,7 @@ const memorySampleInterval = 100 * time.Millisecond
 // sampleMemory reads the deployed extension's RSS from now on and returns a function that stops
 // and returns the highest RSS seen and the last reading. The process's own peak (VmHWM) also
 // counts what came before, e.g. the creation of a scenario's shoots.
-func sampleMemory(ctx context.Context) func() (int64, sandbox.Memory) {
+func sampleMemory(ctx context.Context) func() (int64, kubelet.Memory) {
 	GinkgoHelper()
 	first, err := sb.ExtensionMemory()
 	Expect(err).NotTo(HaveOccurred())
@@ -833,7 +834,7 @@ func sampleMemory(ctx context.Context) func() (int64, sandbox.Memory) {
 			mu.Unlock()
 		}
 	}()
-	return func() (int64, sandbox.Memory) {
+	return func() (int64, kubelet.Memory) {
 		GinkgoHelper()
 		close(stop)
 		<-done

@@ -25,6 +25,8 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/leak"
 )
 
@@ -124,21 +126,21 @@ var _ = BeforeSuite(func() {
 	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
 	// Every embedded Flux release runs its own controllers: the upgrade scenarios switch between them.
 	var err error
-	fluxBinaries, err = sandbox.ParseControllers(sandbox.FluxControllersEnv, os.Getenv(sandbox.FluxControllersEnv))
+	fluxBinaries, err = kubelet.ParseControllers(kubelet.FluxControllersEnv, os.Getenv(kubelet.FluxControllersEnv))
 	Expect(err).NotTo(HaveOccurred())
-	images, err := sandbox.FluxControllerImages()
+	images, err := kubelet.FluxControllerImages()
 	Expect(err).NotTo(HaveOccurred())
 	for _, image := range images {
-		Expect(fluxBinaries).To(HaveKey(image), "%s must list a binary for %s (hack/build-flux-controllers.sh)", sandbox.FluxControllersEnv, image)
+		Expect(fluxBinaries).To(HaveKey(image), "%s must list a binary for %s (hack/build-flux-controllers.sh)", kubelet.FluxControllersEnv, image)
 		Expect(fluxBinaries[image]).To(BeAnExistingFile())
 	}
 	// kluctl, the default bootstrap mode, runs its real controller too.
-	kluctlBinaries, err = sandbox.ParseControllers(sandbox.KluctlControllersEnv, os.Getenv(sandbox.KluctlControllersEnv))
+	kluctlBinaries, err = kubelet.ParseControllers(kubelet.KluctlControllersEnv, os.Getenv(kubelet.KluctlControllersEnv))
 	Expect(err).NotTo(HaveOccurred())
-	images, err = sandbox.KluctlControllerImages()
+	images, err = kubelet.KluctlControllerImages()
 	Expect(err).NotTo(HaveOccurred())
 	for _, image := range images {
-		Expect(kluctlBinaries).To(HaveKey(image), "%s must list a binary for %s (hack/build-kluctl-controller.sh)", sandbox.KluctlControllersEnv, image)
+		Expect(kluctlBinaries).To(HaveKey(image), "%s must list a binary for %s (hack/build-kluctl-controller.sh)", kubelet.KluctlControllersEnv, image)
 		Expect(kluctlBinaries[image]).To(BeAnExistingFile())
 	}
 
@@ -195,7 +197,7 @@ var _ = AfterSuite(func(ctx SpecContext) {
 	texts, keys := leaks.Counts()
 	// Every event still stored must have reached the recorder.
 	for _, c := range []struct {
-		cluster *sandbox.Cluster
+		cluster *cluster.Cluster
 		source  string
 	}{{sb.Seed, leak.SourceSeedEvent}, {sb.Garden, leak.SourceGardenEvent}} {
 		events := &corev1.EventList{}

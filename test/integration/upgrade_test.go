@@ -28,6 +28,7 @@ import (
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 // fluxRunnable are the Flux controllers of the fleet shoots, all of which the kubelet stand-in runs.
@@ -96,10 +97,10 @@ func fleetImages(version string) map[string]string {
 
 // expectRunning checks that the shoot's Deployments name the images of a Flux release and that
 // the kubelet stand-in runs each with the binary of that image, and returns the processes.
-func expectRunning(ctx context.Context, h *sandbox.ShootHandle, logs func() string, version string) []sandbox.ControllerProcess {
+func expectRunning(ctx context.Context, h *sandbox.ShootHandle, logs func() string, version string) []kubelet.ControllerProcess {
 	GinkgoHelper()
 	images := fleetImages(version)
-	var processes []sandbox.ControllerProcess
+	var processes []kubelet.ControllerProcess
 	Eventually(func(g Gomega) {
 		for _, name := range fluxRunnable {
 			d := &appsv1.Deployment{}

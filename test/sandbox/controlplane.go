@@ -239,7 +239,7 @@ func (h *ShootHandle) Stop(ctx context.Context) error {
 
 // Controllers lists the controllers the shoot's kubelet stand-in runs (ShootSpec.RunControllers),
 // one per Deployment, in start order; stopped ones are left out.
-func (h *ShootHandle) Controllers() []ControllerProcess {
+func (h *ShootHandle) Controllers() []kubelet.ControllerProcess {
 	h.mu.Lock()
 	k := h.kubelet
 	h.mu.Unlock()
@@ -264,7 +264,7 @@ func (h *ShootHandle) ControllerLogs() string {
 // StartSourceController runs the source-controller of the newest embedded Flux release
 // (Options.FluxControllers) against the shoot until Stop or the shoot is stopped. The shoot must
 // have the source-controller CRDs, which the extension's controllers ManagedResource installs.
-func (h *ShootHandle) StartSourceController(ctx context.Context) (*SourceController, error) {
+func (h *ShootHandle) StartSourceController(ctx context.Context) (*kubelet.SourceController, error) {
 	bin, err := kubelet.NewestSourceController(h.sandbox.opts.FluxControllers)
 	if err != nil {
 		return nil, err

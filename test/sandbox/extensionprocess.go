@@ -45,16 +45,16 @@ const BenchRSS500Shoots = 116 << 20
 
 // ExtensionMemory reads the resident memory of the running deployed extension (Options.Deployed);
 // the in-process extension shares this process's memory, so there is nothing of its own to read.
-func (s *Sandbox) ExtensionMemory() (Memory, error) {
+func (s *Sandbox) ExtensionMemory() (kubelet.Memory, error) {
 	s.mu.Lock()
 	d := s.deployed
 	s.mu.Unlock()
 	if d == nil {
-		return Memory{}, errors.New("the extension does not run as deployed")
+		return kubelet.Memory{}, errors.New("the extension does not run as deployed")
 	}
 	pid := d.kubelet.PID()
 	if pid == 0 {
-		return Memory{}, errors.New("the deployed extension's pod does not run")
+		return kubelet.Memory{}, errors.New("the deployed extension's pod does not run")
 	}
 	// The pod's set-up execs into the extension, so the started process is the extension itself.
 	return kubelet.ProcessMemory(pid)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 var _ = Describe("The install steps of docs/operations/installation.md", func() {
@@ -48,7 +50,7 @@ var _ = Describe("The install steps of docs/operations/installation.md", func() 
 		scheme := runtime.NewScheme()
 		Expect(corev1.AddToScheme(scheme)).To(Succeed())
 		garden := fake.NewClientBuilder().WithScheme(scheme).Build()
-		s := &Sandbox{Garden: &Cluster{Client: garden}}
+		s := &Sandbox{Garden: &cluster.Cluster{Client: garden}}
 		pullSecret, err := chartPullSecretOf(commands)
 		Expect(err).NotTo(HaveOccurred())
 		installDir := GinkgoT().TempDir()
@@ -86,7 +88,7 @@ var _ = Describe("The install steps of docs/operations/installation.md", func() 
 		func(ctx SpecContext, doc, message string) {
 			commands, _, err := record(ctx, doc)
 			if err == nil {
-				s := &Sandbox{Garden: &Cluster{Client: fake.NewClientBuilder().Build()}}
+				s := &Sandbox{Garden: &cluster.Cluster{Client: fake.NewClientBuilder().Build()}}
 				_, err = s.runInstallation(ctx, commands, GinkgoT().TempDir(), nil, func(map[string]string, authn.Authenticator) error { return nil })
 			}
 			Expect(err).To(MatchError(ContainSubstring(message)))

@@ -5,7 +5,8 @@
 // Package sandbox runs the extension against real API servers without a Gardener installation: a
 // garden, a seed and per shoot an API server with its resource manager, shoots set up as gardenlet
 // sets them up. It is the harness; what runs in it lives in packages by role (cluster, gardener,
-// kubelet, network, kubecontrollermanager). docs/development/sandbox.md describes both.
+// kubelet, network, kubecontrollermanager), which callers import for their names: this package
+// does not re-export them. docs/development/sandbox.md describes both.
 package sandbox
 
 import (
@@ -137,9 +138,9 @@ type Options struct {
 // Options.WithoutExtension, the shoot-flux extension controller.
 type Sandbox struct {
 	// Garden is the garden cluster: project namespaces, the flux-config ConfigMaps, deploy keys.
-	Garden *Cluster
+	Garden *cluster.Cluster
 	// Seed is the seed cluster with the Cluster, Extension and ManagedResource CRDs.
-	Seed *Cluster
+	Seed *cluster.Cluster
 
 	opts   Options
 	config config.ControllerConfiguration
@@ -282,7 +283,7 @@ func (s *Sandbox) Stop() error {
 	if s.deployedEnv != nil {
 		errs = append(errs, s.deployedEnv.landscape.stop())
 	}
-	for _, c := range []*Cluster{s.Seed, s.Garden} {
+	for _, c := range []*cluster.Cluster{s.Seed, s.Garden} {
 		if c != nil {
 			errs = append(errs, c.Stop())
 		}

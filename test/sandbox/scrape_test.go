@@ -26,7 +26,7 @@ import (
 )
 
 // The components of the controllers the kubelet stand-in runs, by the names of their images
-// (ControllerProcess.Component).
+// (kubelet.ControllerProcess.Component).
 const (
 	sourceController = fluxapi.ComponentSourceController
 	kluctlController = "kluctl"
@@ -42,12 +42,12 @@ var scrapeTimeout = 5 * time.Minute
 // the kubelet stand-in's Pods, the API server's egress through the VPN stand-in to the processes.
 var _ = Describe("Scraping the delivered controllers through the shoot's API server", Label("sandbox"), func() {
 	It("lists their pods and reads their metrics with the token of the shoot's Prometheus", func(spec SpecContext) {
-		flux, kluctl, err := ControllersFromEnv()
+		flux, kluctl, err := kubelet.ControllersFromEnv()
 		Expect(err).NotTo(HaveOccurred())
 		// make test-integration sets them; without them the spec cannot prove anything.
 		Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
-		Expect(flux).NotTo(BeEmpty(), FluxControllersEnv+" must name the Flux controllers (hack/build-flux-controllers.sh)")
-		Expect(kluctl).NotTo(BeEmpty(), KluctlControllersEnv+" must name the kluctl controller (hack/build-kluctl-controller.sh)")
+		Expect(flux).NotTo(BeEmpty(), kubelet.FluxControllersEnv+" must name the Flux controllers (hack/build-flux-controllers.sh)")
+		Expect(kluctl).NotTo(BeEmpty(), kubelet.KluctlControllersEnv+" must name the kluctl controller (hack/build-kluctl-controller.sh)")
 		logf.SetLogger(logzap.New(logzap.WriteTo(GinkgoWriter), logzap.UseDevMode(true)))
 		ctx, cancel := context.WithTimeout(spec, scrapeTimeout)
 		defer cancel()
@@ -82,8 +82,8 @@ var _ = Describe("Scraping the delivered controllers through the shoot's API ser
 		logs := func() string { return h.ControllerLogs() }
 
 		By("waiting for the controllers' pods")
-		byComponent := func(g Gomega) map[string]ControllerProcess {
-			running := map[string]ControllerProcess{}
+		byComponent := func(g Gomega) map[string]kubelet.ControllerProcess {
+			running := map[string]kubelet.ControllerProcess{}
 			for _, c := range h.Controllers() {
 				if c.Running && c.Ready && c.PodIP != "" {
 					running[c.Component] = c
@@ -93,7 +93,7 @@ var _ = Describe("Scraping the delivered controllers through the shoot's API ser
 			g.Expect(running).To(HaveKey(kluctlController))
 			return running
 		}
-		var processes map[string]ControllerProcess
+		var processes map[string]kubelet.ControllerProcess
 		Eventually(func(g Gomega) { processes = byComponent(g) }).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(250*time.Millisecond).Should(Succeed(), logs)
 
 		token, err := h.PrometheusShootAccess(ctx)
@@ -183,7 +183,7 @@ func families(metrics []byte) []string {
 	return out
 }
 
-func podKey(c ControllerProcess) *corev1.Pod {
+func podKey(c kubelet.ControllerProcess) *corev1.Pod {
 	pod := &corev1.Pod{}
 	pod.Namespace, pod.Name = c.Namespace, c.Pod
 	return pod

@@ -38,7 +38,7 @@ var (
 // ManagedResources of all their seed namespaces into the one API server, so objects with equal
 // names overwrite each other there.
 type sharedControlPlane struct {
-	shoot                 *Cluster
+	shoot                 *cluster.Cluster
 	kubeControllerManager *cluster.Runner
 	resourceManager       *cluster.Runner
 

@@ -121,7 +121,7 @@ type ShootHandle struct {
 	// SeedNamespace is the shoot's namespace in the seed and the name of its Cluster.
 	SeedNamespace string
 	// Shoot is the shoot's API server; the shared one for a light shoot.
-	Shoot *Cluster
+	Shoot *cluster.Cluster
 
 	sandbox *Sandbox
 	log     logr.Logger
@@ -139,7 +139,7 @@ type ShootHandle struct {
 	kubeControllerManager *cluster.Runner
 	kubelet               *kubelet.Kubelet
 	vpn                   *network.VPN
-	sourceControllers     []*SourceController
+	sourceControllers     []*kubelet.SourceController
 	since                 string
 	sinceTime             time.Time
 	stopped               bool

@@ -15,6 +15,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 // The extension reads the copies of the Secrets a shoot references under the names gardenlet gives
@@ -32,7 +34,7 @@ var _ = Describe("Copying a shoot's referenced resources", func() {
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "garden-p", Name: "settings"}, Data: map[string]string{"a": "b"}}).Build()
 		seed := fake.NewClientBuilder().WithScheme(scheme).Build()
 		h := &ShootHandle{Name: "s", ProjectNamespace: "garden-p", SeedNamespace: "shoot--p--s",
-			sandbox: &Sandbox{Garden: &Cluster{Client: garden}, Seed: &Cluster{Client: seed}}}
+			sandbox: &Sandbox{Garden: &cluster.Cluster{Client: garden}, Seed: &cluster.Cluster{Client: seed}}}
 		shoot := &gardencorev1beta1.Shoot{Spec: gardencorev1beta1.ShootSpec{Resources: []gardencorev1beta1.NamedResourceReference{
 			{Name: "creds", ResourceRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "v1", Kind: "Secret", Name: "creds"}},
 			{Name: "settings", ResourceRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}},
@@ -58,7 +60,7 @@ var _ = Describe("Copying a shoot's referenced resources", func() {
 		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 		c := fake.NewClientBuilder().WithScheme(scheme).Build()
 		h := &ShootHandle{Name: "s", ProjectNamespace: "garden-p", SeedNamespace: "shoot--p--s",
-			sandbox: &Sandbox{Garden: &Cluster{Client: c}, Seed: &Cluster{Client: c}}}
+			sandbox: &Sandbox{Garden: &cluster.Cluster{Client: c}, Seed: &cluster.Cluster{Client: c}}}
 		shoot := &gardencorev1beta1.Shoot{Spec: gardencorev1beta1.ShootSpec{Resources: []gardencorev1beta1.NamedResourceReference{
 			{Name: "gone", ResourceRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "v1", Kind: "Secret", Name: "gone"}},
 		}}}

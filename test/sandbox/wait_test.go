@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 var _ = Describe("Waiting for a restore", func() {
@@ -73,7 +75,7 @@ var _ = Describe("Waiting for a restore", func() {
 		}
 		garden := fake.NewClientBuilder().WithScheme(gardenScheme).WithObjects(shoot).WithStatusSubresource(shoot).Build()
 		h := &ShootHandle{SeedNamespace: namespace, ProjectNamespace: "garden-p", Name: "s",
-			sandbox: &Sandbox{Seed: &Cluster{Client: c}, Garden: &Cluster{Client: garden}}}
+			sandbox: &Sandbox{Seed: &cluster.Cluster{Client: c}, Garden: &cluster.Cluster{Client: garden}}}
 		key := h.extensionKey()
 		update := func(mutate func(*extensionsv1alpha1.Extension)) {
 			GinkgoHelper()

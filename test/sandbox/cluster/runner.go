@@ -85,7 +85,7 @@ func (r *Runner) Start(ctx context.Context, log logr.Logger, mgr manager.Manager
 	return errors.Join(fmt.Errorf("manager %s did not start within %s", name, CacheSyncTimeout), stopErr)
 }
 
-// Exited tells whether the manager stopped, and with which error (see sandbox.WaitReady).
+// Exited tells whether the manager stopped, and with which error (see kubelet.WaitReady).
 func (r *Runner) Exited() (bool, error) {
 	select {
 	case <-r.done:

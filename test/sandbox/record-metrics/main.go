@@ -22,6 +22,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
 func main() {
@@ -41,12 +42,12 @@ func run(ctx context.Context, out string, deployed bool) (err error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return errors.New("KUBEBUILDER_ASSETS is not set (hack/build-envtest.sh)")
 	}
-	flux, kluctl, err := sandbox.ControllersFromEnv()
+	flux, kluctl, err := kubelet.ControllersFromEnv()
 	if err != nil {
 		return err
 	}
 	if len(flux) == 0 || len(kluctl) == 0 {
-		return fmt.Errorf("%s and %s must name the controller binaries", sandbox.FluxControllersEnv, sandbox.KluctlControllersEnv)
+		return fmt.Errorf("%s and %s must name the controller binaries", kubelet.FluxControllersEnv, kubelet.KluctlControllersEnv)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("failed creating %s: %w", out, err)
