@@ -33,6 +33,7 @@ import (
 
 	fluxcmd "github.com/shoot-flux/gardener-extension-shoot-flux/pkg/cmd"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 type options struct {
@@ -132,10 +133,8 @@ func (o options) validate() error {
 		return errors.New("-client-qps must be positive")
 	case o.extensionEnv != "" && !validEnv(o.extensionEnv):
 		return errors.New("-extension-env must be KEY=VALUE pairs separated by commas")
-	case os.Getenv("KUBEBUILDER_ASSETS") == "":
-		return errors.New("KUBEBUILDER_ASSETS is not set: point it at the directory printed by hack/build-envtest.sh")
 	}
-	return nil
+	return cluster.RequireAssets()
 }
 
 func run(ctx context.Context, o options) (err error) {

@@ -23,9 +23,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 func TestCharts(t *testing.T) {
@@ -34,7 +34,6 @@ func TestCharts(t *testing.T) {
 }
 
 var (
-	testEnv  *envtest.Environment
 	restCfg  *rest.Config
 	k8s      client.Client
 	warnings *sandbox.WarningRecorder
@@ -46,9 +45,6 @@ var (
 )
 
 var _ = BeforeSuite(func() {
-	// make test-integration provides it; a missing one is a broken setup, not a reason to skip.
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
-
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/gardener/gardener").Output()
 	Expect(err).NotTo(HaveOccurred(), "locating the gardener module with go list")
 	gardenerDir = strings.TrimSpace(string(out))
@@ -58,19 +54,14 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred(), "locating this module with go list")
 	repoRoot = strings.TrimSpace(string(out))
 
-	testEnv = &envtest.Environment{
-		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths: []string{
-				filepath.Join(gardenerDir, "example", "seed-crds", "10-crd-autoscaling.k8s.io_verticalpodautoscalers.yaml"),
-				filepath.Join(gardenerDir, "example", "operator", "10-crd-operator.gardener.cloud_extensions.yaml"),
-				filepath.Join(gardenerDir, "example", "seed-crds", "10-crd-monitoring.coreos.com_prometheusrules.yaml"),
-			},
-		},
-		ErrorIfCRDPathMissing: true,
-	}
-	restCfg, err = testEnv.Start()
+	api, err := cluster.Start("charts", nil, []string{
+		filepath.Join(gardenerDir, "example", "seed-crds", "10-crd-autoscaling.k8s.io_verticalpodautoscalers.yaml"),
+		filepath.Join(gardenerDir, "example", "operator", "10-crd-operator.gardener.cloud_extensions.yaml"),
+		filepath.Join(gardenerDir, "example", "seed-crds", "10-crd-monitoring.coreos.com_prometheusrules.yaml"),
+	}, cluster.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(testEnv.Stop)
+	DeferCleanup(api.Stop)
+	restCfg = api.Config
 
 	// Pod Security warnings for workload templates arrive as HTTP warnings, not errors.
 	warnings = &sandbox.WarningRecorder{}

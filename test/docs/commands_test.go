@@ -20,6 +20,8 @@ import (
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 // command is a command a page gives: a code span, or a line of a code block with the lines it
@@ -189,12 +191,16 @@ var (
 	requiredEnv = regexp.MustCompile(`Expect\(os\.Getenv\("([A-Z_]+)"\)\)\.NotTo\(BeEmpty\(\)`)
 	// envAssignment reads an environment variable into a variable, which the suite may require.
 	envAssignment = regexp.MustCompile(`(\w+) = os\.Getenv\("([A-Z_]+)"\)`)
+	// startsAPIServer starts an envtest API server, which requires cluster.AssetsEnv
+	// (cluster.RequireAssets): cluster.Start, and gardener.StartGarden and sandbox.Start on it.
+	startsAPIServer = regexp.MustCompile(`\b(?:cluster\.Start|gardener\.StartGarden|sandbox\.Start)\(`)
 	// exportedEnv is a variable a script exports.
 	exportedEnv = regexp.MustCompile(`(?m)^\s*export ([A-Z_]+)=`)
 )
 
 // suiteEnvNeeds returns the environment variables each test package under test/ requires (its
-// specs stop with an Expect that the variable is not empty), as needs of `go test ./test/<pkg>`.
+// specs stop with an Expect that the variable is not empty, or start an API server), as needs of
+// `go test ./test/<pkg>`.
 func suiteEnvNeeds() []envNeed {
 	GinkgoHelper()
 	var needs []envNeed
@@ -217,6 +223,9 @@ func suiteEnvNeeds() []envNeed {
 			if strings.Contains(text, "Expect("+m[1]+").NotTo(BeEmpty()") {
 				envs = append(envs, m[2])
 			}
+		}
+		if startsAPIServer.MatchString(text) {
+			envs = append(envs, cluster.AssetsEnv)
 		}
 		pkg, err := filepath.Rel(filepath.Join(repoRoot, "test"), filepath.Dir(f))
 		Expect(err).NotTo(HaveOccurred())
@@ -315,6 +324,19 @@ var _ = Describe("commands in the docs", func() {
 			`docs/x.md:3: "go test ./test/envtest/..." needs KUBEBUILDER_ASSETS (test/envtest/extension/extension_suite_test.go)`,
 			`docs/x.md:3: "go test ./test/envtest/..." needs KUBEBUILDER_ASSETS (test/envtest/healthcheck/healthcheck_suite_test.go)`,
 			`docs/x.md:3: "go test ./test/envtest/..." needs KUBEBUILDER_ASSETS (test/envtest/projectconfig/projectconfig_suite_test.go)`,
+		))
+	})
+
+	It("fail on go test of a suite that starts an API server without KUBEBUILDER_ASSETS", func() {
+		docs := []document{parseDocument("docs/x.md", "```sh\n"+
+			"go test ./test/storedversions ./test/manifests ./test/charts\n"+
+			"go test ./test/admission ./test/gitserver\n```\n")}
+		Expect(unsetEnv(docs, suiteEnvNeeds())).To(ConsistOf(
+			`docs/x.md:2: "go test ./test/storedversions ./test/manifests ./test/charts" needs KUBEBUILDER_ASSETS (test/charts/charts_suite_test.go)`,
+			`docs/x.md:2: "go test ./test/storedversions ./test/manifests ./test/charts" needs KUBEBUILDER_ASSETS (test/manifests/manifests_suite_test.go)`,
+			`docs/x.md:2: "go test ./test/storedversions ./test/manifests ./test/charts" needs KUBEBUILDER_ASSETS (test/storedversions/storedversions_suite_test.go)`,
+			`docs/x.md:3: "go test ./test/admission ./test/gitserver" needs KUBEBUILDER_ASSETS (test/admission/admission_suite_test.go)`,
+			`docs/x.md:3: "go test ./test/admission ./test/gitserver" needs KUBEBUILDER_ASSETS (test/gitserver/sourcecontroller_test.go)`,
 		))
 	})
 

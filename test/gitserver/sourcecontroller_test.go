@@ -23,11 +23,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/constants"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/sshkey"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
@@ -46,8 +46,9 @@ var _ = Describe("Server with the Flux source-controller", Ordered, func() {
 	)
 
 	BeforeAll(func() {
-		if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(kubelet.FluxControllersEnv) == "" {
-			Fail("needs KUBEBUILDER_ASSETS (hack/build-envtest.sh) and " + kubelet.FluxControllersEnv + " (hack/build-flux-controllers.sh); run it with make test-integration")
+		// cluster.Start requires KUBEBUILDER_ASSETS.
+		if os.Getenv(kubelet.FluxControllersEnv) == "" {
+			Fail("needs " + kubelet.FluxControllersEnv + " (hack/build-flux-controllers.sh); run it with make test-integration")
 		}
 		binaries, err := kubelet.ParseControllers(kubelet.FluxControllersEnv, os.Getenv(kubelet.FluxControllersEnv))
 		Expect(err).NotTo(HaveOccurred())
@@ -55,27 +56,17 @@ var _ = Describe("Server with the Flux source-controller", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		ctx = context.Background()
 
-		env := &envtest.Environment{
-			CRDDirectoryPaths:     []string{filepath.Join(filepath.Dir(binary), "crd")},
-			ErrorIfCRDPathMissing: true,
-		}
-		config, err := env.Start()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(env.Stop)
-
 		scheme := runtime.NewScheme()
 		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 		Expect(sourcev1.AddToScheme(scheme)).To(Succeed())
-		c, err = client.New(config, client.Options{Scheme: scheme})
+		api, err := cluster.Start("source-controller", scheme, []string{filepath.Join(filepath.Dir(binary), "crd")}, cluster.Options{})
 		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(api.Stop)
+		c = api.Client
 
-		admin, err := env.AddUser(envtest.User{Name: "source-controller", Groups: []string{"system:masters"}}, nil)
-		Expect(err).NotTo(HaveOccurred())
-		kubeconfig, err := admin.KubeConfig()
-		Expect(err).NotTo(HaveOccurred())
 		work := GinkgoT().TempDir()
 		kubeconfigFile := filepath.Join(work, "kubeconfig")
-		Expect(os.WriteFile(kubeconfigFile, kubeconfig, 0o600)).To(Succeed())
+		Expect(api.WriteUserKubeconfig(kubeconfigFile, "source-controller", "system:masters")).To(Succeed())
 		storage := filepath.Join(work, "storage")
 		Expect(os.Mkdir(storage, 0o755)).To(Succeed())
 

@@ -7,14 +7,14 @@
 package manifests_test
 
 import (
-	"os"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 func TestManifests(t *testing.T) {
@@ -22,20 +22,12 @@ func TestManifests(t *testing.T) {
 	RunSpecs(t, "Embedded Manifests Suite")
 }
 
-var (
-	testEnv *envtest.Environment
-	k8s     client.Client
-)
+var k8s client.Client
 
 var _ = BeforeSuite(func() {
-	// make test-integration provides it; a missing one is a broken setup, not a reason to skip.
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
-	testEnv = &envtest.Environment{}
-	cfg, err := testEnv.Start()
+	api, err := cluster.Start("manifests", nil, nil, cluster.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(testEnv.Stop)
-	c, err := client.New(cfg, client.Options{})
-	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(api.Stop)
 	// Unknown or duplicate fields must fail the apply rather than be dropped with a warning.
-	k8s = client.WithFieldValidation(c, metav1.FieldValidationStrict)
+	k8s = client.WithFieldValidation(api.Client, metav1.FieldValidationStrict)
 })

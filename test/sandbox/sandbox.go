@@ -168,8 +168,8 @@ type Sandbox struct {
 // Start starts the garden and seed API servers and, unless Options.WithoutExtension, the
 // extension. On error everything started so far is stopped again.
 func Start(ctx context.Context, opts Options) (*Sandbox, error) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: point it at the directory printed by hack/build-envtest.sh")
+	if err := cluster.RequireAssets(); err != nil {
+		return nil, err
 	}
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = 5

@@ -8,7 +8,6 @@ package storedversions_test
 
 import (
 	"net/http"
-	"os"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,11 +17,11 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/manifests"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/shootclient"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/pkg/storedversions"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 )
 
 func TestStoredVersions(t *testing.T) {
@@ -40,17 +39,12 @@ var (
 )
 
 var _ = BeforeSuite(func() {
-	// make test-integration provides it; a missing one is a broken setup, not a reason to skip.
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
 	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	env := &envtest.Environment{}
-	var err error
-	restConfig, err = env.Start()
+	api, err := cluster.Start("storedversions", scheme, nil, cluster.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	k8s, err = client.New(restConfig, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(api.Stop)
+	restConfig, k8s = api.Config, api.Client
 
 	versions := manifests.FluxVersions()
 	stream, err := manifests.RenderFlux(manifests.FluxOptions{Version: versions[len(versions)-1], Components: manifests.FluxComponents(), Namespace: "flux-system"})

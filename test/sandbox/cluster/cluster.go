@@ -6,7 +6,8 @@
 // controllers) and the controller-runtime managers that the stand-ins and Gardener's components
 // run against them. It is the bottom of the sandbox: the stand-ins (kubelet, network,
 // kubecontrollermanager), the wiring of Gardener's components (gardener) and the harness (sandbox)
-// build on it, and it imports none of them.
+// build on it, and it imports none of them. The suites under test/ start their API servers with
+// Start too.
 package cluster
 
 import (
@@ -106,8 +107,26 @@ rules:
 - level: Metadata
 `
 
-// Start starts an API server named name with the scheme's kinds and the CRDs of crdPaths.
+// AssetsEnv names the directory of envtest's kube-apiserver and etcd, which hack/build-envtest.sh
+// prints and the Makefile's test, demo and bench targets set.
+const AssetsEnv = "KUBEBUILDER_ASSETS"
+
+// RequireAssets fails without AssetsEnv. envtest would look for its binaries in a default
+// directory and fail on a missing etcd instead; a missing variable is a broken setup, not a skip.
+func RequireAssets() error {
+	if os.Getenv(AssetsEnv) == "" {
+		return errors.New(AssetsEnv + " is not set: point it at the envtest binaries (hack/build-envtest.sh); make test-integration provides it; a missing one is a broken setup")
+	}
+	return nil
+}
+
+// Start starts an API server named name with the scheme's kinds (nil: client-go's) and the CRDs of
+// crdPaths, files or directories. It requires AssetsEnv; test suites stop it with
+// DeferCleanup(c.Stop).
 func Start(name string, scheme *runtime.Scheme, crdPaths []string, opts Options) (*Cluster, error) {
+	if err := RequireAssets(); err != nil {
+		return nil, err
+	}
 	certDir, err := os.MkdirTemp("", "shoot-flux-sandbox-"+FileName(name)+"-")
 	if err != nil {
 		return nil, fmt.Errorf("failed creating certificate directory of %s: %w", name, err)

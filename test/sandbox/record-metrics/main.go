@@ -22,6 +22,7 @@ import (
 
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/gitserver"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox"
+	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/cluster"
 	"github.com/shoot-flux/gardener-extension-shoot-flux/test/sandbox/kubelet"
 )
 
@@ -39,8 +40,8 @@ func main() {
 }
 
 func run(ctx context.Context, out string, deployed bool) (err error) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		return errors.New("KUBEBUILDER_ASSETS is not set (hack/build-envtest.sh)")
+	if err := cluster.RequireAssets(); err != nil {
+		return err
 	}
 	flux, kluctl, err := kubelet.ControllersFromEnv()
 	if err != nil {
