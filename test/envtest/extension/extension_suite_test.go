@@ -80,23 +80,10 @@ var _ = BeforeSuite(func() {
 		"10-crd-monitoring.coreos.com_scrapeconfigs.yaml",
 	)
 	Expect(err).NotTo(HaveOccurred())
-	// Side by side: each start mostly waits for its processes.
-	shootStarted := make(chan error, 1)
-	go func() {
-		var err error
-		shoot, err = cluster.Start("shoot", clientgoscheme.Scheme, nil, cluster.Options{})
-		shootStarted <- err
-	}()
-	seed, err = cluster.Start("seed", seedScheme, crds, cluster.Options{})
-	shootErr := <-shootStarted
-	// A failed start stops what it started; a started one is stopped at the end either way.
-	for _, c := range []*cluster.Cluster{seed, shoot} {
-		if c != nil {
-			DeferCleanup(c.Stop)
-		}
-	}
+	seed, shoot, err = cluster.StartSeedAndShoot(seedScheme, crds)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(shootErr).NotTo(HaveOccurred())
+	DeferCleanup(seed.Stop)
+	DeferCleanup(shoot.Stop)
 
 	By("starting the shoot's kube-controller-manager stand-in")
 	kcm, err := kubecontrollermanager.Start(ctx, log.WithName("kube-controller-manager"), shoot)

@@ -83,32 +83,19 @@ var _ = BeforeSuite(func() {
 		"10-crd-resources.gardener.cloud_managedresources.yaml",
 	)
 	Expect(err).NotTo(HaveOccurred())
-	// Side by side: each start mostly waits for its processes.
-	shootStarted := make(chan error, 1)
-	go func() {
-		var err error
-		shoot, err = cluster.Start("shoot", clientgoscheme.Scheme, nil, cluster.Options{})
-		shootStarted <- err
-	}()
-	seed, err = cluster.Start("seed", seedScheme, crds, cluster.Options{})
-	shootErr := <-shootStarted
-	// A failed start stops what it started; a started one is stopped at the end either way.
-	for _, c := range []*cluster.Cluster{seed, shoot} {
-		if c != nil {
-			DeferCleanup(c.Stop)
-		}
-	}
+	seed, shoot, err = cluster.StartSeedAndShoot(seedScheme, crds)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(shootErr).NotTo(HaveOccurred())
+	DeferCleanup(seed.Stop)
+	DeferCleanup(shoot.Stop)
 
 	By("installing the CRDs of the bootstrap objects into the shoot, as the controllers ManagedResource carries them")
 	shootCRDs, err := controllers.CRDs(controllers.Values{
 		Flux: manifests.FluxOptions{
-			Version:    newest(manifests.FluxVersions()),
+			Version:    manifests.NewestFluxVersion(),
 			Components: []string{manifests.SourceController, manifests.KustomizeController},
 			Namespace:  fluxNamespace,
 		},
-		Kluctl: &manifests.KluctlOptions{Version: newest(manifests.KluctlVersions()), Namespace: "kluctl-system"},
+		Kluctl: &manifests.KluctlOptions{Version: manifests.NewestKluctlVersion(), Namespace: "kluctl-system"},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	var crdObjects []*apiextensionsv1.CustomResourceDefinition
@@ -179,10 +166,3 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(runner.Stop)
 	healthCheckCache = mgr.GetClient()
 })
-
-// newest returns the last of versions in ascending order.
-func newest(versions []string) string {
-	GinkgoHelper()
-	Expect(versions).NotTo(BeEmpty())
-	return versions[len(versions)-1]
-}

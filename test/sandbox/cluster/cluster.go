@@ -179,6 +179,30 @@ func Start(name string, scheme *runtime.Scheme, crdPaths []string, opts Options)
 	return c, nil
 }
 
+// StartSeedAndShoot starts a seed API server with seedScheme's kinds and the CRDs of seedCRDs, and a
+// shoot API server with client-go's kinds, side by side: each start mostly waits for its processes.
+// When either fails, it stops the other; test suites stop both with DeferCleanup.
+func StartSeedAndShoot(seedScheme *runtime.Scheme, seedCRDs []string) (seed, shoot *Cluster, err error) {
+	shootStarted := make(chan error, 1)
+	go func() {
+		var err error
+		shoot, err = Start("shoot", nil, nil, Options{})
+		shootStarted <- err
+	}()
+	seed, seedErr := Start("seed", seedScheme, seedCRDs, Options{})
+	shootErr := <-shootStarted
+	if seedErr == nil && shootErr == nil {
+		return seed, shoot, nil
+	}
+	err = errors.Join(seedErr, shootErr)
+	for _, c := range []*Cluster{seed, shoot} {
+		if c != nil {
+			err = errors.Join(err, c.Stop())
+		}
+	}
+	return nil, nil, err
+}
+
 // FileName turns a cluster's name into one that fits into a file name.
 func FileName(name string) string {
 	return strings.NewReplacer("/", "-", ":", "-").Replace(name)
