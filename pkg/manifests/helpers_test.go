@@ -23,8 +23,8 @@ import (
 
 // Specs about a single release render the newest embedded one.
 var (
-	newestFlux   = fluxVersions[len(fluxVersions)-1]
-	newestKluctl = kluctlVersions[len(kluctlVersions)-1]
+	newestFlux   = NewestFluxVersion()
+	newestKluctl = NewestKluctlVersion()
 )
 
 // parseObjects splits rendered multi-document YAML into objects and fails on anything that is not

@@ -74,6 +74,17 @@ var _ = Describe("versions", func() {
 		Expect(slices.IsSortedFunc(supported.Flux, semver.Compare)).To(BeTrue())
 	})
 
+	It("names the newest embedded releases", func() {
+		for _, version := range FluxVersions() {
+			Expect(semver.Compare(NewestFluxVersion(), version)).To(BeNumerically(">=", 0), version)
+		}
+		for _, version := range KluctlVersions() {
+			Expect(semver.Compare(NewestKluctlVersion(), version)).To(BeNumerically(">=", 0), version)
+		}
+		Expect(FluxVersions()).To(ContainElement(NewestFluxVersion()))
+		Expect(KluctlVersions()).To(ContainElement(NewestKluctlVersion()))
+	})
+
 	It("returns copies", func() {
 		FluxVersions()[0] = "changed"
 		KluctlVersions()[0] = "changed"

@@ -58,6 +58,16 @@ func KluctlVersions() []string {
 	return slices.Clone(kluctlVersions)
 }
 
+// NewestFluxVersion is the newest embedded Flux release.
+func NewestFluxVersion() string {
+	return fluxVersions[len(fluxVersions)-1]
+}
+
+// NewestKluctlVersion is the newest embedded kluctl release.
+func NewestKluctlVersion() string {
+	return kluctlVersions[len(kluctlVersions)-1]
+}
+
 func mustVersions(dir string) []string {
 	entries, err := fs.ReadDir(embedded, dir)
 	if err != nil {

@@ -370,7 +370,7 @@ var _ = Describe("Admission charts", func() {
 			embedded := manifests.SupportedVersions()
 			values := map[string]any{"flux": []any{
 				map[string]any{"version": embedded.Flux[0], "classification": "deprecated", "expirationDate": "2027-03-01T00:00:00Z"},
-				map[string]any{"version": embedded.Flux[len(embedded.Flux)-1], "classification": "supported"},
+				map[string]any{"version": manifests.NewestFluxVersion(), "classification": "supported"},
 			}, "kluctl": []any{map[string]any{"version": embedded.Kluctl[0], "classification": "deprecated"}}}
 			controllerConfig := controllerConfigOf(map[string]any{"rollout": map[string]any{"releases": values}})
 			Expect(controllerConfig.Rollout.Releases.Flux).To(HaveLen(2))

@@ -410,8 +410,7 @@ func stackitMeta(name string) metav1.ObjectMeta {
 // release's older CRDs replace the embedded ones.
 func installFluxDirectly(ctx context.Context, shoot client.Client, components []string, release stackitRelease) {
 	GinkgoHelper()
-	versions := manifests.FluxVersions()
-	stream, err := manifests.RenderFlux(manifests.FluxOptions{Version: versions[len(versions)-1], Components: components, Namespace: fluxNamespace})
+	stream, err := manifests.RenderFlux(manifests.FluxOptions{Version: manifests.NewestFluxVersion(), Components: components, Namespace: fluxNamespace})
 	Expect(err).NotTo(HaveOccurred())
 	olderCRDs := map[string]*unstructured.Unstructured{}
 	for _, file := range release.crds {

@@ -46,8 +46,7 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(api.Stop)
 	restConfig, k8s = api.Config, api.Client
 
-	versions := manifests.FluxVersions()
-	stream, err := manifests.RenderFlux(manifests.FluxOptions{Version: versions[len(versions)-1], Components: manifests.FluxComponents(), Namespace: "flux-system"})
+	stream, err := manifests.RenderFlux(manifests.FluxOptions{Version: manifests.NewestFluxVersion(), Components: manifests.FluxComponents(), Namespace: "flux-system"})
 	Expect(err).NotTo(HaveOccurred())
 	desired, err = storedversions.CRDs(stream)
 	Expect(err).NotTo(HaveOccurred())

@@ -197,7 +197,7 @@ var _ = Describe("ReleasesOptions", func() {
 		Entry("not JSON", `flux: []`, "--rollout-releases: failed decoding releases"),
 		Entry("a release that is not embedded", `{"flux":[{"version":"v2.0.0"}]}`, `--rollout-releases: rollout.releases.flux[0].version: Unsupported value: "v2.0.0"`),
 		Entry("a classification", `{"kluctl":[{"version":"v2.28.2","classification":"old"}]}`, `rollout.releases.kluctl[0].classification: Unsupported value: "old"`),
-		Entry("an expiration nothing replaces", `{"kluctl":[{"version":"`+embedded.Kluctl[len(embedded.Kluctl)-1]+`","expirationDate":"2020-01-01T00:00:00Z"}]}`,
+		Entry("an expiration nothing replaces", `{"kluctl":[{"version":"`+manifests.NewestKluctlVersion()+`","expirationDate":"2020-01-01T00:00:00Z"}]}`,
 			"rollout.releases.kluctl[0].expirationDate: Invalid value"),
 	)
 })

@@ -103,7 +103,7 @@ var _ = Describe("Webhooks", func() {
 			versions := manifests.SupportedVersions()
 			Expect(versions.Flux).NotTo(BeEmpty())
 			Expect(versions.Kluctl).NotTo(BeEmpty())
-			shoot := withTypeMeta(newShoot(`{"flux": {"version": "` + versions.Flux[len(versions.Flux)-1] + `"}, "kluctl": {"version": "` + versions.Kluctl[0] + `"}}`))
+			shoot := withTypeMeta(newShoot(`{"flux": {"version": "` + manifests.NewestFluxVersion() + `"}, "kluctl": {"version": "` + versions.Kluctl[0] + `"}}`))
 			resp := wh.Webhook.Handle(ctx, request(shoot, nil, shootGVK, admissionv1.Create))
 			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
 		})

@@ -489,8 +489,8 @@ var _ = Describe("Actuator", func() {
 			Expect(status.Message).To(ContainSubstring("No source configured"))
 			Expect(status.ProjectConfigHash).To(BeEmpty(), "the project has no ConfigMap")
 			// The defaults are minors; the status names the releases they selected.
-			Expect(status.FluxVersion).To(Equal(manifests.FluxVersions()[len(manifests.FluxVersions())-1]))
-			Expect(status.KluctlVersion).To(Equal(manifests.KluctlVersions()[len(manifests.KluctlVersions())-1]))
+			Expect(status.FluxVersion).To(Equal(manifests.NewestFluxVersion()))
+			Expect(status.KluctlVersion).To(Equal(manifests.NewestKluctlVersion()))
 		})
 
 		It("reports the release a selector chose and the image of every installed controller", func() {
@@ -1140,8 +1140,8 @@ var _ = Describe("Actuator", func() {
 		)
 
 		Describe("versions the shoot runs", func() {
-			newestFlux := manifests.FluxVersions()[len(manifests.FluxVersions())-1]
-			newestKluctl := manifests.KluctlVersions()[len(manifests.KluctlVersions())-1]
+			newestFlux := manifests.NewestFluxVersion()
+			newestKluctl := manifests.NewestKluctlVersion()
 
 			// installed records the providerStatus of a reconcile that installed these releases.
 			installed := func(flux, kluctl string) {
@@ -1381,7 +1381,7 @@ var _ = Describe("Actuator", func() {
 			ex.Spec.ProviderConfig = providerConfig(s)
 			ExpectWithOffset(1, seed.Update(ctx, ex)).To(Succeed())
 		}
-		newest := func() string { return manifests.FluxVersions()[len(manifests.FluxVersions())-1] }
+		newest := manifests.NewestFluxVersion
 
 		It("owns the controllers by default", func() {
 			build(nil)

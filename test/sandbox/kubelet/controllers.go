@@ -78,15 +78,15 @@ func FluxControllerImages() ([]string, error) {
 // NewestSourceController returns the binary of the source-controller of the newest embedded Flux
 // release from binaries (keyed like sandbox.Options.FluxControllers).
 func NewestSourceController(binaries map[string]string) (string, error) {
-	versions := manifests.FluxVersions()
-	images, err := manifests.Images(manifests.FluxOptions{Version: versions[len(versions)-1], Components: []string{fluxapi.ComponentSourceController}}, nil)
+	version := manifests.NewestFluxVersion()
+	images, err := manifests.Images(manifests.FluxOptions{Version: version, Components: []string{fluxapi.ComponentSourceController}}, nil)
 	if err != nil {
 		return "", fmt.Errorf("failed reading the source-controller image: %w", err)
 	}
 	image := imageKey(images[fluxapi.ComponentSourceController])
 	binary := binaries[image]
 	if binary == "" {
-		return "", fmt.Errorf("no binary for %s, the source-controller of Flux %s (hack/build-flux-controllers.sh)", image, versions[len(versions)-1])
+		return "", fmt.Errorf("no binary for %s, the source-controller of Flux %s (hack/build-flux-controllers.sh)", image, version)
 	}
 	return binary, nil
 }
