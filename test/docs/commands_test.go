@@ -192,8 +192,9 @@ var (
 	// envAssignment reads an environment variable into a variable, which the suite may require.
 	envAssignment = regexp.MustCompile(`(\w+) = os\.Getenv\("([A-Z_]+)"\)`)
 	// startsAPIServer starts an envtest API server, which requires cluster.AssetsEnv
-	// (cluster.RequireAssets): cluster.Start, and gardener.StartGarden and sandbox.Start on it.
-	startsAPIServer = regexp.MustCompile(`\b(?:cluster\.Start|gardener\.StartGarden|sandbox\.Start)\(`)
+	// (cluster.RequireAssets): cluster.Start and cluster.StartSeedAndShoot, and gardener.StartGarden
+	// and sandbox.Start on them.
+	startsAPIServer = regexp.MustCompile(`\b(?:cluster\.Start(?:SeedAndShoot)?|gardener\.StartGarden|sandbox\.Start)\(`)
 	// exportedEnv is a variable a script exports.
 	exportedEnv = regexp.MustCompile(`(?m)^\s*export ([A-Z_]+)=`)
 )
