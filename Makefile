@@ -178,8 +178,10 @@ test: test-binaries test-unit test-suites test-fuzz ## build the test binaries, 
 
 # test-suites runs the integration suites (test-integration) beside the scenarios labelled
 # "deployed" (test-deployed), each with its own API servers and controllers: both mostly wait for
-# them (the machine is 55-70 % idle while one runs), and side by side they take 775 s instead of
-# 1,260 s one after the other. Each target's output is printed when it ends. The scenarios labelled
+# them (the machine is 55-70 % idle while one runs), and side by side they take as long as the
+# deployed suite alone (1,321 s). A third process fills the two cores: the deployed scenarios in
+# two shards beside the integration suites took 1,332 s (docs/performance.md). Each target's output
+# is printed when it ends. The scenarios labelled
 # "deployed" run once, as deployed, not in-process too: the in-process run proves nothing the
 # deployed one does not, and takes minutes.
 .PHONY: test-suites
