@@ -4,10 +4,9 @@
 
 // Package cluster runs the sandbox's API servers (envtest's etcd and kube-apiserver, no
 // controllers) and the controller-runtime managers that the stand-ins and Gardener's components
-// run against them. It is the bottom of the sandbox: the stand-ins (kubelet, network,
-// kubecontrollermanager), the wiring of Gardener's components (gardener) and the harness (sandbox)
-// build on it, and it imports none of them. The suites under test/ start their API servers with
-// Start too.
+// run against them. It is the bottom of the sandbox: the stand-ins, the wiring of Gardener's
+// components and the harness build on it, and it imports none of them. The suites under test/
+// start their API servers with it too.
 package cluster
 
 import (
