@@ -181,9 +181,8 @@ test: test-binaries test-unit test-suites test-fuzz ## build the test binaries, 
 # them (the machine is 55-70 % idle while one runs), and side by side they take as long as the
 # deployed suite alone (1,321 s). A third process fills the two cores: the deployed scenarios in
 # two shards beside the integration suites took 1,332 s (docs/performance.md). Each target's output
-# is printed when it ends. The scenarios labelled
-# "deployed" run once, as deployed, not in-process too: the in-process run proves nothing the
-# deployed one does not, and takes minutes.
+# is printed when it ends. The scenarios labelled "deployed" run once, as deployed, not in-process
+# too: the in-process run proves nothing the deployed one does not, and takes minutes.
 .PHONY: test-suites
 test-suites: test-binaries ## run the integration suites and the deployed scenarios side by side
 	@# Compiles the test binaries once: two `go test` started together would compile the same

@@ -17,8 +17,7 @@ import (
 	"time"
 
 	resourcemanagerconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
-	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
 	resourcemanagerclient "github.com/gardener/gardener/pkg/resourcemanager/client"
 	"github.com/gardener/gardener/pkg/resourcemanager/controller/managedresource"
 	resourcemanagerpredicate "github.com/gardener/gardener/pkg/resourcemanager/predicate"
@@ -67,10 +66,6 @@ var _ = BeforeSuite(func() {
 	log := logf.Log
 
 	By("starting the seed and the shoot API servers")
-	seedScheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(seedScheme)).To(Succeed())
-	Expect(extensionsv1alpha1.AddToScheme(seedScheme)).To(Succeed())
-	Expect(resourcesv1alpha1.AddToScheme(seedScheme)).To(Succeed())
 	// The extension's kinds in the seed, and the prometheus-operator kinds of the shoot's monitoring.
 	crds, err := cluster.GardenerSeedCRDs(
 		"10-crd-extensions.gardener.cloud_clusters.yaml",
@@ -80,7 +75,7 @@ var _ = BeforeSuite(func() {
 		"10-crd-monitoring.coreos.com_scrapeconfigs.yaml",
 	)
 	Expect(err).NotTo(HaveOccurred())
-	seed, shoot, err = cluster.StartSeedAndShoot(seedScheme, crds)
+	seed, shoot, err = cluster.StartSeedAndShoot(kubernetes.SeedScheme, crds)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(seed.Stop)
 	DeferCleanup(shoot.Stop)

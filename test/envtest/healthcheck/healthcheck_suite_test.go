@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -73,17 +73,13 @@ var _ = BeforeSuite(func() {
 	log := logf.Log
 
 	By("starting the seed and the shoot API servers")
-	seedScheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(seedScheme)).To(Succeed())
-	Expect(extensionsv1alpha1.AddToScheme(seedScheme)).To(Succeed())
-	Expect(resourcesv1alpha1.AddToScheme(seedScheme)).To(Succeed())
 	crds, err := cluster.GardenerSeedCRDs(
 		"10-crd-extensions.gardener.cloud_clusters.yaml",
 		"10-crd-extensions.gardener.cloud_extensions.yaml",
 		"10-crd-resources.gardener.cloud_managedresources.yaml",
 	)
 	Expect(err).NotTo(HaveOccurred())
-	seed, shoot, err = cluster.StartSeedAndShoot(seedScheme, crds)
+	seed, shoot, err = cluster.StartSeedAndShoot(kubernetes.SeedScheme, crds)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(seed.Stop)
 	DeferCleanup(shoot.Stop)
