@@ -202,7 +202,8 @@ var _ = Describe("Admission behind the garden's API servers", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		projectNamespace = createProject(ctx, "dev")
 		legacyShoot = newShoot(projectNamespace, "legacy", `{"flux": {"version": "v0.1.0"}}`)
-		Expect(k8s.Create(ctx, legacyShoot)).To(Succeed())
+		// Right after its project, gardener-apiserver's caches may lack the CredentialsBinding.
+		Expect(sandbox.CreateGardenShoot(ctx, k8s, legacyShoot)).To(Succeed())
 
 		// A private network of git servers, as an operator allows it for the controller's scans.
 		registerWebhooks(ctx, startAdmission("--host-policy-allowed-networks=10.20.0.0/16"), "")

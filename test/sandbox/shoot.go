@@ -182,7 +182,7 @@ func (s *Sandbox) CreateShoot(ctx context.Context, spec ShootSpec) (*ShootHandle
 	if spec.Domain != "" {
 		shoot.Spec.DNS = &gardencorev1beta1.DNS{Domain: ptr.To(spec.Domain)}
 	}
-	if err := createGardenShoot(ctx, s.Garden.Client, shoot); err != nil {
+	if err := CreateGardenShoot(ctx, s.Garden.Client, shoot); err != nil {
 		return nil, fmt.Errorf("failed creating shoot %s/%s: %w", h.ProjectNamespace, h.Name, err)
 	}
 
@@ -340,11 +340,11 @@ func (h *ShootHandle) nudgeUntilPickedUp(ctx context.Context) error {
 	return nil
 }
 
-// createGardenShoot creates a Shoot in gardener-apiserver. Its admission plugins read the
+// CreateGardenShoot creates a Shoot in gardener-apiserver. Its admission plugins read the
 // project's objects from informer caches: a Shoot created right after its project may be refused
 // because the CredentialsBinding is not in the cache yet ("… not found"), which a user or a
 // pipeline retries, as this does within cluster.CacheSyncTimeout.
-func createGardenShoot(ctx context.Context, c client.Client, shoot *gardencorev1beta1.Shoot) error {
+func CreateGardenShoot(ctx context.Context, c client.Client, shoot *gardencorev1beta1.Shoot) error {
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, PollInterval, cluster.CacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
 		lastErr = c.Create(ctx, shoot.DeepCopy())
